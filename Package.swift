@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LiveDefaults",
+    products: [
+        .library(name: "LiveDefaults", targets: ["LiveDefaults"]),
+        .executable(name: "defaults", targets: ["defaults"]),
+        .executable(name: "onboarding-demo", targets: ["OnboardingDemo"]),
+        .executable(name: "livedefaults-bench", targets: ["Benchmarks"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CInotifyTools",
+            path: "Sources/CInotifyTools",
+            providers: [.apt(["libinotifytools0-dev"])]
+        ),
+        .target(name: "LiveDefaults", dependencies: ["CInotifyTools"], path: "Sources/LiveDefaults"),
+        .executableTarget(name: "defaults", dependencies: ["LiveDefaults"], path: "Sources/defaults"),
+        .executableTarget(name: "OnboardingDemo", dependencies: ["LiveDefaults"], path: "Demo"),
+        .executableTarget(name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks"),
+        // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
+        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
+        .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults"], path: "Tests/LiveDefaultsTests"),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["LiveDefaults"],
+            path: "Tests/EndToEndTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,85 @@
+import Foundation
+
+/// The one error type LiveDefaults throws and reports.
+///
+/// Every error carries a stable ``code``, a message a person can act on (which suite, which
+/// path, what to do) and, where there is one, the underlying cause.
+///
+/// ```swift
+/// do { try defaults.synchronize() } catch let error as DefaultsError where error.code == .writeFailed {
+///     print(error.message)
+/// }
+/// ```
+public struct DefaultsError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. Extensible: new codes may be added in later versions.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        public var description: String { name }
+
+        /// A suite name that cannot name a file (empty, `.`, `..`, `/`, NUL or over 255 bytes).
+        public static let invalidSuiteName = Code(name: "invalidSuiteName")
+        /// A value that is not a property list was given to the dynamic API.
+        public static let notAPropertyList = Code(name: "notAPropertyList")
+        /// A suite file exists but does not parse, or its root is not a dictionary.
+        public static let corruptFile = Code(name: "corruptFile")
+        /// Reading a suite file failed.
+        public static let readFailed = Code(name: "readFailed")
+        /// Writing a suite file failed (permissions, full disk, file-size limit, …).
+        public static let writeFailed = Code(name: "writeFailed")
+        /// The sidecar lock file could not be opened or locked.
+        public static let lockFailed = Code(name: "lockFailed")
+        /// Property-list text or bytes that cannot be parsed.
+        public static let malformedPropertyList = Code(name: "malformedPropertyList")
+        /// A stored value could not be decoded as the type a typed key asks for.
+        public static let decodingFailed = Code(name: "decodingFailed")
+        /// A value could not be encoded for a typed key.
+        public static let encodingFailed = Code(name: "encodingFailed")
+        /// File watching fell back to polling (inotify could not serve).
+        public static let watchingDegraded = Code(name: "watchingDegraded")
+        /// A suite directory that other users can write to.
+        public static let insecureDirectory = Code(name: "insecureDirectory")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// A sentence a person can act on.
+    public var message: String
+    /// The suite concerned, when there is one.
+    public var suite: String?
+    /// The file concerned, when there is one.
+    public var path: String?
+    /// The underlying error, when there is one.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, suite: String? = nil, path: String? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.suite = suite
+        self.path = path
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        var text = "\(message) [\(code)]"
+        if let underlying { text += " (cause: \(underlying))" }
+        return text
+    }
+}
+
+extension DefaultsError: LocalizedError {
+    public var errorDescription: String? { description }
+}
+
+/// An `errno` value as an error, for ``DefaultsError/underlying``.
+public struct SystemError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The `errno` value.
+    public var errno: Int32
+    /// The call that failed (`open`, `rename`, …).
+    public var operation: String
+
+    public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
+}

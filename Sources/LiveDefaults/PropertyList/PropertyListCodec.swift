@@ -1,0 +1,76 @@
+import Foundation
+
+/// The on-disk formats of a suite file.
+public enum PropertyListFormat: String, Sendable, Hashable {
+    /// Apple's binary format (`bplist00`).
+    case binary
+    /// The XML format Foundation's UserDefaults writes on Linux.
+    case xml
+    /// The old-style (OpenStep) text format the `defaults` command prints.
+    case openStep
+}
+
+/// Reads and writes whole property lists.
+///
+/// Binary and XML go through Foundation's `PropertyListSerialization` today; the native codec
+/// (issue 8) replaces that behind this same interface.
+package enum PropertyListCodec {
+    /// Detects the format of `data` from its first bytes.
+    package static func detectFormat(of data: Data) -> PropertyListFormat {
+        if data.starts(with: Array("bplist".utf8)) { return .binary }
+        // Skip a UTF-8 byte-order mark and leading white space.
+        var index = data.startIndex
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) { index += 3 }
+        while index < data.endIndex, [0x20, 0x09, 0x0A, 0x0D].contains(data[index]) { index += 1 }
+        if index < data.endIndex, data[index] == UInt8(ascii: "<") { return .xml }
+        return .openStep
+    }
+
+    /// Decodes a whole property list.
+    ///
+    /// - Returns: The value and the format it was in.
+    /// - Throws: ``DefaultsError`` with code ``DefaultsError/Code/malformedPropertyList``.
+    package static func decode(_ data: Data) throws -> (value: PropertyListValue, format: PropertyListFormat) {
+        let format = detectFormat(of: data)
+        switch format {
+        case .openStep:
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw DefaultsError(.malformedPropertyList, "the text is not valid UTF-8")
+            }
+            return (try OpenStepParser.parse(text), .openStep)
+        case .binary, .xml:
+            let object: Any
+            do {
+                object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            } catch {
+                throw DefaultsError(
+                    .malformedPropertyList, "not a valid \(format == .binary ? "binary" : "XML") property list",
+                    underlying: SendableDescription(error))
+            }
+            return (try PropertyListValue(foundationObject: object), format)
+        }
+    }
+
+    /// Encodes a whole property list in `format`.
+    package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws -> Data {
+        switch format {
+        case .openStep:
+            return Data(OpenStepWriter.string(for: value).utf8)
+        case .binary, .xml:
+            do {
+                return try PropertyListSerialization.data(
+                    fromPropertyList: value.foundationObject, format: format == .binary ? .binary : .xml, options: 0)
+            } catch {
+                throw DefaultsError(
+                    .encodingFailed, "the value could not be encoded as a property list",
+                    underlying: SendableDescription(error))
+            }
+        }
+    }
+}
+
+/// A non-Sendable error kept by its description, so it can travel inside ``DefaultsError``.
+package struct SendableDescription: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ error: any Error) { description = String(describing: error) }
+}

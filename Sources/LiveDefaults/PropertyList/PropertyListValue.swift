@@ -1,0 +1,97 @@
+import Foundation
+
+/// A property-list value: the only kinds of value a suite file can hold.
+///
+/// Strings, integers, reals, Booleans, dates, data, and arrays and dictionaries of them.
+/// Integers are kept exactly: `integer` covers `Int64`, `unsignedInteger` the values above
+/// `Int64.max` (a plist integer may be as large as `UInt64.max`).
+///
+/// ```swift
+/// let value: PropertyListValue = ["theme": "dark", "fontSize": 14, "recent": ["a", "b"]]
+/// ```
+public enum PropertyListValue: Sendable, Hashable {
+    case string(String)
+    case integer(Int64)
+    /// An integer above `Int64.max`. Smaller unsigned values are stored as ``integer(_:)``.
+    case unsignedInteger(UInt64)
+    case real(Double)
+    case bool(Bool)
+    case date(Date)
+    case data(Data)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+
+    /// Creates an integer value from any fixed-width integer, choosing the exact representation.
+    public init<Integer: BinaryInteger>(integer: Integer) {
+        if let signed = Int64(exactly: integer) {
+            self = .integer(signed)
+        } else {
+            self = .unsignedInteger(UInt64(clamping: integer))
+        }
+    }
+
+    /// The name of this value's kind as `defaults read-type` prints it ("string", "integer", …).
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer, .unsignedInteger: "integer"
+        case .real: "float"
+        case .bool: "boolean"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
+    }
+}
+
+extension PropertyListValue {
+    /// The string, if this is a string.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The dictionary, if this is a dictionary.
+    public var dictionaryValue: [String: PropertyListValue]? {
+        if case .dictionary(let value) = self { return value }
+        return nil
+    }
+
+    /// The array, if this is an array.
+    public var arrayValue: [PropertyListValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+}
+
+extension PropertyListValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(floatLiteral value: Double) { self = .real(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: PropertyListValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, PropertyListValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension PropertyListValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .string(let value): value.debugDescription
+        case .integer(let value): String(value)
+        case .unsignedInteger(let value): String(value)
+        case .real(let value): String(value)
+        case .bool(let value): value ? "true" : "false"
+        case .date(let value): value.formatted(.iso8601)
+        case .data(let value): "<\(value.map { String(format: "%02x", $0) }.joined())>"
+        case .array(let values): "[" + values.map(\.description).joined(separator: ", ") + "]"
+        case .dictionary(let values):
+            "[" + values.sorted { $0.key < $1.key }.map { "\($0.key.debugDescription): \($0.value)" }
+                .joined(separator: ", ") + "]"
+        }
+    }
+}
