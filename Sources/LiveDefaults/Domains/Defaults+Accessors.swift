@@ -89,6 +89,7 @@ extension Defaults {
 
     /// Sets `key` to a URL: a file URL is stored as its path (as Foundation's UserDefaults on
     /// Linux does, so each reads the other's), any other URL as its absolute string. Nil removes.
+    @_disfavoredOverload
     public func set(_ url: URL?, forKey key: String) {
         write(url.map { .string(URL.storedString($0)) }, forKey: key)
     }
@@ -103,6 +104,7 @@ extension Defaults {
     ///
     /// - Throws: ``DefaultsError/Code/notAPropertyList``, naming the offending part, when the object
     ///   is not a property list. Nothing is changed then.
+    @_disfavoredOverload
     public func set(_ value: Any?, forKey key: String) throws {
         guard let value else {
             removeObject(forKey: key)

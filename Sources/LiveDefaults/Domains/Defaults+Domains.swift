@@ -18,6 +18,7 @@ extension Defaults {
     ///
     /// - Throws: ``DefaultsError/Code/notAPropertyList`` naming the first value that is not a
     ///   property list; nothing is registered then.
+    @_disfavoredOverload
     public func register(defaults: [String: Any]) throws {
         guard case .dictionary(let values) = try PropertyListValue(foundationObject: defaults) else { return }
         register(defaults: values)
@@ -100,6 +101,7 @@ extension Defaults {
     /// Sets a volatile domain from Foundation objects.
     ///
     /// - Throws: ``DefaultsError/Code/notAPropertyList``; nothing changes then.
+    @_disfavoredOverload
     public func setVolatileDomain(_ values: [String: Any], forName name: String) throws {
         guard case .dictionary(let converted) = try PropertyListValue(foundationObject: values) else { return }
         setVolatileDomain(converted, forName: name)

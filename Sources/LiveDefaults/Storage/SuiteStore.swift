@@ -183,7 +183,9 @@ extension SuiteStore {
 
     /// Parses suite bytes; an empty file is an empty suite.
     private func parse(_ data: Data) throws(DefaultsError) -> (values: [String: PropertyListValue], format: PropertyListFormat) {
-        if data.isEmpty { return ([:], .binary) }
+        if data.isEmpty {
+            throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil)
+        }
         let decoded: (value: PropertyListValue, format: PropertyListFormat)
         do {
             decoded = try PropertyListCodec.decode(data)
