@@ -51,7 +51,7 @@ package struct SuiteFile: Sendable {
     /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`.
     package func withLock<T>(_ body: () throws(DefaultsError) -> T) throws(DefaultsError) -> T {
         try createDirectoryIfNeeded()
-        let lockPath = resolvedPath() + ".lock"
+        let lockPath = Self.sidecar(of: resolvedPath(), prefix: "", suffix: ".lock")
         let descriptor: Int32
         do {
             descriptor = try SystemCall.retrying("open") { open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
@@ -77,10 +77,10 @@ package struct SuiteFile: Sendable {
         try createDirectoryIfNeeded()
         let target = resolvedPath()
         let directory = (target as NSString).deletingLastPathComponent
-        let base = (target as NSString).lastPathComponent
         var existing = stat()
         let mode: mode_t = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o600
-        let temporary = directory + "/." + base + Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temporary = Self.sidecar(
+            of: target, prefix: ".", suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         do throws(SystemError) {
             let descriptor = try SystemCall.retrying("open") {
                 open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -119,11 +119,11 @@ package struct SuiteFile: Sendable {
         guard access(target, F_OK) == 0 else { return nil }
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
             .replacingOccurrences(of: ":", with: "")
-        var kept = target + ".corrupt-" + stamp
+        var kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp)
         var attempt = 1
         while access(kept, F_OK) == 0 {
             attempt += 1
-            kept = target + ".corrupt-" + stamp + "-\(attempt)"
+            kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp + "-\(attempt)")
         }
         // A hard link keeps the bytes without a moment in which the suite file is missing.
         if link(target, kept) != 0 {
@@ -146,7 +146,7 @@ package struct SuiteFile: Sendable {
     package func removeOrphanedTemporaryFiles() {
         let target = resolvedPath()
         let directory = (target as NSString).deletingLastPathComponent
-        let prefix = "." + (target as NSString).lastPathComponent + Self.temporaryMarker
+        let prefix = (Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker) as NSString).lastPathComponent
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
@@ -156,6 +156,19 @@ package struct SuiteFile: Sendable {
     }
 
     static let temporaryMarker = ".tmp-"
+
+    /// The path of a file kept beside `path` (`<prefix><name><suffix>`). When that name would be
+    /// over the 255-byte limit of a file name, the suite file's name is replaced by a hash of it.
+    static func sidecar(of path: String, prefix: String, suffix: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        var name = (path as NSString).lastPathComponent
+        if prefix.utf8.count + name.utf8.count + suffix.utf8.count + 24 > 255 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: stable across processes
+            for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            name = "suite-" + String(hash, radix: 16) + ".plist"
+        }
+        return directory + "/" + prefix + name + suffix
+    }
 
     private func createDirectoryIfNeeded() throws(DefaultsError) {
         let directory = (resolvedPath() as NSString).deletingLastPathComponent

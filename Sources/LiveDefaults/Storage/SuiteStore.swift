@@ -295,6 +295,7 @@ extension SuiteStore {
             state.diskIdentity = identity
             state.diskValues = merged
             state.diskIsCorrupt = false
+            if state.lastError?.code == .corruptFile { state.lastError = nil }
             state.format = format
             if wholeFile != nil { state.replacesWholeFile = false }
             for (key, change) in pending where state.pending[key]?.generation == change.generation {
