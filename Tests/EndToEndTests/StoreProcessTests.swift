@@ -57,14 +57,16 @@ import Testing
     @Test func fourProcessesWritingDistinctKeysKeepEveryKey() async throws {
         let directory = try TemporaryDirectory()
         let writers = try (0..<4).map { index in
-            try ProductRunner.start("TestHelper", ["write-distinct", directory.path, "com.example.many", "p\(index)", "200"])
+            try ProductRunner.start(
+                "TestHelper", ["write-distinct", directory.path, "com.example.many", "p\(index)", "200"])
         }
         for writer in writers {
             writer.process.waitUntilExit()
             #expect(writer.process.terminationStatus == 0)
         }
         let bytes = try Data(contentsOf: directory.file("com.example.many.plist"))
-        let values = try #require(try PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any])
+        let values = try #require(
+            try PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any])
         #expect(values.count == 800, "kept \(values.count) of 800 keys")
         for writer in 0..<4 {
             for index in 0..<200 {
@@ -81,7 +83,8 @@ import Testing
         var survived = 0
         var lastAcknowledged = 0
         for _ in 0..<kills {
-            let victim = try ProductRunner.start("TestHelper", ["flush-forever", directory.path, "com.example.crash", "\(keys)"])
+            let victim = try ProductRunner.start(
+                "TestHelper", ["flush-forever", directory.path, "com.example.crash", "\(keys)"])
             // The kill lands at a random moment: before the first write, mid-write, or between writes.
             usleep(UInt32.random(in: 0...60_000))
             kill(victim.process.processIdentifier, SIGKILL)
@@ -100,7 +103,8 @@ import Testing
                 "the file parses after a kill (\(bytes.count) bytes)")
             let generation = try #require(Int(values["generation"] as? String ?? ""))
             let expected = "\(generation)-" + String(repeating: "x", count: 100)
-            let complete = values.count == keys + 1 && (0..<keys).allSatisfy { values["key-\($0)"] as? String == expected }
+            let complete =
+                values.count == keys + 1 && (0..<keys).allSatisfy { values["key-\($0)"] as? String == expected }
             #expect(complete, "the file holds one whole generation (\(generation))")
             #expect(generation >= lastAcknowledged, "every acknowledged write is present")
             if complete { survived += 1 }
@@ -108,13 +112,16 @@ import Testing
         #expect(survived > 0)
         #expect(lastAcknowledged > 0, "the victims got as far as acknowledged writes")
         // Orphaned temporary files from killed writers are cleaned up by the next writer.
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
         #expect(leftovers.count <= 1, "orphans left: \(leftovers)")
     }
 
     @Test func valuesSetBeforeANormalExitAreWritten() throws {
         let directory = try TemporaryDirectory()
-        let result = try ProductRunner.run("TestHelper", ["set-and-exit", directory.path, "com.example.exit", "k", "v"])
+        let result = try ProductRunner.run(
+            "TestHelper", ["set-and-exit", directory.path, "com.example.exit", "k", "v"])
         #expect(result.status == 0, "\(result.standardError)")
         let bytes = try Data(contentsOf: directory.file("com.example.exit.plist"))
         #expect(try PropertyListValue.decodeForTest(bytes) == ["k": "v"])

@@ -156,7 +156,9 @@ extension Defaults.Keys {
     }
 
     @Test func argumentDomainParsesPropertyListText() {
-        let parsed = ArgumentDomain.parse(["-fontSize", "14", "--long", "x", "-names", "(a, b)", "plain", "-flag", "YES"])
+        let parsed = ArgumentDomain.parse([
+            "-fontSize", "14", "--long", "x", "-names", "(a, b)", "plain", "-flag", "YES",
+        ])
         #expect(parsed["fontSize"] == "14")
         #expect(parsed["flag"] == "YES")
         #expect(parsed["long"] == nil && parsed["-long"] == nil)
@@ -241,7 +243,8 @@ extension Defaults.Keys {
     @Test func argumentStringsReadAsNumbersThroughTypedKeys() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Defaults(suiteName: "com.example.arguments", directory: directory.url, watchesFiles: false)
-        defaults.setVolatileDomain(ArgumentDomain.parse(["-fontSize", "18", "-volume", "0.25"]), forName: Defaults.argumentDomain)
+        defaults.setVolatileDomain(
+            ArgumentDomain.parse(["-fontSize", "18", "-volume", "0.25"]), forName: Defaults.argumentDomain)
         #expect(defaults[.fontSize] == 18)
         #expect(defaults[.volume] == 0.25)
         #expect(defaults.integer(forKey: "fontSize") == 18)

@@ -42,7 +42,8 @@ import Testing
         expected["seed"] = 1
         #expect(try PropertyListCodec.decode(bytes).value == .dictionary(expected))
         // Foundation reads what was written, to equal values.
-        let foundation = try #require(PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any])
+        let foundation = try #require(
+            PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any])
         #expect(try PropertyListValue(foundationObject: foundation) == .dictionary(expected))
     }
 
@@ -95,7 +96,10 @@ import Testing
         ("zero bytes", Data()),
         ("truncated binary", Data("bplist00\u{d1}\u{01}\u{02}".utf8)),
         ("truncated XML", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>".utf8)),
-        ("root is an array", try! PropertyListSerialization.data(fromPropertyList: [1, 2], format: .binary, options: 0)),
+        (
+            "root is an array",
+            try! PropertyListSerialization.data(fromPropertyList: [1, 2], format: .binary, options: 0)
+        ),
         ("root is a string", try! PropertyListSerialization.data(fromPropertyList: "s", format: .xml, options: 0)),
     ]
 

@@ -29,7 +29,9 @@ switch arguments[0] {
 case "write-distinct":
     // write-distinct <dir> <suite> <prefix> <count>: one key at a time, each acknowledged.
     let defaults = open(1)
-    guard arguments.count == 5, let count = Int(arguments[4]) else { fail("write-distinct <dir> <suite> <prefix> <count>") }
+    guard arguments.count == 5, let count = Int(arguments[4]) else {
+        fail("write-distinct <dir> <suite> <prefix> <count>")
+    }
     for index in 0..<count {
         defaults.set(index, forKey: "\(arguments[3])-\(index)")
         do { try defaults.synchronize() } catch { fail("\(error)") }
@@ -54,7 +56,9 @@ case "flush-forever":
 case "foundation-write":
     // foundation-write <suite>: Foundation's UserDefaults writes a sample of every type
     // (in $XDG_CONFIG_HOME, from the environment).
-    guard arguments.count == 2, let defaults = UserDefaults(suiteName: arguments[1]) else { fail("foundation-write <suite>") }
+    guard arguments.count == 2, let defaults = UserDefaults(suiteName: arguments[1]) else {
+        fail("foundation-write <suite>")
+    }
     defaults.set("from Foundation", forKey: "string")
     defaults.set(42, forKey: "int")
     defaults.set(2.5, forKey: "double")
@@ -69,7 +73,9 @@ case "foundation-write":
 
 case "foundation-read":
     // foundation-read <suite>: Foundation's UserDefaults prints what it reads, one key a line.
-    guard arguments.count == 2, let defaults = UserDefaults(suiteName: arguments[1]) else { fail("foundation-read <suite>") }
+    guard arguments.count == 2, let defaults = UserDefaults(suiteName: arguments[1]) else {
+        fail("foundation-read <suite>")
+    }
     let values = defaults.persistentDomain(forName: arguments[1]) ?? [:]
     for key in values.keys.sorted() {
         let value = values[key]!

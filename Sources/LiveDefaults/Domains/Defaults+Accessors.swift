@@ -186,5 +186,7 @@ package enum ValueConversion {
 
 extension Double {
     /// The value clamped into the range of `Int64`.
-    fileprivate var clamped: Double { Swift.min(Swift.max(self, -9.223_372_036_854_775_807e18), 9.223_372_036_854_774_784e18) }
+    fileprivate var clamped: Double {
+        Swift.min(Swift.max(self, -9.223_372_036_854_775_807e18), 9.223_372_036_854_774_784e18)
+    }
 }

@@ -89,7 +89,8 @@ public final class Defaults: Sendable {
             self.global = nil
         } else {
             let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
-            self.global = globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
+            self.global =
+                globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
         }
         self.state = Mutex(State(arguments: ArgumentDomain.current))
         state.withLock { state in state.effective = Self.resolveAll(state, suite: suite, global: global) }
@@ -248,7 +249,9 @@ public final class Defaults: Sendable {
     private func announcePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[key]
-            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) { return }
+            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) {
+                return
+            }
             let new =
                 suiteValue
                 ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first

@@ -66,21 +66,24 @@ extension Defaults.Key where Value: RawRepresentable, Value.RawValue: PropertyLi
     /// A key of a `RawRepresentable` type (an enum with `String` or `Int` raw values), stored as
     /// its raw value.
     public convenience init(_ name: String, default defaultValue: Value) {
-        self.init(name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
+        self.init(
+            name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
     }
 }
 
 extension Defaults.Key where Value: RawRepresentable & Codable, Value.RawValue: PropertyListRepresentable {
     /// A key of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
     public convenience init(_ name: String, default defaultValue: Value) {
-        self.init(name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
+        self.init(
+            name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
     }
 }
 
 extension Defaults.Key where Value: Codable {
     /// A key of a `Codable` type, stored as a property-list structure.
     public convenience init(_ name: String, default defaultValue: Value) {
-        self.init(name: name, defaultValue: defaultValue, encode: KeyCoding.encodeCodable, decode: KeyCoding.decodeCodable)
+        self.init(
+            name: name, defaultValue: defaultValue, encode: KeyCoding.encodeCodable, decode: KeyCoding.decodeCodable)
     }
 }
 
@@ -96,7 +99,8 @@ extension Defaults.Key {
     }
 
     /// An optional key of a `RawRepresentable` type.
-    public convenience init<Wrapped: RawRepresentable>(_ name: String) where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
+    public convenience init<Wrapped: RawRepresentable>(_ name: String)
+    where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
         self.init(name: name, defaultValue: nil, encode: { $0?.rawValue.propertyListValue }, decode: KeyCoding.raw)
     }
 
@@ -136,7 +140,8 @@ extension Defaults {
             } catch {
                 DefaultsErrorReporting.report(
                     DefaultsError(
-                        .encodingFailed, "The value for key \"\(key.name)\" in suite \"\(suiteName)\" could not be encoded; nothing was written.",
+                        .encodingFailed,
+                        "The value for key \"\(key.name)\" in suite \"\(suiteName)\" could not be encoded; nothing was written.",
                         suite: suiteName, underlying: SendableDescription(error)))
             }
         }

@@ -9,7 +9,9 @@ enum KeyCoding {
     }
 
     static func plain<Value: PropertyListRepresentable>(_ stored: PropertyListValue) throws -> Value {
-        guard let value = Value(propertyListValue: stored) else { throw Mismatch(expected: "\(Value.self)", found: stored) }
+        guard let value = Value(propertyListValue: stored) else {
+            throw Mismatch(expected: "\(Value.self)", found: stored)
+        }
         return value
     }
 
@@ -50,7 +52,8 @@ enum KeyCoding {
         return value
     }
 
-    static func decodingError(key: String, suite: String, stored: PropertyListValue, cause: any Error) -> DefaultsError {
+    static func decodingError(key: String, suite: String, stored: PropertyListValue, cause: any Error) -> DefaultsError
+    {
         DefaultsError(
             .decodingFailed,
             "The value of key \"\(key)\" in suite \"\(suite)\" (\(stored.typeName) \(stored)) cannot be read as the key's type; "

@@ -50,7 +50,8 @@ extension PropertyListRepresentable where Self: FixedWidthInteger {
         case .integer(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
         case .unsignedInteger(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
         case .real(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
-        case .string(let text): guard let parsed = Self(text.trimmingCharacters(in: .whitespaces)) else { return nil }; self = parsed
+        case .string(let text):
+            guard let parsed = Self(text.trimmingCharacters(in: .whitespaces)) else { return nil }; self = parsed
         default: return nil
         }
     }
@@ -74,7 +75,8 @@ extension Double: PropertyListRepresentable {
         case .real(let value): self = value
         case .integer(let value): self = Double(value)
         case .unsignedInteger(let value): self = Double(value)
-        case .string(let text): guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)) else { return nil }; self = parsed
+        case .string(let text):
+            guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)) else { return nil }; self = parsed
         default: return nil
         }
     }

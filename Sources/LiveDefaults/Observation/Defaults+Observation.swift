@@ -81,7 +81,10 @@ extension Defaults {
             if options.contains(.initial), let key = observer.key {
                 let current = state.effective[key]
                 state.observers.queue.append(
-                    (observer, DefaultsChange(key: key, oldValue: nil, newValue: current, origin: .local, isInitial: true)))
+                    (
+                        observer,
+                        DefaultsChange(key: key, oldValue: nil, newValue: current, origin: .local, isInitial: true)
+                    ))
             }
         }
         deliverQueuedChanges()

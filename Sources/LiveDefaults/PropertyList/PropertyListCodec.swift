@@ -30,7 +30,9 @@ package enum PropertyListCodec {
     ///
     /// - Returns: The value and the format it was in.
     /// - Throws: ``DefaultsError`` with code ``DefaultsError/Code/malformedPropertyList``.
-    package static func decode(_ data: Data) throws(DefaultsError) -> (value: PropertyListValue, format: PropertyListFormat) {
+    package static func decode(_ data: Data) throws(DefaultsError) -> (
+        value: PropertyListValue, format: PropertyListFormat
+    ) {
         let format = detectFormat(of: data)
         switch format {
         case .openStep:

@@ -32,4 +32,3 @@ package struct FileIdentity: Equatable, Sendable {
             && lhs.changed.tv_sec == rhs.changed.tv_sec && lhs.changed.tv_nsec == rhs.changed.tv_nsec
     }
 }
-

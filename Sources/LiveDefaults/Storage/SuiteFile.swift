@@ -54,7 +54,9 @@ package struct SuiteFile: Sendable {
         let lockPath = Self.sidecar(of: resolvedPath(), prefix: "", suffix: ".lock")
         let descriptor: Int32
         do {
-            descriptor = try SystemCall.retrying("open") { open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+            descriptor = try SystemCall.retrying("open") {
+                open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            }
             try SystemCall.retrying("flock") { flock(descriptor, LOCK_EX) }
         } catch {
             throw DefaultsError(
@@ -129,7 +131,9 @@ package struct SuiteFile: Sendable {
         if link(target, kept) != 0 {
             do {
                 let bytes = try Data(contentsOf: URL(fileURLWithPath: target))
-                guard FileManager.default.createFile(atPath: kept, contents: bytes, attributes: [.posixPermissions: 0o600])
+                guard
+                    FileManager.default.createFile(
+                        atPath: kept, contents: bytes, attributes: [.posixPermissions: 0o600])
                 else { throw SystemError(errno: errno, operation: "create") }
             } catch {
                 throw DefaultsError(
@@ -178,7 +182,8 @@ package struct SuiteFile: Sendable {
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             path += "/" + component
             if mkdir(path, 0o700) != 0, errno != EEXIST {
-                throw error(.writeFailed, "Could not create the directory for", SystemError(errno: errno, operation: "mkdir"))
+                throw error(
+                    .writeFailed, "Could not create the directory for", SystemError(errno: errno, operation: "mkdir"))
             }
         }
     }

@@ -182,7 +182,9 @@ extension SuiteStore {
     }
 
     /// Parses suite bytes; an empty file is an empty suite.
-    private func parse(_ data: Data) throws(DefaultsError) -> (values: [String: PropertyListValue], format: PropertyListFormat) {
+    private func parse(_ data: Data) throws(DefaultsError) -> (
+        values: [String: PropertyListValue], format: PropertyListFormat
+    ) {
         if data.isEmpty {
             throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil)
         }
@@ -216,7 +218,10 @@ extension SuiteStore {
         defer { if !externalKeys.isEmpty { notify(externalKeys, origin: .external) } }
         try inputOutput.withLock { _ throws(DefaultsError) in
             let snapshot = state.withLock { state in
-                (pending: state.pending, whole: state.replacesWholeFile, values: state.values, clean: state.cleanedTemporaryFiles)
+                (
+                    pending: state.pending, whole: state.replacesWholeFile, values: state.values,
+                    clean: state.cleanedTemporaryFiles
+                )
             }
             if snapshot.pending.isEmpty && !snapshot.whole { return }
             if !snapshot.clean {
@@ -244,7 +249,9 @@ extension SuiteStore {
     private func flushLocked(
         _ pending: [String: (value: PropertyListValue?, generation: UInt64)], wholeFile: [String: PropertyListValue]?
     ) throws(DefaultsError) -> Set<String> {
-        let known = state.withLock { (identity: $0.diskIdentity, values: $0.diskValues, corrupt: $0.diskIsCorrupt, format: $0.format) }
+        let known = state.withLock {
+            (identity: $0.diskIdentity, values: $0.diskValues, corrupt: $0.diskIsCorrupt, format: $0.format)
+        }
         var base = known.values
         var format = known.format
         if FileIdentity.of(path: location.path) != known.identity || known.corrupt {

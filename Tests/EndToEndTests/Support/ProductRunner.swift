@@ -7,7 +7,9 @@ enum ProductRunner {
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         while url.path != "/" {
             url.deleteLastPathComponent()
-            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("TestHelper").path) { return url }
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("TestHelper").path) {
+                return url
+            }
         }
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }()
