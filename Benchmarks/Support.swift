@@ -5,14 +5,20 @@ import LiveDefaults
 struct BenchmarkOptions {
     var quick = false
     var json = false
+    /// Run only these groups (`--only codec,read`); all when empty.
+    var only: Set<String> = []
 
     init(_ arguments: [String]) {
-        for argument in arguments {
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
             switch argument {
+            case "--only":
+                only = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
             case "--quick": quick = true
             case "--json": json = true
             case "--help", "-h":
-                Swift.print("usage: livedefaults-bench [--quick] [--json]")
+                Swift.print("usage: livedefaults-bench [--quick] [--json] [--only group,…]")
+                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("livedefaults-bench: unknown option \(argument)\n".utf8))

@@ -20,12 +20,12 @@ setenv("XDG_CONFIG_HOME", workspace.directory.path, 1)
 
 var report = Report(options: options)
 let runner = BenchmarkRunner(options: options, workspace: workspace)
-runner.measureReads(into: &report)
-runner.measureWrites(into: &report)
-runner.measureFlushes(into: &report)
-runner.measureColdLoads(into: &report)
-runner.measureCodec(into: &report)
-runner.measureExternalChanges(into: &report)
-runner.measureFanOut(into: &report)
-runner.measureMemory(into: &report)
+let groups: [(String, (inout Report) -> Void)] = [
+    ("read", runner.measureReads), ("write", runner.measureWrites), ("flush", runner.measureFlushes),
+    ("cold", runner.measureColdLoads), ("codec", runner.measureCodec), ("external", runner.measureExternalChanges),
+    ("fanout", runner.measureFanOut), ("memory", runner.measureMemory),
+]
+for (name, measure) in groups where options.only.isEmpty || options.only.contains(name) {
+    measure(&report)
+}
 report.print()

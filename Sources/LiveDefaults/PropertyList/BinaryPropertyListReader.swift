@@ -66,10 +66,18 @@ package enum BinaryPropertyListReader {
             inProgress = Array(repeating: false, count: objectCount)
         }
 
+        @inline(__always)
         static func bigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int, size: Int) -> UInt64 {
-            var value: UInt64 = 0
-            for index in offset..<offset + size { value = value << 8 | UInt64(bytes[index]) }
-            return value
+            switch size {
+            case 1: return UInt64(bytes[offset])
+            case 2: return UInt64(UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+            case 4: return UInt64(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            case 8: return UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            default:
+                var value: UInt64 = 0
+                for index in offset..<offset + size { value = value << 8 | UInt64(bytes[index]) }
+                return value
+            }
         }
 
         static func error(_ problem: String, at offset: Int) -> DefaultsError {
@@ -198,7 +206,9 @@ package enum BinaryPropertyListReader {
                     "the marker 0x\(String(bytes[marker], radix: 16)) is not a supported property-list type", at: marker
                 )
             }
-            decoded[index] = value
+            // Strings are what writers share (dictionary keys): remember those; containers are never
+            // shared by well-formed files, so remembering them would only cost.
+            if case .string = value { decoded[index] = value }
             return value
         }
 

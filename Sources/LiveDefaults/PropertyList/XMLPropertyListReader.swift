@@ -56,7 +56,7 @@ package enum XMLPropertyListReader {
         }
 
         mutating func skipWhitespace() {
-            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+            while position < bytes.count, Self.isSpace(bytes[position]) { position += 1 }
         }
 
         /// Moves past the next occurrence of `terminator`.
@@ -97,7 +97,7 @@ package enum XMLPropertyListReader {
             }
             var wrapped = false
             if skip("<plist") {
-                guard position < bytes.count, [0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">")].contains(bytes[position])
+                guard position < bytes.count, Self.isSpace(bytes[position]) || bytes[position] == UInt8(ascii: ">")
                 else {
                     throw error("expected <plist>")
                 }
@@ -128,6 +128,19 @@ package enum XMLPropertyListReader {
             return (name, false, start)
         }
 
+        static func isSpace(_ byte: UInt8) -> Bool {
+            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+        }
+
+        /// `text` without leading and trailing XML white space.
+        static func trimmed(_ text: String) -> String {
+            let utf8 = text.utf8
+            guard let first = utf8.firstIndex(where: { !isSpace($0) }) else { return "" }
+            let last = utf8.lastIndex(where: { !isSpace($0) })!
+            if first == utf8.startIndex && last == utf8.index(before: utf8.endIndex) { return text }
+            return String(text[first...last])
+        }
+
         static func isNameByte(_ byte: UInt8) -> Bool {
             (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
                 || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
@@ -149,10 +162,9 @@ package enum XMLPropertyListReader {
                 return .string(tag.empty ? "" : try text(closing: "string"))
             case "integer":
                 let text = tag.empty ? "" : try self.text(closing: "integer")
-                return try integer(text.trimmingCharacters(in: .whitespacesAndNewlines), at: tag.start)
+                return try integer(Self.trimmed(text), at: tag.start)
             case "real":
-                let text = (tag.empty ? "" : try self.text(closing: "real")).trimmingCharacters(
-                    in: .whitespacesAndNewlines)
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "real"))
                 switch text.lowercased() {
                 case "nan": return .real(.nan)
                 case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
@@ -164,8 +176,7 @@ package enum XMLPropertyListReader {
                     return .real(number)
                 }
             case "date":
-                let text = (tag.empty ? "" : try self.text(closing: "date")).trimmingCharacters(
-                    in: .whitespacesAndNewlines)
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "date"))
                 guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
                 return .date(date)
             case "data":
@@ -216,6 +227,17 @@ package enum XMLPropertyListReader {
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.
         mutating func text(closing name: StaticString) throws(DefaultsError) -> String {
             let start = position
+            // The common case: plain text up to the closing tag, made into a String in one step.
+            var end = position
+            while end < bytes.count, bytes[end] != UInt8(ascii: "<"), bytes[end] != UInt8(ascii: "&") { end += 1 }
+            if end + 1 < bytes.count, bytes[end] == UInt8(ascii: "<"), bytes[end + 1] == UInt8(ascii: "/") {
+                guard
+                    let string = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+                else { throw error("the text is not valid UTF-8", at: start) }
+                position = end
+                try closeTag(name)
+                return string
+            }
             var buffer: [UInt8] = []
             var plainStart = position
             func flush(_ end: Int) {
