@@ -64,6 +64,24 @@ package enum OpenStepWriter {
         return output
     }
 
+    /// `value` on one line in ``Style/defaultsRead`` spelling: `(a, "b c")`, `{k = 1; n = (x); }`; strings
+    /// quoted when they need it even on their own (for one-line reports such as `defaults watch`).
+    package static func singleLineString(for value: PropertyListValue) -> String {
+        switch value {
+        case .array(let elements):
+            return "(" + elements.map(singleLineString).joined(separator: ", ") + ")"
+        case .dictionary(let entries):
+            let sortedKeys = entries.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) })
+            return "{"
+                + sortedKeys.map {
+                    quotedIfNeeded($0, style: .defaultsRead) + " = "
+                        + singleLineString(for: entries[$0]!) + "; "
+                }.joined() + "}"
+        default:
+            return element(value, style: .defaultsRead)
+        }
+    }
+
     // MARK: Layout
 
     private static func indent(_ level: Int) -> String { String(repeating: "    ", count: level) }
