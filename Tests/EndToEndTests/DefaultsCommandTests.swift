@@ -1,17 +1,18 @@
 import Foundation
 import LiveDefaults
+import TestSupport
 import Testing
 
 /// One test's world: a temporary `XDG_CONFIG_HOME` and the built `defaults` binary pointed at it.
-private struct DefaultsFixture {
+private struct DefaultsFixture: ~Copyable {
     let directory: TemporaryDirectory
     let runner: CommandRunner
 
     init() throws {
         directory = try TemporaryDirectory()
         runner = CommandRunner(
-            executable: try ProductLocator.executable(named: "defaults"),
-            environment: ["XDG_CONFIG_HOME": directory.url.path, "HOME": directory.url.path])
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path])
     }
 
     @discardableResult
@@ -28,7 +29,7 @@ private struct DefaultsFixture {
         return result.standardOutput
     }
 
-    func file(_ domain: String) -> URL { directory.path(domain + ".plist") }
+    func file(_ domain: String) -> URL { directory.file(domain + ".plist") }
 
     /// The domain's file, decoded.
     func values(_ domain: String) throws -> [String: PropertyListValue] {
@@ -240,7 +241,7 @@ private struct DefaultsFixture {
 
     @Test func aPathNamesAPlistFileWithOrWithoutItsExtension() throws {
         let fixture = try DefaultsFixture()
-        let elsewhere = fixture.directory.path("elsewhere")
+        let elsewhere = fixture.directory.file("elsewhere")
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
         let path = elsewhere.appendingPathComponent("Info").path
         try fixture.succeed("write", path, "CFBundleName", "Demo")
@@ -257,9 +258,9 @@ private struct DefaultsFixture {
         try fixture.seed("org.b", ["k": 1])
         try fixture.seed("com.a", ["k": 1])
         try fixture.seed("NSGlobalDomain", ["k": 1])
-        try Data().write(to: fixture.directory.path("notes.txt"))
-        try Data().write(to: fixture.directory.path("com.a.plist.lock"))
-        try Data().write(to: fixture.directory.path(".hidden.plist"))
+        try Data().write(to: fixture.directory.file("notes.txt"))
+        try Data().write(to: fixture.directory.file("com.a.plist.lock"))
+        try Data().write(to: fixture.directory.file(".hidden.plist"))
         #expect(try fixture.succeed("domains") == "com.a, org.b\n")
     }
 
@@ -290,7 +291,7 @@ private struct DefaultsFixture {
         #expect(decoded.format == .xml)
         #expect(decoded.value == .dictionary(values))
 
-        let exported = fixture.directory.path("out.plist")
+        let exported = fixture.directory.file("out.plist")
         try fixture.succeed("export", "com.x", exported.path)
         let binary = try Data(contentsOf: exported)
         #expect(binary.starts(with: Array("bplist00".utf8)))
@@ -306,7 +307,7 @@ private struct DefaultsFixture {
         try fixture.succeed("import", "com.x", "-", input: data)
         #expect(try fixture.values("com.x") == values)
 
-        let source = fixture.directory.path("in.data")
+        let source = fixture.directory.file("in.data")
         try data.write(to: source)
         try fixture.succeed("import", "com.y", source.path)
         #expect(try fixture.values("com.y") == values)
@@ -322,7 +323,7 @@ private struct DefaultsFixture {
         let garbage = try fixture.defaults("import", "com.x", "-", input: Data("{ a = ".utf8))
         #expect(garbage.status == 1)
         #expect(garbage.standardError.hasPrefix("Could not parse property list from -:"))
-        let missing = try fixture.defaults("import", "com.x", fixture.directory.path("none").path)
+        let missing = try fixture.defaults("import", "com.x", fixture.directory.file("none").path)
         #expect(missing.status == 1)
         #expect(try Data(contentsOf: fixture.file("com.x")) == before)
     }
@@ -396,7 +397,7 @@ private struct DefaultsFixture {
         #expect(result.standardError.contains("Usage: defaults"), "\(result)")
         #expect(result.standardError.filter { $0 == "\n" }.count == 1, "\(result)")
         #expect(try Data(contentsOf: fixture.file("com.x")) == before)
-        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path)
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path)
         #expect(files == ["com.x.plist"])
     }
 

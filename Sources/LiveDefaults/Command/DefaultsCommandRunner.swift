@@ -295,7 +295,7 @@ package struct DefaultsCommandRunner: Sendable {
         let value: PropertyListValue
         do {
             value = try PropertyListCodec.decode(data).value
-        } catch let error as DefaultsError {
+        } catch {
             throw CommandFailure("Could not parse property list from \(source): \(error.message)\n")
         }
         guard case .dictionary(let values) = value else {
