@@ -15,7 +15,8 @@ package protocol CommandDomain: AnyObject, Sendable {
     func synchronize() throws
     /// Calls `handler` on `queue` for every change of an effective value of the domain, until the returned
     /// token is released.
-    func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void) -> AnyObject
+    func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
+        -> any AnyObject & Sendable
 }
 
 /// One change seen by ``CommandDomain/watchChanges(queue:_:)``.

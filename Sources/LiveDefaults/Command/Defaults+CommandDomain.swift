@@ -2,7 +2,7 @@ import Foundation
 
 extension Defaults: CommandDomain {
     package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
-        -> AnyObject
+        -> any AnyObject & Sendable
     {
         observeAll(options: [.old, .new], queue: queue) { change in
             handler(

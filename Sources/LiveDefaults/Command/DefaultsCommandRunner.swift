@@ -336,6 +336,18 @@ package struct DefaultsCommandRunner: Sendable {
         }
         let subject = keys.isEmpty ? name : "\(keys.sorted().joined(separator: ", ")) in \(name)"
         io.standardError("Watching \(subject) for changes; press Control-C to stop.\n")
-        return token
+        // The observation does not keep the store alive; the session keeps both.
+        return WatchSession(store: store, token: token)
+    }
+
+    /// What a running `watch` must keep alive: the open domain and its observation.
+    private final class WatchSession: Sendable {
+        let store: any CommandDomain
+        let token: any AnyObject & Sendable
+
+        init(store: any CommandDomain, token: any AnyObject & Sendable) {
+            self.store = store
+            self.token = token
+        }
     }
 }
