@@ -118,6 +118,24 @@ import Testing
         #expect(leftovers.count <= 1, "orphans left: \(leftovers)")
     }
 
+    @Test func fileSizeLimitMakesSynchronizeThrowKeepingOldFileAndValues() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run("TestHelper", ["file-size-limit", directory.path, "com.example.full"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.first == "limited: threw writeFailed", "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("message: ") && $0.contains("file-size limit") })
+        #expect(lines.contains("in memory: 200000"))
+        #expect(lines.last == "unlimited: written")
+        let values = try PropertyListValue.decodeForTest(Data(contentsOf: directory.file("com.example.full.plist")))
+        #expect(values.dictionaryValue?["before"] == "small")
+        #expect(values.dictionaryValue?["big"]?.stringValue?.count == 200_000)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(leftovers.isEmpty, "a failed write removes its temporary file")
+    }
+
     @Test func valuesSetBeforeANormalExitAreWritten() throws {
         let directory = try TemporaryDirectory()
         let result = try ProductRunner.run(

@@ -1,6 +1,5 @@
 import Foundation
 import Observation
-import Synchronization
 import TestSupport
 import Testing
 
@@ -8,7 +7,7 @@ import Testing
 
 /// Collects what an observer receives, from any thread.
 final class Recorder<Value: Sendable>: Sendable {
-    private let changes = Mutex<[DefaultsChange<Value>]>([])
+    private let changes = Locked<[DefaultsChange<Value>]>([])
     var all: [DefaultsChange<Value>] { changes.withLock { $0 } }
     var count: Int { all.count }
     func record(_ change: DefaultsChange<Value>) { changes.withLock { $0.append(change) } }
@@ -140,7 +139,7 @@ final class Recorder<Value: Sendable>: Sendable {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
         let recorder = Recorder<PropertyListValue>()
-        let holder = Mutex<ObservationToken?>(nil)
+        let holder = Locked<ObservationToken?>(nil)
         let token = defaults.observe("k") { change in
             recorder.record(change)
             holder.withLock { $0?.cancel() }
@@ -152,7 +151,7 @@ final class Recorder<Value: Sendable>: Sendable {
 
         // Dropping the last reference from inside the callback.
         let dropped = Recorder<PropertyListValue>()
-        let slot = Mutex<ObservationToken?>(nil)
+        let slot = Locked<ObservationToken?>(nil)
         slot.withLock {
             $0 = defaults.observe("j") { change in
                 dropped.record(change)
@@ -197,7 +196,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func wrongTypeUnderATypedKeyDeliversTheDefaultAndReports() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let reported = Mutex<[DefaultsError]>([])
+        let reported = Locked<[DefaultsError]>([])
         let themes = Recorder<Theme>()
         defaults[.theme] = .dark
         let token = defaults.observe(.theme) { themes.record($0) }
@@ -217,7 +216,7 @@ final class Recorder<Value: Sendable>: Sendable {
         let queue = DispatchQueue(label: "observer")
         let key = DispatchSpecificKey<Bool>()
         queue.setSpecific(key: key, value: true)
-        let onQueue = Mutex<[Bool]>([])
+        let onQueue = Locked<[Bool]>([])
         let token = defaults.observe("k", queue: queue) { _ in
             onQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) }
         }
@@ -231,7 +230,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func asyncSequenceDeliversAndEndsWhenItsTaskIsCancelled() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let received = Mutex<[Theme]>([])
+        let received = Locked<[Theme]>([])
         let task = Task {
             for await change in defaults.changes(of: .theme, options: [.initial, .new]) {
                 if let value = change.newValue { received.withLock { $0.append(value) } }
@@ -252,7 +251,7 @@ final class Recorder<Value: Sendable>: Sendable {
         let defaults = try makeDefaults(directory)
         let theme = defaults.observable(.theme)
         #expect(theme.value == .system)
-        let fired = Mutex(false)
+        let fired = Locked(false)
         withObservationTracking {
             _ = theme.value
         } onChange: {
@@ -284,7 +283,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func didChangeNotificationIsPosted() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let posted = Mutex(0)
+        let posted = Locked(0)
         let observer = NotificationCenter.default.addObserver(
             forName: UserDefaults.didChangeNotification, object: defaults, queue: nil
         ) { _ in posted.withLock { $0 += 1 } }
@@ -298,7 +297,7 @@ final class Recorder<Value: Sendable>: Sendable {
         // key would be called if a write visited it; none is.
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let tokens = (0..<100_000).map { index in
             defaults.observe("other-\(index)") { _ in calls.withLock { $0 += 1 } }
         }
@@ -315,7 +314,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func eightThreadsWritingWhileObserversComeAndGo() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let lastSeen = Mutex<[String: PropertyListValue?]>([:])
+        let lastSeen = Locked<[String: PropertyListValue?]>([:])
         let keys = (0..<4).map { "shared-\($0)" }
         let stable = keys.map { key in
             defaults.observe(key) { change in lastSeen.withLock { $0[key] = change.newValue } }

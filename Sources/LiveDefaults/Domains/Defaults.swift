@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A settings store with the UserDefaults model: one property-list file per suite, a layered
 /// search list, registered defaults — plus observation, live reload and crash-safe writes.
@@ -47,7 +46,7 @@ public final class Defaults: Sendable {
     let watchesFiles: Bool
     let suite: SuiteStore
     let global: SuiteStore?
-    let state: Mutex<State>
+    let state: Locked<State>
 
     struct State {
         var arguments: [String: PropertyListValue]
@@ -92,7 +91,7 @@ public final class Defaults: Sendable {
             self.global =
                 globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
         }
-        self.state = Mutex(State(arguments: ArgumentDomain.current))
+        self.state = Locked(State(arguments: ArgumentDomain.current))
         state.withLock { state in state.effective = Self.resolveAll(state, suite: suite, global: global) }
         suite.addListener(self)
         global?.addListener(self)

@@ -1,5 +1,4 @@
 import Observation
-import Synchronization
 
 /// A key's value as an `Observable` object: reading ``value`` inside `withObservationTracking`
 /// (or a SwiftUI-style view) tracks it, and every change of the key — local or from another
@@ -11,15 +10,15 @@ import Synchronization
 /// ```
 public final class ObservableSetting<Value: Sendable>: Observable, Sendable {
     private let registrar = ObservationRegistrar()
-    private let storage: Mutex<Value>
+    private let storage: Locked<Value>
     private let defaults: Defaults
     private let key: Defaults.Key<Value>
-    private let token = Mutex<ObservationToken?>(nil)
+    private let token = Locked<ObservationToken?>(nil)
 
     init(defaults: Defaults, key: Defaults.Key<Value>) {
         self.defaults = defaults
         self.key = key
-        self.storage = Mutex(defaults[key])
+        self.storage = Locked(defaults[key])
         let observation = defaults.observe(key, options: [.new]) { [weak self] change in
             guard let self, let newValue = change.newValue else { return }
             self.registrar.withMutation(of: self, keyPath: \.value) {

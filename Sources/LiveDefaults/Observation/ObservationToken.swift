@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Keeps an observation alive. ``cancel()`` ends it; so does dropping the last reference.
 ///
 /// ```swift
@@ -7,10 +5,10 @@ import Synchronization
 /// token.cancel()   // idempotent
 /// ```
 public final class ObservationToken: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Locked<(@Sendable () -> Void)?>
 
     package init(onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Locked(onCancel)
     }
 
     /// Ends the observation: no call starts after this returns. Calling it again does nothing;

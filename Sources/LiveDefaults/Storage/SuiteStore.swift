@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where a change came from.
 public enum ChangeOrigin: Sendable, Hashable {
@@ -23,9 +22,9 @@ package protocol SuiteStoreListener: AnyObject, Sendable {
 package final class SuiteStore: Sendable {
     package let location: SuiteLocation
     package let file: SuiteFile
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Serialises flushes and reloads of this store (never held while calling listeners).
-    private let inputOutput = Mutex<Void>(())
+    private let inputOutput = Locked<Void>(())
 
     private struct State {
         /// What reads see: the file's values with this process's pending changes applied.
@@ -63,7 +62,7 @@ package final class SuiteStore: Sendable {
     private init(location: SuiteLocation) {
         self.location = location
         self.file = SuiteFile(location: location)
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     deinit {
@@ -430,7 +429,7 @@ extension SuiteStore {
         weak var store: SuiteStore?
     }
 
-    private static let registry = Mutex<[String: WeakStore]>([:])
+    private static let registry = Locked<[String: WeakStore]>([:])
 
     /// The process's store for `location`, opened (and loaded) on first use.
     ///
