@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import LiveDefaults
 
 /// What a finished process printed and how it exited.
 struct CommandResult: Sendable, CustomStringConvertible {
@@ -64,7 +64,7 @@ final class RunningCommand: Sendable {
 
     /// The output read so far, shared with the pipes' reading handlers.
     private final class Collected: Sendable {
-        let buffers = Mutex(Buffers())
+        let buffers = Locked(Buffers())  // Not Mutex: the thread sanitizer cannot see its futex.
         let arrived = DispatchSemaphore(value: 0)
     }
 
