@@ -1,0 +1,29 @@
+import Synchronization
+
+/// One file being watched by a ``FileWatcher``; calls stop when it is cancelled or deallocated.
+///
+/// The watch keeps its watcher alive. After ``cancel()`` returns no new call starts; a call
+/// already running on the watcher's thread finishes.
+package final class FileWatch: Sendable {
+    private let watcher: FileWatcher
+    private let identifier: UInt64
+    private let isCancelled = Mutex(false)
+
+    init(watcher: FileWatcher, identifier: UInt64) {
+        self.watcher = watcher
+        self.identifier = identifier
+    }
+
+    deinit {
+        cancel()
+    }
+
+    /// Stops the calls. Calling it again does nothing.
+    package func cancel() {
+        let wasCancelled = isCancelled.withLock { cancelled in
+            defer { cancelled = true }
+            return cancelled
+        }
+        if !wasCancelled { watcher.cancel(identifier) }
+    }
+}
