@@ -18,6 +18,11 @@ package final class FileWatch: Sendable {
         cancel()
     }
 
+    /// Whether nothing is due or pending for this watch (for tests waiting for it to settle).
+    var isQuiet: Bool {
+        watcher.core.registry.withLock { $0.isQuiet(identifier) }
+    }
+
     /// Stops the calls. Calling it again does nothing.
     package func cancel() {
         let wasCancelled = isCancelled.withLock { cancelled in

@@ -35,6 +35,20 @@ enum InotifyDescriptorCheck {
         return found
     }
 
+    /// The watch descriptors the kernel still holds on the inotify `descriptor`, from
+    /// `/proc/self/fdinfo`; `nil` when that cannot be read.
+    static func liveWatches(on descriptor: Int32) -> Set<Int32>? {
+        guard let text = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else {
+            return nil
+        }
+        var watches = Set<Int32>()
+        for line in text.split(separator: "\n") where line.hasPrefix("inotify wd:") {
+            let number = line.dropFirst("inotify wd:".count).prefix { $0.isHexDigit }
+            if let watch = Int32(number, radix: 16) { watches.insert(watch) }
+        }
+        return watches
+    }
+
     /// Marks `descriptor` close-on-exec.
     static func setCloseOnExec(_ descriptor: Int32) {
         let flags = fcntl(descriptor, F_GETFD)

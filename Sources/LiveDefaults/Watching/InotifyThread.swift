@@ -24,6 +24,10 @@ final class InotifyThread {
     /// How often armed directories are checked to still be the directory at their path (an
     /// ancestor may have been renamed, which gives no event on the directory itself).
     static let verificationInterval: Duration = .seconds(1)
+    /// How long a directory nobody wants any more stays watched. A watch cancelled and made again
+    /// soon reuses it, and a directory deleted right after its last watch was cancelled loses its
+    /// watch to the kernel first — removing it then would fail and make the library print.
+    static let lingerInterval: Duration = .seconds(1)
 
     private struct ArmedDirectory {
         var watch: Int32
@@ -35,18 +39,23 @@ final class InotifyThread {
     private let core: FileWatcherCore
     private let wakeChannel: InotifyWakeChannel
     private let wakeWatch: Int32
+    /// The library's descriptor, when it could be told apart in `/proc/self/fd`.
+    private let inotifyDescriptor: Int32?
     private var armed: [String: ArmedDirectory] = [:]
     private var directoriesByWatch: [Int32: [String]] = [:]
     /// Every library key registered for a watch descriptor, first (the library's own entry) first.
     private var libraryKeysByWatch: [Int32: [String]] = [:]
     private var staleLibraryKeys: Set<String> = []
     private var reconciledVersion: UInt64?
+    /// Armed directories nobody wants any more, and since when.
+    private var unwantedSince: [String: UInt64] = [:]
     private var lastVerification: UInt64 = 0
 
-    private init(core: FileWatcherCore, wakeChannel: InotifyWakeChannel, wakeWatch: Int32) {
+    private init(core: FileWatcherCore, setUp: SetUp) {
         self.core = core
-        self.wakeChannel = wakeChannel
-        self.wakeWatch = wakeWatch
+        self.wakeChannel = setUp.wakeChannel
+        self.wakeWatch = setUp.wakeWatch
+        self.inotifyDescriptor = setUp.inotifyDescriptor
     }
 
     // MARK: Starting
@@ -76,10 +85,10 @@ final class InotifyThread {
             switch setUp() {
             case .failure(let failure):
                 handoff.finish(failure: failure.reason)
-            case .success(let (channel, wakeWatch)):
-                core.inotifyWakeChannel.withLock { $0 = channel }
+            case .success(let setUp):
+                core.inotifyWakeChannel.withLock { $0 = setUp.wakeChannel }
                 handoff.finish(failure: nil)
-                InotifyThread(core: core, wakeChannel: channel, wakeWatch: wakeWatch).run()
+                InotifyThread(core: core, setUp: setUp).run()
             }
         }
         thread.name = "LiveDefaults.FileWatcher.inotify"
@@ -87,12 +96,18 @@ final class InotifyThread {
         return handoff.wait()
     }
 
+    private struct SetUp {
+        var wakeChannel: InotifyWakeChannel
+        var wakeWatch: Int32
+        var inotifyDescriptor: Int32?
+    }
+
     private struct SetUpFailure: Error {
         var reason: String
     }
 
     /// Initialises libinotifytools — unless its descriptor would be unusable — and a wake channel.
-    private static func setUp() -> Result<(InotifyWakeChannel, Int32), SetUpFailure> {
+    private static func setUp() -> Result<SetUp, SetUpFailure> {
         let limit = InotifyDescriptorCheck.selectLimit
         guard let next = InotifyDescriptorCheck.lowestFreeDescriptor() else {
             return .failure(SetUpFailure(reason: "no file descriptor is free"))
@@ -104,6 +119,7 @@ final class InotifyThread {
                         + "process on descriptors from \(limit) on (it waits with select())"))
         }
         let before = InotifyDescriptorCheck.inotifyDescriptors()
+        var inotifyDescriptor: Int32?
         guard inotifytools_initialize() != 0 else {
             let error = inotifytools_error()
             let hint = error == EMFILE ? " (fs.inotify.max_user_instances reached)" : ""
@@ -124,11 +140,14 @@ final class InotifyThread {
             }
             if created.count == 1, let descriptor = created.first {
                 InotifyDescriptorCheck.setCloseOnExec(descriptor)
+                inotifyDescriptor = descriptor
             }
         }
         for makeChannel in [InotifyWakeChannel.pipe, InotifyWakeChannel.temporaryFile] {
             guard let channel = makeChannel() else { continue }
-            if let wakeWatch = selfTest(channel) { return .success((channel, wakeWatch)) }
+            if let wakeWatch = selfTest(channel) {
+                return .success(SetUp(wakeChannel: channel, wakeWatch: wakeWatch, inotifyDescriptor: inotifyDescriptor))
+            }
             channel.closeUnshared()
         }
         inotifytools_cleanup()
@@ -161,6 +180,7 @@ final class InotifyThread {
             if version != reconciledVersion { reconcile() }
             if FileWatcherCore.now() &- lastVerification >= WatchRegistry.nanoseconds(Self.verificationInterval) {
                 verifyArmedDirectories()
+                disarmUnwanted()
             }
             guard let event = inotifytools_next_event(Self.eventTimeoutSeconds) else {
                 let error = inotifytools_error()
@@ -174,18 +194,31 @@ final class InotifyThread {
         }
     }
 
-    /// Arms the directories that are wanted and pending, disarms those no longer wanted.
+    /// Arms the directories that are wanted and pending; marks those no longer wanted for
+    /// disarming after ``lingerInterval``.
     private func reconcile() {
         let (version, wanted) = core.registry.withLock { ($0.directoriesVersion, $0.directoryStatus) }
         reconciledVersion = version
-        var events: [WatchRegistry.Event] = []
-        for directory in armed.keys where wanted[directory] == nil {
-            disarm(directory)
+        let now = FileWatcherCore.now()
+        for directory in armed.keys where wanted[directory] == nil && unwantedSince[directory] == nil {
+            unwantedSince[directory] = now
         }
+        var events: [WatchRegistry.Event] = []
         for (directory, status) in wanted where status == .pending {
+            unwantedSince[directory] = nil
             events.append(armed[directory] == nil ? arm(directory) : .directoryArmed(directory))
         }
         if !events.isEmpty { core.deliver(events) }
+    }
+
+    /// Disarms the directories that have been unwanted for ``lingerInterval``.
+    private func disarmUnwanted() {
+        let now = FileWatcherCore.now()
+        let linger = WatchRegistry.nanoseconds(Self.lingerInterval)
+        for (directory, since) in unwantedSince where now &- since >= linger {
+            unwantedSince[directory] = nil
+            disarm(directory)
+        }
     }
 
     private func arm(_ directory: String) -> WatchRegistry.Event {
@@ -217,6 +250,7 @@ final class InotifyThread {
     }
 
     private func disarm(_ directory: String) {
+        unwantedSince[directory] = nil
         guard let removed = armed.removeValue(forKey: directory) else { return }
         directoriesByWatch[removed.watch]?.removeAll { $0 == directory }
         guard directoriesByWatch[removed.watch]?.isEmpty ?? true else {
@@ -226,7 +260,10 @@ final class InotifyThread {
         }
         directoriesByWatch[removed.watch] = nil
         let keys = libraryKeysByWatch.removeValue(forKey: removed.watch) ?? []
-        if inotifytools_remove_watch_by_wd(removed.watch) != 0 {
+        // A directory deleted a moment ago has lost its watch already (its IN_IGNORED is still
+        // queued); removing it again would fail and make the library print to standard error.
+        let isLive = inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))?.contains(removed.watch) ?? true
+        if isLive, inotifytools_remove_watch_by_wd(removed.watch) != 0 {
             staleLibraryKeys.formUnion(keys.dropFirst())
         } else {
             staleLibraryKeys.formUnion(keys)
@@ -237,14 +274,19 @@ final class InotifyThread {
     private func forget(_ watch: Int32) -> [String] {
         let directories = directoriesByWatch.removeValue(forKey: watch) ?? []
         staleLibraryKeys.formUnion(libraryKeysByWatch.removeValue(forKey: watch) ?? [])
-        for directory in directories { armed[directory] = nil }
+        for directory in directories {
+            armed[directory] = nil
+            unwantedSince[directory] = nil
+        }
         return directories
     }
 
-    /// Reports `directories` lost and re-arms the ones that exist again at their path.
+    /// Reports `directories` lost and re-arms the wanted ones that exist again at their path.
     private func lose(_ directories: [String]) {
-        var events: [WatchRegistry.Event] = directories.map { .directoryLost($0) }
-        for directory in directories where FileStamp.isDirectory(directory) {
+        let wanted = core.registry.withLock { registry in directories.filter { registry.directoryUsers[$0] != nil } }
+        guard !wanted.isEmpty else { return }
+        var events: [WatchRegistry.Event] = wanted.map { .directoryLost($0) }
+        for directory in wanted where FileStamp.isDirectory(directory) {
             events.append(arm(directory))
         }
         core.deliver(events)

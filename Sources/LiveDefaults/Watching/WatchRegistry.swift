@@ -140,46 +140,65 @@ struct WatchRegistry: Sendable {
 
     /// Points a registration at where its path resolves now (a symbolic link was re-pointed).
     ///
+    /// Only the directories that differ are released or taken, so a directory that stays
+    /// wanted keeps its watch and its status.
+    ///
     /// - Returns: Whether the set of wanted directories changed.
     mutating func update(_ identifier: UInt64, to watched: WatchedPath, now: UInt64) -> Bool {
         guard let old = registrations[identifier]?.watched, old != watched else { return false }
-        let detached = detach(identifier, old)
+        for entry in old.entries where !watched.entries.contains(entry) {
+            registrationsByEntry[entry]?.remove(identifier)
+            if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
+        }
+        for entry in watched.entries { registrationsByEntry[entry, default: []].insert(identifier) }
         registrations[identifier]?.watched = watched
-        let attached = attach(identifier, watched)
-        return detached || attached
+        var changed = false
+        for directory in old.directories.subtracting(watched.directories) where release(directory) {
+            changed = true
+        }
+        for directory in watched.directories.subtracting(old.directories) where take(directory, for: identifier) {
+            changed = true
+        }
+        if changed { directoriesVersion += 1 }
+        return changed
+    }
+
+    /// Counts one more user of `directory`. Returns whether it is newly wanted.
+    private mutating func take(_ directory: String, for identifier: UInt64) -> Bool {
+        directoryUsers[directory, default: 0] += 1
+        if directoryUsers[directory] == 1 {
+            directoryStatus[directory] = .pending
+            return true
+        }
+        if directoryStatus[directory] == .failed { registrations[identifier]?.baseline = .unknown }
+        return false
+    }
+
+    /// Counts one user of `directory` less. Returns whether it is no longer wanted.
+    private mutating func release(_ directory: String) -> Bool {
+        directoryUsers[directory, default: 1] -= 1
+        guard directoryUsers[directory] == 0 else { return false }
+        directoryUsers[directory] = nil
+        directoryStatus[directory] = nil
+        return true
     }
 
     private mutating func attach(_ identifier: UInt64, _ watched: WatchedPath) -> Bool {
-        var changed = false
         for entry in watched.entries { registrationsByEntry[entry, default: []].insert(identifier) }
-        for directory in watched.directories {
-            directoryUsers[directory, default: 0] += 1
-            if directoryUsers[directory] == 1 {
-                directoryStatus[directory] = .pending
-                changed = true
-            } else if directoryStatus[directory] == .failed {
-                registrations[identifier]?.baseline = .unknown
-            }
-        }
+        var changed = false
+        for directory in watched.directories where take(directory, for: identifier) { changed = true }
         if mode == .polling { registrations[identifier]?.baseline = .unknown }
         if changed { directoriesVersion += 1 }
         return changed
     }
 
     private mutating func detach(_ identifier: UInt64, _ watched: WatchedPath) -> Bool {
-        var changed = false
         for entry in watched.entries {
             registrationsByEntry[entry]?.remove(identifier)
             if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
         }
-        for directory in watched.directories {
-            directoryUsers[directory, default: 1] -= 1
-            if directoryUsers[directory] == 0 {
-                directoryUsers[directory] = nil
-                directoryStatus[directory] = nil
-                changed = true
-            }
-        }
+        var changed = false
+        for directory in watched.directories where release(directory) { changed = true }
         if changed { directoriesVersion += 1 }
         return changed
     }
@@ -314,7 +333,7 @@ struct WatchRegistry: Sendable {
     ///
     /// - Returns: Whether to call: the file is still absent, or it is back without a complete
     ///   write having been seen (a hard link, say).
-    mutating func settle(_ identifier: UInt64, isPresent: Bool) -> Bool {
+    func settle(_ identifier: UInt64, isPresent: Bool) -> Bool {
         guard let registration = registrations[identifier] else { return false }
         return !isPresent || !registration.writtenSinceSettleStarted
     }
@@ -359,9 +378,17 @@ struct WatchRegistry: Sendable {
         return true
     }
 
+    /// Nothing is due or pending for one registration (for tests); `true` once it is gone.
+    func isQuiet(_ identifier: UInt64) -> Bool {
+        guard let registration = registrations[identifier] else { return true }
+        return registration.callDeadline == nil && registration.settleDeadline == nil
+            && !(isPolled(registration) && registration.baseline == .unknown)
+            && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
+    }
+
     /// Nothing is due, pending or being worked on (for tests).
     var isQuiet: Bool {
-        !isDispatching && !directoryStatus.values.contains(.pending)
+        !isDispatching && (mode == .polling || !directoryStatus.values.contains(.pending))
             && registrations.values.allSatisfy {
                 $0.callDeadline == nil && $0.settleDeadline == nil && !(isPolled($0) && $0.baseline == .unknown)
             }
