@@ -21,10 +21,13 @@ let package = Package(
         .executableTarget(name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks"),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
-        .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults"], path: "Tests/LiveDefaultsTests"),
+        // Helpers shared by both test targets (temporary directories, waiting with a deadline).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["LiveDefaults"],
+            // The executables are dependencies so that `swift test` builds them before running.
+            dependencies: ["LiveDefaults", "TestSupport", "TestHelper", "defaults", "OnboardingDemo"],
             path: "Tests/EndToEndTests"
         ),
     ],

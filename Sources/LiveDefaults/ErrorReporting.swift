@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where LiveDefaults reports problems that no call can throw: a corrupt file found while loading
 /// or reloading, a background flush that failed, file watching that fell back to polling.
@@ -11,7 +10,7 @@ import Synchronization
 /// DefaultsErrorReporting.setHandler { error in logger.error("\(error)") }
 /// ```
 public enum DefaultsErrorReporting {
-    private static let handler = Mutex<(@Sendable (DefaultsError) -> Void)?>(nil)
+    private static let handler = Locked<(@Sendable (DefaultsError) -> Void)?>(nil)
 
     /// Replaces the handler that receives every reported error; `nil` restores the default
     /// (one line on standard error).

@@ -30,14 +30,22 @@ package enum PropertyListCodec {
     ///
     /// - Returns: The value and the format it was in.
     /// - Throws: ``DefaultsError`` with code ``DefaultsError/Code/malformedPropertyList``.
-    package static func decode(_ data: Data) throws -> (value: PropertyListValue, format: PropertyListFormat) {
+    package static func decode(_ data: Data) throws(DefaultsError) -> (
+        value: PropertyListValue, format: PropertyListFormat
+    ) {
         let format = detectFormat(of: data)
         switch format {
         case .openStep:
             guard let text = String(data: data, encoding: .utf8) else {
                 throw DefaultsError(.malformedPropertyList, "the text is not valid UTF-8")
             }
-            return (try OpenStepParser.parse(text), .openStep)
+            do {
+                return (try OpenStepParser.parse(text), .openStep)
+            } catch let error as DefaultsError {
+                throw error
+            } catch {
+                throw DefaultsError(.malformedPropertyList, "\(error)", underlying: SendableDescription(error))
+            }
         case .binary, .xml:
             let object: Any
             do {
@@ -47,12 +55,16 @@ package enum PropertyListCodec {
                     .malformedPropertyList, "not a valid \(format == .binary ? "binary" : "XML") property list",
                     underlying: SendableDescription(error))
             }
-            return (try PropertyListValue(foundationObject: object), format)
+            do {
+                return (try PropertyListValue(foundationObject: object), format)
+            } catch {
+                throw DefaultsError(.malformedPropertyList, "\(error)", underlying: SendableDescription(error))
+            }
         }
     }
 
     /// Encodes a whole property list in `format`.
-    package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws -> Data {
+    package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws(DefaultsError) -> Data {
         switch format {
         case .openStep:
             return Data(OpenStepWriter.string(for: value).utf8)

@@ -101,7 +101,8 @@ extension URL {
     /// Reads a stored URL back: an absolute URL string with a scheme, else a file path (a leading `~`
     /// expanded), as `UserDefaults.url(forKey:)` does.
     init?(storedString string: String) {
-        if let schemeEnd = string.firstIndex(of: ":"), string[..<schemeEnd].allSatisfy({ $0.isLetter || "+-.".contains($0) }),
+        if let schemeEnd = string.firstIndex(of: ":"),
+            string[..<schemeEnd].allSatisfy({ $0.isLetter || "+-.".contains($0) }),
             string[..<schemeEnd].count > 1, let url = URL(string: string), url.scheme != nil
         {
             self = url

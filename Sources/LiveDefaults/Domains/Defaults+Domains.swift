@@ -1,0 +1,154 @@
+import Foundation
+
+// Registration, volatile, persistent and added domains: the rest of the search list.
+extension Defaults {
+    /// Adds `defaults` to the registration domain, the bottom of the search list: the values keys
+    /// have when nothing else sets them. Registered values are never written to a file.
+    ///
+    /// ```swift
+    /// defaults.register(defaults: ["theme": "system", "fontSize": 14])
+    /// ```
+    public func register(defaults: [String: PropertyListValue]) {
+        refresh(Set(defaults.keys), origin: .local) { state in
+            state.registration.merge(defaults) { _, new in new }
+        }
+    }
+
+    /// Adds Foundation objects to the registration domain, as `UserDefaults.register(defaults:)`.
+    ///
+    /// - Throws: ``DefaultsError/Code/notAPropertyList`` naming the first value that is not a
+    ///   property list; nothing is registered then.
+    @_disfavoredOverload
+    public func register(defaults: [String: Any]) throws {
+        guard case .dictionary(let values) = try PropertyListValue(foundationObject: defaults) else { return }
+        register(defaults: values)
+    }
+
+    // MARK: Added suites
+
+    /// Adds the suite `suiteName` to the search list, after this suite and before the global
+    /// domain (as `UserDefaults.addSuite(named:)`). Adding a suite twice, or this suite, does nothing.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName``.
+    public func addSuite(named suiteName: String) throws {
+        let location = try SuiteLocation(suiteName: suiteName, directory: directory)
+        let store = SuiteStore.open(location, watching: watchesFiles)
+        guard store !== suite, store !== global else { return }
+        let added = state.withLock { state -> Bool in
+            if state.addedSuites.contains(where: { $0 === store }) { return false }
+            return true
+        }
+        guard added else { return }
+        store.addListener(self)
+        refresh(nil, origin: .local) { state in
+            if !state.addedSuites.contains(where: { $0 === store }) { state.addedSuites.append(store) }
+        }
+    }
+
+    /// Removes a suite added with ``addSuite(named:)``.
+    public func removeSuite(named suiteName: String) {
+        guard let location = try? SuiteLocation(suiteName: suiteName, directory: directory) else { return }
+        var removed: SuiteStore?
+        refresh(nil, origin: .local) { state in
+            if let index = state.addedSuites.firstIndex(where: { $0.location.path == location.path }) {
+                removed = state.addedSuites.remove(at: index)
+            }
+        }
+        removed?.removeListener(self)
+    }
+
+    // MARK: Volatile domains
+
+    /// The names of the volatile domains: the argument and registration domains and those set
+    /// with ``setVolatileDomain(_:forName:)``.
+    public var volatileDomainNames: [String] {
+        [Self.argumentDomain] + state.withLock { $0.volatileDomains.map(\.name) } + [Self.registrationDomain]
+    }
+
+    /// The values of a volatile domain, nil when there is none of that name.
+    public func volatileDomain(forName name: String) -> [String: Any]? {
+        volatileValues(forName: name)?.mapValues(\.foundationObject)
+    }
+
+    /// The values of a volatile domain as property-list values.
+    public func volatileValues(forName name: String) -> [String: PropertyListValue]? {
+        state.withLock { state in
+            switch name {
+            case Self.argumentDomain: state.arguments
+            case Self.registrationDomain: state.registration
+            default: state.volatileDomains.first { $0.name == name }?.values
+            }
+        }
+    }
+
+    /// Sets a volatile domain: values searched after the argument domain and before the suite,
+    /// kept in memory only. Setting ``argumentDomain`` or ``registrationDomain`` replaces that domain.
+    public func setVolatileDomain(_ values: [String: PropertyListValue], forName name: String) {
+        refresh(nil, origin: .local) { state in
+            switch name {
+            case Self.argumentDomain: state.arguments = values
+            case Self.registrationDomain: state.registration = values
+            default:
+                if let index = state.volatileDomains.firstIndex(where: { $0.name == name }) {
+                    state.volatileDomains[index].values = values
+                } else {
+                    state.volatileDomains.append((name, values))
+                }
+            }
+        }
+    }
+
+    /// Sets a volatile domain from Foundation objects.
+    ///
+    /// - Throws: ``DefaultsError/Code/notAPropertyList``; nothing changes then.
+    @_disfavoredOverload
+    public func setVolatileDomain(_ values: [String: Any], forName name: String) throws {
+        guard case .dictionary(let converted) = try PropertyListValue(foundationObject: values) else { return }
+        setVolatileDomain(converted, forName: name)
+    }
+
+    /// Removes a volatile domain (the argument and registration domains are emptied).
+    public func removeVolatileDomain(forName name: String) {
+        refresh(nil, origin: .local) { state in
+            switch name {
+            case Self.argumentDomain: state.arguments = [:]
+            case Self.registrationDomain: state.registration = [:]
+            default: state.volatileDomains.removeAll { $0.name == name }
+            }
+        }
+    }
+
+    // MARK: Persistent domains
+
+    /// The values stored in the suite `domainName` (its file), nil when it has none.
+    public func persistentDomain(forName domainName: String) -> [String: Any]? {
+        guard let store = try? persistentStore(named: domainName) else { return nil }
+        let values = store.values()
+        return values.isEmpty ? nil : values.mapValues(\.foundationObject)
+    }
+
+    /// Replaces everything stored in the suite `domainName`; observers of affected keys are told.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` or ``DefaultsError/Code/notAPropertyList``;
+    ///   nothing changes then.
+    public func setPersistentDomain(_ domain: [String: Any], forName domainName: String) throws {
+        guard case .dictionary(let values) = try PropertyListValue(foundationObject: domain) else { return }
+        try persistentStore(named: domainName).replaceAll(with: values)
+    }
+
+    /// Removes the suite `domainName` entirely; its file is deleted at the next flush.
+    public func removePersistentDomain(forName domainName: String) {
+        (try? persistentStore(named: domainName))?.replaceAll(with: [:])
+    }
+
+    /// Replaces this suite's stored values (nil or empty removes the file at the next flush).
+    public func replacePersistentValues(_ values: [String: PropertyListValue]?) {
+        suite.replaceAll(with: values ?? [:])
+    }
+
+    private func persistentStore(named domainName: String) throws -> SuiteStore {
+        if domainName == suiteName { return suite }
+        let location = try SuiteLocation(suiteName: domainName, directory: directory)
+        return SuiteStore.open(location, watching: false)
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+
+/// A settings store with the UserDefaults model: one property-list file per suite, a layered
+/// search list, registered defaults — plus observation, live reload and crash-safe writes.
+///
+/// ```swift
+/// let defaults = try Defaults(suiteName: "com.example.app")
+/// defaults.register(defaults: ["theme": "system", "fontSize": 14])
+/// defaults.set(true, forKey: "has_seen_onboarding")
+/// defaults.bool(forKey: "has_seen_onboarding")   // true
+/// try defaults.synchronize()                      // optional: flush now
+/// ```
+///
+/// Lookups follow the search list, first match wins: the argument domain (`-key value` in the
+/// process's arguments), volatile domains (in the order they were set), the suite, added suites
+/// (in the order they were added), the global domain (`NSGlobalDomain`), the registration domain.
+///
+/// Reads take one short lock and look up one dictionary; they never touch the disk. Writes change
+/// memory at once, notify observers, and are written by a coalesced background flush (and at
+/// normal exit). Every instance is safe to use from any thread.
+public final class Defaults: Sendable {
+    /// The name of the global domain, searched by every suite (file `NSGlobalDomain.plist`).
+    public static let globalDomain = "NSGlobalDomain"
+    /// The name of the argument domain (`-key value` pairs in the process's arguments).
+    public static let argumentDomain = "NSArgumentDomain"
+    /// The name of the registration domain (values given to ``register(defaults:)``).
+    public static let registrationDomain = "NSRegistrationDomain"
+
+    /// The defaults of this program: the suite named after the main bundle's identifier or, for a
+    /// command-line program, the process name — the suite Foundation's `UserDefaults.standard`
+    /// uses on Linux.
+    public static let standard: Defaults = {
+        let name = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        do {
+            return try Defaults(suiteName: name)
+        } catch {
+            // A process name is never an invalid suite name in practice; fall back to a fixed name.
+            return try! Defaults(suiteName: "LiveDefaults.standard")
+        }
+    }()
+
+    /// The suite this instance reads and writes first.
+    public let suiteName: String
+    /// The directory suite files are in; nil for the XDG rule (`$XDG_CONFIG_HOME`, else `~/.config`).
+    package let directory: String?
+    let watchesFiles: Bool
+    let suite: SuiteStore
+    let global: SuiteStore?
+    let state: Locked<State>
+
+    struct State {
+        var arguments: [String: PropertyListValue]
+        var volatileDomains: [(name: String, values: [String: PropertyListValue])] = []
+        var addedSuites: [SuiteStore] = []
+        var registration: [String: PropertyListValue] = [:]
+        /// What each key resolves to through the search list, kept current on every change.
+        var effective: [String: PropertyListValue] = [:]
+        var observers = ObserverTable()
+        var notificationScheduled = false
+    }
+
+    /// Opens the suite `suiteName`, stored in `$XDG_CONFIG_HOME/<suiteName>.plist` (else
+    /// `~/.config/<suiteName>.plist`), the file Foundation's UserDefaults uses.
+    ///
+    /// - Parameters:
+    ///   - suiteName: A name such as "com.example.app", or ``globalDomain``.
+    ///   - directory: Where suite files are; nil for the XDG rule.
+    ///   - watchesFiles: Whether changes made to the files by other processes are followed live.
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that cannot name a file.
+    ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
+    public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
+        let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
+        try self.init(location: location, directory: directory?.path, watchesFiles: watchesFiles)
+    }
+
+    /// Opens a plist file directly as the domain (as `defaults read /path/file.plist` does).
+    package convenience init(fileURL: URL, watchesFiles: Bool = true) throws {
+        let location = SuiteLocation(filePath: fileURL.path)
+        try self.init(location: location, directory: location.directory, watchesFiles: watchesFiles)
+    }
+
+    private init(location: SuiteLocation, directory: String?, watchesFiles: Bool) throws {
+        self.suiteName = location.name
+        self.directory = directory
+        self.watchesFiles = watchesFiles
+        self.suite = SuiteStore.open(location, watching: watchesFiles)
+        if location.name == Self.globalDomain && location.directory == (directory ?? SuiteLocation.defaultDirectory()) {
+            self.global = nil
+        } else {
+            let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
+            self.global =
+                globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
+        }
+        self.state = Locked(State(arguments: ArgumentDomain.current))
+        state.withLock { state in state.effective = Self.resolveAll(state, suite: suite, global: global) }
+        suite.addListener(self)
+        global?.addListener(self)
+    }
+
+    deinit {
+        suite.removeListener(self)
+        global?.removeListener(self)
+    }
+
+    /// The last problem with this suite's file — a corrupt file found at load or reload, a flush
+    /// that failed — or nil when there is none. The same errors go to ``DefaultsErrorReporting``.
+    public var lastError: DefaultsError? { suite.lastError }
+
+    // MARK: Reading
+
+    /// The effective value of `key` through the search list, as a property-list value.
+    public func propertyList(forKey key: String) -> PropertyListValue? {
+        state.withLock { $0.effective[key] }
+    }
+
+    /// The suite's own values (its file and this process's unwritten changes), without the rest of
+    /// the search list.
+    public func persistentValues() -> [String: PropertyListValue] {
+        suite.values()
+    }
+
+    /// Every effective value through the search list, as Foundation objects.
+    public func dictionaryRepresentation() -> [String: Any] {
+        state.withLock { $0.effective }.mapValues(\.foundationObject)
+    }
+
+    // MARK: Writing
+
+    /// Sets the suite's value of `key`; nil removes it.
+    ///
+    /// Memory and observers see the change at once; the file is written by the next flush.
+    public func set(_ value: PropertyListValue?, forKey key: String) {
+        write(value, forKey: key)
+    }
+
+    /// The one path every write of a suite value takes.
+    func write(_ value: PropertyListValue?, forKey key: String) {
+        if state.withLock({ $0.observers.wantsPrior(key) }) {
+            announcePrior(of: key, suiteValue: value)
+        }
+        suite.set(value, forKey: key)
+    }
+
+    /// Removes the suite's value of `key`; a value from lower in the search list (a registered
+    /// default, say) shows through again.
+    public func removeObject(forKey key: String) {
+        write(nil, forKey: key)
+    }
+
+    /// Writes every pending change of this suite, the global domain and added suites now.
+    ///
+    /// Not needed for durability in normal operation (changes are flushed in the background within
+    /// milliseconds and at exit), but it reports failures.
+    ///
+    /// - Throws: ``DefaultsError`` (``DefaultsError/Code/writeFailed`` for a full disk or an
+    ///   unwritable directory). The values stay in memory and are written once a flush succeeds.
+    public func synchronize() throws {
+        var stores = [suite]
+        if let global { stores.append(global) }
+        stores += state.withLock { $0.addedSuites }
+        var firstError: DefaultsError?
+        for store in stores {
+            do { try store.flush() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+
+    // MARK: Search list
+
+    /// Walks the search list for `key`.
+    static func resolve(_ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?) -> PropertyListValue? {
+        if let value = state.arguments[key] { return value }
+        for domain in state.volatileDomains {
+            if let value = domain.values[key] { return value }
+        }
+        if let value = suite.value(forKey: key) { return value }
+        for added in state.addedSuites {
+            if let value = added.value(forKey: key) { return value }
+        }
+        if let value = global?.value(forKey: key) { return value }
+        return state.registration[key]
+    }
+
+    /// Every key's effective value, built from the bottom of the search list up.
+    static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
+        var values = state.registration
+        func lay(_ layer: [String: PropertyListValue]) {
+            values.merge(layer) { _, upper in upper }
+        }
+        if let global { lay(global.values()) }
+        for added in state.addedSuites.reversed() { lay(added.values()) }
+        lay(suite.values())
+        for domain in state.volatileDomains.reversed() { lay(domain.values) }
+        lay(state.arguments)
+        return values
+    }
+
+    /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
+    /// effective value that differs, and delivers them outside the lock.
+    func refresh(_ keys: Set<String>?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
+        let changed = state.withLock { state -> Bool in
+            change(&state)
+            var changed = false
+            if let keys {
+                for key in keys {
+                    let new = Self.resolve(key, state, suite: suite, global: global)
+                    let old = state.effective[key]
+                    if old == new { continue }
+                    state.effective[key] = new
+                    changed = true
+                    if state.observers.isObserved(key) {
+                        state.observers.enqueue(key: key, old: old, new: new, origin: origin)
+                    }
+                }
+            } else {
+                let all = Self.resolveAll(state, suite: suite, global: global)
+                for key in SuiteStore.differingKeys(state.effective, all) {
+                    changed = true
+                    if state.observers.isObserved(key) {
+                        state.observers.enqueue(key: key, old: state.effective[key], new: all[key], origin: origin)
+                    }
+                }
+                state.effective = all
+            }
+            if changed, !state.notificationScheduled {
+                state.notificationScheduled = true
+                return true
+            }
+            return false
+        }
+        deliverQueuedChanges()
+        if changed { scheduleChangeNotification() }
+    }
+
+    /// Delivers queued changes on this thread, unless another thread already is (it then delivers
+    /// these too, in order). Never called with the lock held.
+    func deliverQueuedChanges() {
+        guard var batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
+        while true {
+            for item in batch { item.observer.deliver(item.change) }
+            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else { return }
+            batch = next
+        }
+    }
+
+    /// Queues and delivers a prior call for observers of `key` that asked for one, when setting the
+    /// suite's value to `suiteValue` would change the effective value.
+    private func announcePrior(of key: String, suiteValue: PropertyListValue?) {
+        state.withLock { state in
+            let old = state.effective[key]
+            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) {
+                return
+            }
+            let new =
+                suiteValue
+                ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first
+                ?? global?.value(forKey: key) ?? state.registration[key]
+            if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
+        }
+        deliverQueuedChanges()
+    }
+
+    private func scheduleChangeNotification() {
+        DispatchQueue.global().async { [weak self] in
+            guard let self else { return }
+            self.state.withLock { $0.notificationScheduled = false }
+            NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
+        }
+    }
+
+    /// Posted on `NotificationCenter.default` (object: the ``Defaults``) after effective values
+    /// change; bursts post once. It has the name of `UserDefaults.didChangeNotification`, so code
+    /// written against that notification works unchanged.
+    public static let didChangeNotification = UserDefaults.didChangeNotification
+}
+
+extension Defaults: SuiteStoreListener {
+    package func suiteStore(_ store: SuiteStore, didChange keys: Set<String>, origin: ChangeOrigin) {
+        refresh(keys, origin: origin)
+    }
+}

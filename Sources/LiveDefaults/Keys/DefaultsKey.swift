@@ -1,0 +1,166 @@
+import Foundation
+
+extension Defaults {
+    /// The namespace for typed keys: declare them as static members so they read as `.theme`.
+    ///
+    /// ```swift
+    /// extension Defaults.Keys {
+    ///     static let theme = Defaults.Key<Theme>("theme", default: .system)   // RawRepresentable
+    ///     static let profile = Defaults.Key<Profile?>("profile")             // Codable, optional
+    /// }
+    /// defaults[.theme] = .dark
+    /// ```
+    public typealias Keys = AnyKey
+
+    /// The untyped base of ``Key``; its static members are the app's keys.
+    // Safe as Sendable: every stored property is an immutable `let` of a Sendable type.
+    public class AnyKey: @unchecked Sendable {
+        /// The key's name in the suite file.
+        public let name: String
+
+        init(name: String) { self.name = name }
+    }
+
+    /// A typed key: a name, a default value, and how values of `Value` are stored.
+    ///
+    /// `Value` may be a property-list type, an Optional, a `RawRepresentable` type whose raw value
+    /// is a property-list type (stored as the raw value), or a `Codable` type (stored as a
+    /// property-list structure — dictionaries and arrays — so the file stays readable and editable).
+    // Safe as Sendable: immutable, and every stored closure is @Sendable.
+    public final class Key<Value: Sendable>: AnyKey, @unchecked Sendable {
+        /// The value read when the key has none, or when what is stored cannot be read as `Value`.
+        public let defaultValue: Value
+        let encode: @Sendable (Value) throws -> PropertyListValue?
+        let decode: @Sendable (PropertyListValue) throws -> Value
+
+        init(
+            name: String, defaultValue: Value, encode: @escaping @Sendable (Value) throws -> PropertyListValue?,
+            decode: @escaping @Sendable (PropertyListValue) throws -> Value
+        ) {
+            self.defaultValue = defaultValue
+            self.encode = encode
+            self.decode = decode
+            super.init(name: name)
+        }
+    }
+}
+
+// MARK: - Making keys
+
+extension Defaults.Key where Value: PropertyListRepresentable {
+    /// A key of a property-list type (`String`, `Int`, `Bool`, `Double`, `Date`, `Data`, `URL`,
+    /// arrays and dictionaries of them).
+    public convenience init(_ name: String, default defaultValue: Value) {
+        self.init(name: name, defaultValue: defaultValue, encode: { $0.propertyListValue }, decode: KeyCoding.plain)
+    }
+}
+
+extension Defaults.Key where Value: PropertyListRepresentable & Codable {
+    /// A key of a property-list type (preferred over the Codable form for types that are both).
+    public convenience init(_ name: String, default defaultValue: Value) {
+        self.init(name: name, defaultValue: defaultValue, encode: { $0.propertyListValue }, decode: KeyCoding.plain)
+    }
+}
+
+extension Defaults.Key where Value: RawRepresentable, Value.RawValue: PropertyListRepresentable {
+    /// A key of a `RawRepresentable` type (an enum with `String` or `Int` raw values), stored as
+    /// its raw value.
+    public convenience init(_ name: String, default defaultValue: Value) {
+        self.init(
+            name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
+    }
+}
+
+extension Defaults.Key where Value: RawRepresentable & Codable, Value.RawValue: PropertyListRepresentable {
+    /// A key of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
+    public convenience init(_ name: String, default defaultValue: Value) {
+        self.init(
+            name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
+    }
+}
+
+extension Defaults.Key where Value: Codable {
+    /// A key of a `Codable` type, stored as a property-list structure.
+    public convenience init(_ name: String, default defaultValue: Value) {
+        self.init(
+            name: name, defaultValue: defaultValue, encode: KeyCoding.encodeCodable, decode: KeyCoding.decodeCodable)
+    }
+}
+
+extension Defaults.Key {
+    /// An optional key of a property-list type: nil when absent; setting nil removes it.
+    public convenience init<Wrapped: PropertyListRepresentable>(_ name: String) where Value == Wrapped? {
+        self.init(name: name, defaultValue: nil, encode: { $0?.propertyListValue }, decode: KeyCoding.plain)
+    }
+
+    /// An optional key of a property-list type that is also Codable.
+    public convenience init<Wrapped: PropertyListRepresentable & Codable>(_ name: String) where Value == Wrapped? {
+        self.init(name: name, defaultValue: nil, encode: { $0?.propertyListValue }, decode: KeyCoding.plain)
+    }
+
+    /// An optional key of a `RawRepresentable` type.
+    public convenience init<Wrapped: RawRepresentable>(_ name: String)
+    where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
+        self.init(name: name, defaultValue: nil, encode: { $0?.rawValue.propertyListValue }, decode: KeyCoding.raw)
+    }
+
+    /// An optional key of a `RawRepresentable` and `Codable` type, stored as its raw value.
+    public convenience init<Wrapped: RawRepresentable & Codable>(_ name: String)
+    where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
+        self.init(name: name, defaultValue: nil, encode: { $0?.rawValue.propertyListValue }, decode: KeyCoding.raw)
+    }
+
+    /// An optional key of a `Codable` type, stored as a property-list structure.
+    public convenience init<Wrapped: Codable & Sendable>(_ name: String) where Value == Wrapped? {
+        self.init(
+            name: name, defaultValue: nil, encode: { try $0.map(KeyCoding.encodeCodable) ?? nil },
+            decode: { try KeyCoding.decodeCodable($0) as Wrapped })
+    }
+}
+
+// MARK: - Using keys
+
+extension Defaults {
+    /// The value of a typed key: its effective value through the search list, or the key's default
+    /// when there is none or when the stored value cannot be read as the key's type (the failure
+    /// is then reported through ``DefaultsErrorReporting`` and readable with ``decodingError(for:)``).
+    /// Setting writes the suite; setting nil (for an optional key) removes the value.
+    public subscript<Value>(key: Key<Value>) -> Value {
+        get {
+            guard let stored = propertyList(forKey: key.name) else { return key.defaultValue }
+            do {
+                return try key.decode(stored)
+            } catch {
+                return key.defaultValue
+            }
+        }
+        set {
+            do {
+                write(try key.encode(newValue), forKey: key.name)
+            } catch {
+                DefaultsErrorReporting.report(
+                    DefaultsError(
+                        .encodingFailed,
+                        "The value for key \"\(key.name)\" in suite \"\(suiteName)\" could not be encoded; nothing was written.",
+                        suite: suiteName, underlying: SendableDescription(error)))
+            }
+        }
+    }
+
+    /// Why the stored value of `key` cannot be read as the key's type, or nil when it can (or
+    /// there is none).
+    public func decodingError<Value>(for key: Key<Value>) -> DefaultsError? {
+        guard let stored = propertyList(forKey: key.name) else { return nil }
+        do {
+            _ = try key.decode(stored)
+            return nil
+        } catch {
+            return KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error)
+        }
+    }
+
+    /// Removes the suite's value of a typed key, so it reads as its default again.
+    public func reset<Value>(_ key: Key<Value>) {
+        removeObject(forKey: key.name)
+    }
+}

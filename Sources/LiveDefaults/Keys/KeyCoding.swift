@@ -1,0 +1,63 @@
+import Foundation
+
+/// How typed keys turn values into property-list values and back.
+enum KeyCoding {
+    struct Mismatch: Error, CustomStringConvertible {
+        let expected: String
+        let found: PropertyListValue
+        var description: String { "expected \(expected), found \(found.typeName) \(found)" }
+    }
+
+    static func plain<Value: PropertyListRepresentable>(_ stored: PropertyListValue) throws -> Value {
+        guard let value = Value(propertyListValue: stored) else {
+            throw Mismatch(expected: "\(Value.self)", found: stored)
+        }
+        return value
+    }
+
+    static func plain<Wrapped: PropertyListRepresentable>(_ stored: PropertyListValue) throws -> Wrapped? {
+        try plain(stored) as Wrapped
+    }
+
+    static func raw<Value: RawRepresentable>(_ stored: PropertyListValue) throws -> Value
+    where Value.RawValue: PropertyListRepresentable {
+        guard let rawValue = Value.RawValue(propertyListValue: stored), let value = Value(rawValue: rawValue) else {
+            throw Mismatch(expected: "a raw value of \(Value.self)", found: stored)
+        }
+        return value
+    }
+
+    static func raw<Wrapped: RawRepresentable>(_ stored: PropertyListValue) throws -> Wrapped?
+    where Wrapped.RawValue: PropertyListRepresentable {
+        try raw(stored) as Wrapped
+    }
+
+    /// Encodes a Codable value as a property-list structure (not opaque data).
+    static func encodeCodable<Value: Encodable>(_ value: Value) throws -> PropertyListValue? {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        // Wrapped in an array so that single values (a String, an enum) encode at the top level too.
+        let data = try encoder.encode([value])
+        guard case .array(let values) = try PropertyListCodec.decode(data).value, let first = values.first else {
+            throw Mismatch(expected: "an encoded \(Value.self)", found: .array([]))
+        }
+        return first
+    }
+
+    static func decodeCodable<Value: Decodable>(_ stored: PropertyListValue) throws -> Value {
+        let data = try PropertyListCodec.encode(.array([stored]), format: .binary)
+        guard let value = try PropertyListDecoder().decode([Value].self, from: data).first else {
+            throw Mismatch(expected: "\(Value.self)", found: stored)
+        }
+        return value
+    }
+
+    static func decodingError(key: String, suite: String, stored: PropertyListValue, cause: any Error) -> DefaultsError
+    {
+        DefaultsError(
+            .decodingFailed,
+            "The value of key \"\(key)\" in suite \"\(suite)\" (\(stored.typeName) \(stored)) cannot be read as the key's type; "
+                + "its default is used. Write a value of the right type or remove the key.",
+            suite: suite, underlying: SendableDescription(cause))
+    }
+}

@@ -1,0 +1,114 @@
+import Dispatch
+import Synchronization
+
+/// One registered observer: what it watches, how, and whether it is still active.
+package final class Observer: Sendable {
+    /// The key observed; nil observes every key.
+    let key: String?
+    let options: ObservationOptions
+    let queue: DispatchQueue?
+    let handler: @Sendable (DefaultsChange<PropertyListValue>) -> Void
+    let isActive = Atomic<Bool>(true)
+
+    init(
+        key: String?, options: ObservationOptions, queue: DispatchQueue?,
+        handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
+    ) {
+        self.key = key
+        self.options = options
+        self.queue = queue
+        self.handler = handler
+    }
+
+    /// Calls the handler (on its queue when it has one) unless it was cancelled meanwhile.
+    func deliver(_ change: DefaultsChange<PropertyListValue>) {
+        if let queue {
+            queue.async { [self] in
+                if isActive.load(ordering: .acquiring) { handler(change) }
+            }
+        } else if isActive.load(ordering: .acquiring) {
+            handler(change)
+        }
+    }
+
+    /// The change as this observer asked for it (old and new only where requested).
+    func shaped(
+        key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false,
+        isInitial: Bool = false
+    ) -> DefaultsChange<PropertyListValue> {
+        DefaultsChange(
+            key: key, oldValue: options.contains(.old) ? old : nil,
+            newValue: options.contains(.new) && !isPrior ? new : nil, origin: origin, isPrior: isPrior,
+            isInitial: isInitial)
+    }
+}
+
+/// The observers of one ``Defaults``, by key, and the queue of changes waiting to be delivered.
+///
+/// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
+/// key cost the same whatever the number of observers of other keys.
+struct ObserverTable {
+    private var byKey: [String: [ObjectIdentifier: Observer]] = [:]
+    private var everyKey: [ObjectIdentifier: Observer] = [:]
+    /// Changes waiting for delivery, in the order they were applied.
+    var queue: [(observer: Observer, change: DefaultsChange<PropertyListValue>)] = []
+    /// Whether some thread is delivering the queue now.
+    var isDelivering = false
+
+    mutating func add(_ observer: Observer) {
+        if let key = observer.key {
+            byKey[key, default: [:]][ObjectIdentifier(observer)] = observer
+        } else {
+            everyKey[ObjectIdentifier(observer)] = observer
+        }
+    }
+
+    mutating func remove(_ observer: Observer) {
+        if let key = observer.key {
+            byKey[key]?[ObjectIdentifier(observer)] = nil
+            if byKey[key]?.isEmpty == true { byKey[key] = nil }
+        } else {
+            everyKey[ObjectIdentifier(observer)] = nil
+        }
+    }
+
+    /// Whether anything observes `key`.
+    func isObserved(_ key: String) -> Bool {
+        byKey[key] != nil || !everyKey.isEmpty
+    }
+
+    /// Whether some observer of `key` asked for prior calls.
+    func wantsPrior(_ key: String) -> Bool {
+        byKey[key]?.values.contains { $0.options.contains(.prior) } == true
+            || everyKey.values.contains { $0.options.contains(.prior) }
+    }
+
+    /// Queues a change of `key` for each of its observers.
+    mutating func enqueue(
+        key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false
+    ) {
+        for observer in byKey[key]?.values ?? [:].values {
+            if isPrior && !observer.options.contains(.prior) { continue }
+            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        }
+        for observer in everyKey.values {
+            if isPrior && !observer.options.contains(.prior) { continue }
+            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        }
+    }
+
+    /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
+    /// deliverer. Returns nil (and clears the mark) when there is nothing left.
+    mutating func takeBatch(claiming: Bool) -> [(observer: Observer, change: DefaultsChange<PropertyListValue>)]? {
+        if claiming {
+            if isDelivering || queue.isEmpty { return nil }
+            isDelivering = true
+        }
+        if queue.isEmpty {
+            isDelivering = false
+            return nil
+        }
+        defer { queue = [] }
+        return queue
+    }
+}

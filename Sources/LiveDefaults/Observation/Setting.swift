@@ -1,0 +1,32 @@
+/// A property backed by a typed key: reading gives the key's value, assigning writes it.
+///
+/// ```swift
+/// struct Settings {
+///     @Setting(.theme) var theme                      // Defaults.standard
+///     @Setting(.fontSize, in: appDefaults) var fontSize
+/// }
+/// ```
+///
+/// The projected value (`$theme`) is an ``ObservableSetting`` for Swift Observation.
+@propertyWrapper
+public struct Setting<Value: Sendable>: Sendable {
+    private let key: Defaults.Key<Value>
+    private let defaults: Defaults
+
+    /// - Parameters:
+    ///   - key: The key the property reads and writes.
+    ///   - defaults: The store; ``Defaults/standard`` when omitted.
+    public init(_ key: Defaults.Key<Value>, in defaults: Defaults = .standard) {
+        self.key = key
+        self.defaults = defaults
+    }
+
+    /// The key's current value.
+    public var wrappedValue: Value {
+        get { defaults[key] }
+        nonmutating set { defaults[key] = newValue }
+    }
+
+    /// The key's value as an `Observable` object.
+    public var projectedValue: ObservableSetting<Value> { defaults.observable(key) }
+}

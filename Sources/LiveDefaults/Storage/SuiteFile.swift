@@ -1,0 +1,214 @@
+import Foundation
+
+/// The suite file on disk: reading it, locking it against other processes, and replacing it
+/// atomically (contract 3), and keeping a bad file aside (contract 4).
+package struct SuiteFile: Sendable {
+    package let location: SuiteLocation
+
+    package init(location: SuiteLocation) { self.location = location }
+
+    /// What was read: the bytes and the identity of the file they came from.
+    package struct Contents: Sendable {
+        package var data: Data
+        package var identity: FileIdentity
+    }
+
+    /// The path writes go to: the suite file, or, when it is a symlink, the file the link finally
+    /// names (so a dotfile manager's link survives the replace).
+    package func resolvedPath() -> String {
+        var path = location.path
+        for _ in 0..<32 {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(path, &buffer, buffer.count - 1)
+            guard count > 0 else { return path }
+            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            path = target.hasPrefix("/") ? target : (path as NSString).deletingLastPathComponent + "/" + target
+        }
+        return path
+    }
+
+    /// Reads the file; nil when it does not exist.
+    package func read() throws(DefaultsError) -> Contents? {
+        let descriptor = open(location.path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            throw error(.readFailed, "Could not open", SystemError(errno: code, operation: "open"))
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw error(.readFailed, "Could not inspect", SystemError(errno: errno, operation: "fstat"))
+        }
+        do {
+            let data = try SystemCall.readAll(descriptor, sizeHint: Int(info.st_size))
+            return Contents(data: data, identity: FileIdentity(info))
+        } catch {
+            throw self.error(.readFailed, "Could not read", error)
+        }
+    }
+
+    /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`.
+    package func withLock<T>(_ body: () throws(DefaultsError) -> T) throws(DefaultsError) -> T {
+        try createDirectoryIfNeeded()
+        let lockPath = Self.sidecar(of: resolvedPath(), prefix: "", suffix: ".lock")
+        let descriptor: Int32
+        do {
+            descriptor = try SystemCall.retrying("open") {
+                open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            }
+            try SystemCall.retrying("flock") { flock(descriptor, LOCK_EX) }
+        } catch {
+            throw DefaultsError(
+                .lockFailed,
+                "Could not lock \(lockPath) for suite \"\(location.name)\": \(error). Check that the directory is writable.",
+                suite: location.name, path: lockPath, underlying: error)
+        }
+        defer { close(descriptor) }  // closing releases the lock
+        return try body()
+    }
+
+    /// Replaces the suite file with `data` atomically: a new temporary file in the same directory
+    /// (exclusive create, no symlink following), fsync, rename over the file, fsync the directory.
+    /// The suite file is never truncated in place, so a crash at any moment leaves the old or the
+    /// new contents, complete.
+    ///
+    /// - Returns: The identity of the file now in place.
+    @discardableResult
+    package func replace(with data: Data) throws(DefaultsError) -> FileIdentity {
+        try createDirectoryIfNeeded()
+        let target = resolvedPath()
+        let directory = (target as NSString).deletingLastPathComponent
+        var existing = stat()
+        let mode: mode_t = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o600
+        let temporary = Self.sidecar(
+            of: target, prefix: ".", suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        do throws(SystemError) {
+            let descriptor = try SystemCall.retrying("open") {
+                open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            }
+            do throws(SystemError) {
+                if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
+                try SystemCall.writeAll(descriptor, data)
+                try SystemCall.retrying("fsync") { fsync(descriptor) }
+                try SystemCall.retrying("close") { close(descriptor) }
+            } catch {
+                close(descriptor)
+                throw error
+            }
+            try SystemCall.retrying("rename") { rename(temporary, target) }
+        } catch {
+            unlink(temporary)
+            throw self.error(.writeFailed, "Could not write", error, path: target)
+        }
+        Self.syncDirectory(directory)
+        return FileIdentity.of(path: target) ?? FileIdentity(stat())
+    }
+
+    /// Removes the suite file (the whole persistent domain). A missing file is not an error.
+    package func remove() throws(DefaultsError) {
+        if unlink(resolvedPath()) != 0, errno != ENOENT {
+            throw error(.writeFailed, "Could not remove", SystemError(errno: errno, operation: "unlink"))
+        }
+        Self.syncDirectory(location.directory)
+    }
+
+    /// Keeps the current (bad) file as `<suite file>.corrupt-<time>` before anything replaces it.
+    ///
+    /// - Returns: The path it was kept at, or nil when there was no file.
+    package func keepAside() throws(DefaultsError) -> String? {
+        let target = resolvedPath()
+        guard access(target, F_OK) == 0 else { return nil }
+        let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
+            .replacingOccurrences(of: ":", with: "")
+        var kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp)
+        var attempt = 1
+        while access(kept, F_OK) == 0 {
+            attempt += 1
+            kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp + "-\(attempt)")
+        }
+        // A hard link keeps the bytes without a moment in which the suite file is missing.
+        if link(target, kept) != 0 {
+            do {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: target))
+                guard
+                    FileManager.default.createFile(
+                        atPath: kept, contents: bytes, attributes: [.posixPermissions: 0o600])
+                else { throw SystemError(errno: errno, operation: "create") }
+            } catch {
+                throw DefaultsError(
+                    .writeFailed,
+                    "Could not keep the unreadable file \(target) aside as \(kept); it was left unchanged and nothing was written.",
+                    suite: location.name, path: target, underlying: SendableDescription(error))
+            }
+        }
+        Self.syncDirectory((target as NSString).deletingLastPathComponent)
+        return kept
+    }
+
+    /// Removes temporary files of this suite left by writers that died mid-write.
+    package func removeOrphanedTemporaryFiles() {
+        let target = resolvedPath()
+        let directory = (target as NSString).deletingLastPathComponent
+        let prefix = (Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker) as NSString).lastPathComponent
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
+            guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(directory + "/" + name)
+        }
+    }
+
+    static let temporaryMarker = ".tmp-"
+
+    /// The path of a file kept beside `path` (`<prefix><name><suffix>`). When that name would be
+    /// over the 255-byte limit of a file name, the suite file's name is replaced by a hash of it.
+    static func sidecar(of path: String, prefix: String, suffix: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        var name = (path as NSString).lastPathComponent
+        if prefix.utf8.count + name.utf8.count + suffix.utf8.count + 24 > 255 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: stable across processes
+            for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            name = "suite-" + String(hash, radix: 16) + ".plist"
+        }
+        return directory + "/" + prefix + name + suffix
+    }
+
+    private func createDirectoryIfNeeded() throws(DefaultsError) {
+        let directory = (resolvedPath() as NSString).deletingLastPathComponent
+        var info = stat()
+        if stat(directory, &info) == 0 { return }
+        var path = ""
+        for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
+            path += "/" + component
+            if mkdir(path, 0o700) != 0, errno != EEXIST {
+                throw error(
+                    .writeFailed, "Could not create the directory for", SystemError(errno: errno, operation: "mkdir"))
+            }
+        }
+    }
+
+    private static func syncDirectory(_ directory: String) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+
+    private func error(
+        _ code: DefaultsError.Code, _ verb: String, _ cause: SystemError, path: String? = nil
+    ) -> DefaultsError {
+        let path = path ?? location.path
+        let advice: String =
+            switch cause.errno {
+            case ENOSPC, EDQUOT: "The disk is full; free some space."
+            case EFBIG: "The file-size limit was reached (ulimit -f)."
+            case EACCES, EPERM, EROFS: "Check the permissions of the file and its directory."
+            default: "Check the file and its directory."
+            }
+        let kept = code == .writeFailed ? " The values stay in memory and are written when it succeeds." : ""
+        return DefaultsError(
+            code, "\(verb) \(path) for suite \"\(location.name)\": \(cause). \(advice)\(kept)",
+            suite: location.name, path: path, underlying: cause)
+    }
+}

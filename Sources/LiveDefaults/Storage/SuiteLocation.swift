@@ -1,0 +1,70 @@
+import Foundation
+
+/// Where a suite's file lives: `<directory>/<name>.plist`.
+///
+/// The directory is `$XDG_CONFIG_HOME` when it is set to an absolute path, else `~/.config`: the
+/// place Foundation's UserDefaults uses on Linux, so each reads the other's files.
+package struct SuiteLocation: Hashable, Sendable {
+    /// The suite (domain) name, or the file's base name for a domain given as a path.
+    package let name: String
+    /// The suite file's absolute path.
+    package let path: String
+
+    /// The directory suite files live in, by the XDG rule.
+    package static func defaultDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
+            return xdg
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.config"
+    }
+
+    /// Validates `name` and builds the path of its file.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` before any path is built when the name is
+    ///   empty, `.` or `..`, contains `/` or NUL, or is over 255 bytes as a file name.
+    package init(suiteName name: String, directory: String? = nil) throws {
+        try Self.validate(suiteName: name)
+        self.name = name
+        var directory = directory ?? Self.defaultDirectory()
+        while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
+        self.path = directory + "/" + name + ".plist"
+    }
+
+    /// A domain given directly as a file path (as `defaults read /path/to/file.plist` does).
+    package init(filePath: String) {
+        let absolute =
+            filePath.hasPrefix("/") ? filePath : FileManager.default.currentDirectoryPath + "/" + filePath
+        self.path = URL(fileURLWithPath: absolute).standardizedFileURL.path
+        var base = (absolute as NSString).lastPathComponent
+        if base.hasSuffix(".plist") { base.removeLast(6) }
+        self.name = base
+    }
+
+    /// The directory that holds the suite file.
+    package var directory: String { (path as NSString).deletingLastPathComponent }
+
+    package static func validate(suiteName name: String) throws {
+        let problem: String? =
+            if name.isEmpty {
+                "is empty"
+            } else if name == "." || name == ".." {
+                "is \"\(name)\", which names a directory"
+            } else if name.contains("/") {
+                "contains \"/\""
+            } else if name.utf8.contains(0) {
+                "contains a NUL character"
+            } else if name.utf8.count + ".plist".utf8.count > 255 {
+                "is \(name.utf8.count) bytes long; a suite name may be at most 249 bytes (255 with \".plist\")"
+            } else {
+                nil
+            }
+        if let problem {
+            throw DefaultsError(
+                .invalidSuiteName,
+                "The suite name \(name.debugDescription) \(problem). Use a reverse-DNS name such as \"com.example.app\".",
+                suite: name)
+        }
+    }
+}

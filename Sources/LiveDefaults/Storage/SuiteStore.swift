@@ -1,0 +1,473 @@
+import Foundation
+
+/// Where a change came from.
+public enum ChangeOrigin: Sendable, Hashable {
+    /// This process changed the value (a set, a removal, a registration, a domain change).
+    case local
+    /// Another process, a tool or an editor changed the suite file and it was reloaded.
+    case external
+}
+
+/// Hears which keys of a suite store changed. Called outside every lock of the store.
+package protocol SuiteStoreListener: AnyObject, Sendable {
+    /// - Parameter keys: The keys whose stored value changed.
+    func suiteStore(_ store: SuiteStore, didChange keys: Set<String>, origin: ChangeOrigin)
+}
+
+/// One suite file's values in this process: the cache, this process's changes not yet written,
+/// and the flush and reload that keep it and the file in step (contracts 3–5).
+///
+/// There is one store per file per process (``SuiteStore/open(_:watching:)``); every ``Defaults``
+/// that searches the suite shares it.
+package final class SuiteStore: Sendable {
+    package let location: SuiteLocation
+    package let file: SuiteFile
+    private let state: Locked<State>
+    /// Serialises flushes and reloads of this store (never held while calling listeners).
+    private let inputOutput = Locked<Void>(())
+
+    private struct State {
+        /// What reads see: the file's values with this process's pending changes applied.
+        var values: [String: PropertyListValue] = [:]
+        /// The file's values as last read or written.
+        var diskValues: [String: PropertyListValue] = [:]
+        /// This process's changes not yet written: nil is a removal. The number orders them.
+        var pending: [String: (value: PropertyListValue?, generation: UInt64)] = [:]
+        /// Set when the whole domain was replaced or removed: the next flush writes `values` whole.
+        var replacesWholeFile = false
+        var generation: UInt64 = 0
+        /// The bytes last read from or written to the file: a reload of the same bytes is no change
+        /// (this is how the store's own writes are not echoed).
+        var diskBytes: Data?
+        var diskIdentity: FileIdentity?
+        var format: PropertyListFormat = .binary
+        /// The file on disk did not parse: it is kept aside before anything replaces it.
+        var diskIsCorrupt = false
+        var lastError: DefaultsError?
+        var flushScheduled = false
+        var retryDelay: Double = 0
+        var cleanedTemporaryFiles = false
+        var listeners: [WeakListener] = []
+        var watch: FileWatch?
+        var reloadScheduled = false
+    }
+
+    private struct WeakListener {
+        weak var listener: (any SuiteStoreListener)?
+    }
+
+    /// How long a change waits before the background flush writes it, so bursts coalesce.
+    package static let flushDelay: DispatchTimeInterval = .milliseconds(20)
+
+    private init(location: SuiteLocation) {
+        self.location = location
+        self.file = SuiteFile(location: location)
+        self.state = Locked(State())
+    }
+
+    deinit {
+        // The last user is gone: write what it changed rather than lose it.
+        if hasPendingChanges {
+            do { try flush() } catch { DefaultsErrorReporting.report(error) }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The stored value of `key`, nil when the suite has none.
+    package func value(forKey key: String) -> PropertyListValue? {
+        state.withLock { $0.values[key] }
+    }
+
+    /// Every stored value.
+    package func values() -> [String: PropertyListValue] {
+        state.withLock { $0.values }
+    }
+
+    /// The last problem with this suite's file (a corrupt file, a failed write), nil when none.
+    package var lastError: DefaultsError? { state.withLock { $0.lastError } }
+
+    /// The format the file is written in.
+    package var format: PropertyListFormat { state.withLock { $0.format } }
+
+    // MARK: Writing
+
+    /// Sets (or, with nil, removes) `key`: memory at once, the file at the next flush.
+    package func set(_ value: PropertyListValue?, forKey key: String) {
+        let changed = state.withLock { state -> Bool in
+            state.generation += 1
+            state.pending[key] = (value, state.generation)
+            let changed = state.values[key] != value
+            state.values[key] = value
+            scheduleFlush(&state)
+            return changed
+        }
+        if changed { notify([key], origin: .local) }
+    }
+
+    /// Replaces every value of the suite (nil or empty removes them all).
+    package func replaceAll(with values: [String: PropertyListValue]) {
+        let changedKeys = state.withLock { state -> Set<String> in
+            let changed = Self.differingKeys(state.values, values)
+            state.values = values
+            state.pending = [:]
+            state.replacesWholeFile = true
+            state.generation += 1
+            scheduleFlush(&state)
+            return changed
+        }
+        if !changedKeys.isEmpty { notify(changedKeys, origin: .local) }
+    }
+
+    // MARK: Listeners
+
+    package func addListener(_ listener: any SuiteStoreListener) {
+        state.withLock { state in
+            state.listeners.removeAll { $0.listener == nil }
+            state.listeners.append(WeakListener(listener: listener))
+        }
+    }
+
+    package func removeListener(_ listener: any SuiteStoreListener) {
+        state.withLock { state in
+            state.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+        }
+    }
+
+    private func notify(_ keys: Set<String>, origin: ChangeOrigin) {
+        let listeners = state.withLock { $0.listeners }
+        for entry in listeners {
+            entry.listener?.suiteStore(self, didChange: keys, origin: origin)
+        }
+    }
+
+    static func differingKeys(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> Set<String> {
+        var keys = Set<String>()
+        for (key, value) in old where new[key] != value { keys.insert(key) }
+        for key in new.keys where old[key] == nil { keys.insert(key) }
+        return keys
+    }
+}
+
+// MARK: - Loading, flushing and reloading
+
+extension SuiteStore {
+    /// Reads the file for the first time. A bad file leaves the store empty and usable, with the
+    /// error in ``lastError`` and reported.
+    fileprivate func load() {
+        let error: DefaultsError? = inputOutput.withLock { _ -> DefaultsError? in
+            do throws(DefaultsError) {
+                let contents = try file.read()
+                let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
+                state.withLock { state in
+                    state.diskBytes = contents?.data
+                    state.diskIdentity = contents?.identity
+                    if let parsed {
+                        state.diskValues = parsed.values
+                        state.values = parsed.values
+                        state.format = parsed.format == .xml ? .xml : .binary
+                    }
+                }
+                return nil
+            } catch {
+                state.withLock { state in
+                    state.diskIsCorrupt = error.code == .corruptFile
+                    state.lastError = error
+                }
+                return error
+            }
+        }
+        if let error { DefaultsErrorReporting.report(error) }
+    }
+
+    /// Parses suite bytes; an empty file is an empty suite.
+    private func parse(_ data: Data) throws(DefaultsError) -> (
+        values: [String: PropertyListValue], format: PropertyListFormat
+    ) {
+        if data.isEmpty {
+            throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil)
+        }
+        let decoded: (value: PropertyListValue, format: PropertyListFormat)
+        do {
+            decoded = try PropertyListCodec.decode(data)
+        } catch {
+            throw corruptFileError("does not parse as a property list", cause: error)
+        }
+        guard case .dictionary(let values) = decoded.value else {
+            throw corruptFileError("holds a \(decoded.value.typeName) at its root, not a dictionary", cause: nil)
+        }
+        return (values, decoded.format)
+    }
+
+    private func corruptFileError(_ problem: String, cause: (any Error)?) -> DefaultsError {
+        DefaultsError(
+            .corruptFile,
+            "The suite file \(location.path) for suite \"\(location.name)\" \(problem). Its values were not loaded; "
+                + "it will be kept aside as \(location.path).corrupt-<time> before it is replaced. "
+                + "Fix or remove the file to use its values again.",
+            suite: location.name, path: location.path, underlying: cause.map { SendableDescription($0) })
+    }
+
+    /// Writes this process's pending changes now: lock ▸ re-read if changed ▸ merge ▸ atomic replace.
+    ///
+    /// - Throws: ``DefaultsError`` when the file cannot be locked or written. The values stay in
+    ///   memory and pending, and a later flush writes them.
+    package func flush() throws(DefaultsError) {
+        var externalKeys = Set<String>()
+        defer { if !externalKeys.isEmpty { notify(externalKeys, origin: .external) } }
+        try inputOutput.withLock { _ throws(DefaultsError) in
+            let snapshot = state.withLock { state in
+                (
+                    pending: state.pending, whole: state.replacesWholeFile, values: state.values,
+                    clean: state.cleanedTemporaryFiles
+                )
+            }
+            if snapshot.pending.isEmpty && !snapshot.whole { return }
+            if !snapshot.clean {
+                file.removeOrphanedTemporaryFiles()
+                state.withLock { $0.cleanedTemporaryFiles = true }
+            }
+            do throws(DefaultsError) {
+                try file.withLock { () throws(DefaultsError) in
+                    externalKeys = try flushLocked(snapshot.pending, wholeFile: snapshot.whole ? snapshot.values : nil)
+                }
+                state.withLock { state in
+                    state.retryDelay = 0
+                    if state.lastError?.code == .writeFailed || state.lastError?.code == .lockFailed {
+                        state.lastError = nil
+                    }
+                }
+            } catch {
+                state.withLock { $0.lastError = error }
+                throw error
+            }
+        }
+    }
+
+    /// The part of a flush done under the file lock. Returns the keys other processes changed.
+    private func flushLocked(
+        _ pending: [String: (value: PropertyListValue?, generation: UInt64)], wholeFile: [String: PropertyListValue]?
+    ) throws(DefaultsError) -> Set<String> {
+        let known = state.withLock {
+            (identity: $0.diskIdentity, values: $0.diskValues, corrupt: $0.diskIsCorrupt, format: $0.format)
+        }
+        var base = known.values
+        var format = known.format
+        if FileIdentity.of(path: location.path) != known.identity || known.corrupt {
+            // Someone else wrote since we last looked (or the file is bad): start from what is there now.
+            let contents = try file.read()
+            if let contents {
+                do throws(DefaultsError) {
+                    let parsed = try parse(contents.data)
+                    base = parsed.values
+                    if !contents.data.isEmpty { format = parsed.format == .xml ? .xml : .binary }
+                } catch {
+                    // Contract 4: never replace a bad file without keeping it.
+                    if let kept = try file.keepAside() {
+                        DefaultsErrorReporting.report(
+                            DefaultsError(
+                                .corruptFile,
+                                "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was kept "
+                                    + "as \(kept) and replaced by this process's values.",
+                                suite: location.name, path: location.path, underlying: error))
+                    }
+                }
+            } else {
+                base = [:]
+            }
+        }
+        var merged = wholeFile ?? base
+        if wholeFile == nil {
+            for (key, change) in pending { merged[key] = change.value }
+        }
+        // Replacing the whole domain with nothing removes it, as `defaults delete <domain>` does.
+        let removesFile = wholeFile?.isEmpty == true
+        var data: Data?
+        var identity: FileIdentity?
+        if removesFile {
+            try file.remove()
+        } else {
+            do throws(DefaultsError) {
+                data = try PropertyListCodec.encode(.dictionary(merged), format: format)
+            } catch {
+                throw DefaultsError(
+                    .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
+                    path: location.path, underlying: error)
+            }
+            identity = try file.replace(with: data!)
+        }
+        return state.withLock { state -> Set<String> in
+            state.diskBytes = data
+            state.diskIdentity = identity
+            state.diskValues = merged
+            state.diskIsCorrupt = false
+            if state.lastError?.code == .corruptFile { state.lastError = nil }
+            state.format = format
+            if wholeFile != nil { state.replacesWholeFile = false }
+            for (key, change) in pending where state.pending[key]?.generation == change.generation {
+                state.pending[key] = nil
+            }
+            // Values other processes wrote, plus this process's changes made during the write.
+            var values = merged
+            for (key, change) in state.pending { values[key] = change.value }
+            if state.replacesWholeFile { values = state.values }
+            let changed = Self.differingKeys(state.values, values)
+            state.values = values
+            return changed
+        }
+    }
+
+    /// Re-reads the file after an outside change and delivers the difference (origin `.external`).
+    /// Keys this process changed and has not written keep their local value.
+    package func reload() {
+        var changedKeys = Set<String>()
+        var problem: DefaultsError?
+        inputOutput.withLock { _ in
+            let contents: SuiteFile.Contents?
+            do throws(DefaultsError) {
+                contents = try file.read()
+            } catch {
+                problem = error
+                return
+            }
+            let same = state.withLock { $0.diskBytes == contents?.data && ($0.diskBytes != nil || contents == nil) }
+            if same { return }
+            let parsed: [String: PropertyListValue]
+            var format: PropertyListFormat?
+            if let contents {
+                do throws(DefaultsError) {
+                    let result = try parse(contents.data)
+                    parsed = result.values
+                    if !contents.data.isEmpty { format = result.format == .xml ? .xml : .binary }
+                } catch {
+                    // Keep the last good values; the file is kept aside only if this process must write
+                    // before it is fixed (a person may still be editing it).
+                    let isNew = state.withLock { state -> Bool in
+                        let isNew = state.diskBytes != contents.data
+                        state.diskBytes = contents.data
+                        state.diskIdentity = contents.identity
+                        state.diskIsCorrupt = true
+                        state.lastError = error
+                        return isNew
+                    }
+                    if isNew { problem = error }
+                    return
+                }
+            } else {
+                parsed = [:]
+            }
+            changedKeys = state.withLock { state in
+                state.diskBytes = contents?.data
+                state.diskIdentity = contents?.identity
+                state.diskValues = parsed
+                state.diskIsCorrupt = false
+                if let format { state.format = format }
+                if state.lastError?.code == .corruptFile { state.lastError = nil }
+                var values = parsed
+                for (key, change) in state.pending { values[key] = change.value }
+                if state.replacesWholeFile { values = state.values }
+                let changed = Self.differingKeys(state.values, values)
+                state.values = values
+                return changed
+            }
+        }
+        if let problem { DefaultsErrorReporting.report(problem) }
+        if !changedKeys.isEmpty { notify(changedKeys, origin: .external) }
+    }
+
+    /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
+    package func scheduleReload() {
+        let shouldSchedule = state.withLock { state -> Bool in
+            if state.reloadScheduled { return false }
+            state.reloadScheduled = true
+            return true
+        }
+        guard shouldSchedule else { return }
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            guard let self else { return }
+            self.state.withLock { $0.reloadScheduled = false }
+            self.reload()
+        }
+    }
+
+    private func scheduleFlush(_ state: inout State) {
+        guard !state.flushScheduled else { return }
+        state.flushScheduled = true
+        let delay: DispatchTimeInterval =
+            state.retryDelay > 0 ? .milliseconds(Int(state.retryDelay * 1000)) : Self.flushDelay
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in
+            self?.backgroundFlush()
+        }
+    }
+
+    private func backgroundFlush() {
+        state.withLock { $0.flushScheduled = false }
+        do {
+            try flush()
+        } catch {
+            // Keep the values and try again later, backing off; report once per distinct problem.
+            let firstTime = state.withLock { state -> Bool in
+                let firstTime = state.retryDelay == 0
+                state.retryDelay = min(max(state.retryDelay * 2, 0.25), 30)
+                scheduleFlush(&state)
+                return firstTime
+            }
+            if firstTime { DefaultsErrorReporting.report(error) }
+        }
+    }
+
+    /// Whether this process has changes not yet written.
+    package var hasPendingChanges: Bool {
+        state.withLock { !$0.pending.isEmpty || $0.replacesWholeFile }
+    }
+}
+
+// MARK: - One store per file per process
+
+extension SuiteStore {
+    private struct WeakStore {
+        weak var store: SuiteStore?
+    }
+
+    private static let registry = Locked<[String: WeakStore]>([:])
+
+    /// The process's store for `location`, opened (and loaded) on first use.
+    ///
+    /// - Parameter watching: Whether the store follows outside changes to its file.
+    package static func open(_ location: SuiteLocation, watching: Bool) -> SuiteStore {
+        installExitFlush
+        // Loaded inside the registry's lock, so no one sees a store before its values are in.
+        let store = registry.withLock { registry -> SuiteStore in
+            if let existing = registry[location.path]?.store { return existing }
+            let store = SuiteStore(location: location)
+            store.load()
+            registry[location.path] = WeakStore(store: store)
+            return store
+        }
+        if watching { store.startWatching() }
+        return store
+    }
+
+    private func startWatching() {
+        let needsWatch = state.withLock { $0.watch == nil }
+        guard needsWatch else { return }
+        let watch = FileWatcher.shared.watch(path: location.path) { [weak self] in
+            self?.scheduleReload()
+        }
+        state.withLock { state in
+            if state.watch == nil { state.watch = watch } else { watch.cancel() }
+        }
+    }
+
+    /// Flushes every open store: run at normal process exit.
+    package static func flushAll() {
+        let stores = registry.withLock { $0.values.compactMap(\.store) }
+        for store in stores where store.hasPendingChanges {
+            do { try store.flush() } catch { DefaultsErrorReporting.report(error) }
+        }
+    }
+
+    private static let installExitFlush: Void = {
+        atexit { SuiteStore.flushAll() }
+    }()
+}

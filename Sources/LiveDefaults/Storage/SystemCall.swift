@@ -1,0 +1,55 @@
+import Foundation
+
+/// Small wrappers over the system calls the store makes: each retries on `EINTR` and turns a
+/// failure into ``SystemError``.
+package enum SystemCall {
+    /// Runs `body` until it does not fail with `EINTR`; a result of -1 throws the `errno` it left.
+    @discardableResult
+    package static func retrying(_ operation: String, _ body: () -> Int32) throws(SystemError) -> Int32 {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = errno
+            if code != EINTR { throw SystemError(errno: code, operation: operation) }
+        }
+    }
+
+    /// Writes all of `data` to `descriptor`.
+    package static func writeAll(_ descriptor: Int32, _ data: Data) throws(SystemError) {
+        var failure: SystemError?
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = SystemError(errno: errno, operation: "write")
+                    return
+                }
+                offset += written
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads the whole file open at `descriptor`, `sizeHint` bytes expected.
+    package static func readAll(_ descriptor: Int32, sizeHint: Int) throws(SystemError) -> Data {
+        var data = Data(count: max(sizeHint, 0) + 1)
+        var length = 0
+        while true {
+            if length == data.count { data.count = data.count * 2 }
+            let capacity = data.count - length
+            let count = data.withUnsafeMutableBytes { buffer in
+                Glibc.read(descriptor, buffer.baseAddress! + length, capacity)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemError(errno: errno, operation: "read")
+            }
+            if count == 0 { break }
+            length += count
+        }
+        data.count = length
+        return data
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import LiveDefaults
+import TestSupport
+import Testing
+
+/// The store against other processes: Foundation's UserDefaults, concurrent writers, SIGKILL.
+@Suite struct StoreProcessTests {
+    @Test func foundationReadsWhatLiveDefaultsWrites() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.interop", directory: directory.url, watchesFiles: false)
+        defaults.set("from LiveDefaults", forKey: "string")
+        defaults.set(7, forKey: "int")
+        defaults.set(true, forKey: "bool")
+        defaults.set(["x", "y"], forKey: "array")
+        defaults.set(URL(fileURLWithPath: "/tmp/some file"), forKey: "url")
+        defaults.set(Date(timeIntervalSince1970: 1_700_000_000), forKey: "date")
+        try defaults.synchronize()
+
+        let result = try ProductRunner.run(
+            "TestHelper", ["foundation-read", "com.example.interop"], environment: ["XDG_CONFIG_HOME": directory.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = Set(result.standardOutput.split(separator: "\n").map(String.init))
+        #expect(lines.contains("string=\"from LiveDefaults\""))
+        #expect(lines.contains("int=7"))
+        #expect(lines.contains("bool=true"))
+        #expect(lines.contains("array=[\"x\", \"y\"]"))
+        #expect(lines.contains("url()=/tmp/some file"), "Foundation reads the URL back: \(lines)")
+        #expect(lines.contains { $0.hasPrefix("date=2023-11-14T22:13:20") })
+    }
+
+    @Test func liveDefaultsReadsWhatFoundationWrites() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run(
+            "TestHelper", ["foundation-write", "com.example.fromfoundation"],
+            environment: ["XDG_CONFIG_HOME": directory.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(FileManager.default.fileExists(atPath: directory.file("com.example.fromfoundation.plist").path))
+
+        let defaults = try Defaults(
+            suiteName: "com.example.fromfoundation", directory: directory.url, watchesFiles: false)
+        #expect(defaults.string(forKey: "string") == "from Foundation")
+        #expect(defaults.integer(forKey: "int") == 42)
+        #expect(defaults.double(forKey: "double") == 2.5)
+        #expect(defaults.bool(forKey: "bool"))
+        #expect(defaults.object(forKey: "date") as? Date == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(defaults.data(forKey: "data") == Data([1, 2, 3]))
+        #expect(defaults.stringArray(forKey: "array") == ["a", "b"])
+        #expect(defaults.propertyList(forKey: "dictionary") == ["k": "v", "n": 1])
+        #expect(defaults.url(forKey: "url") == URL(fileURLWithPath: "/tmp/file"))
+        // And the file stays Foundation's format (XML) when LiveDefaults writes it.
+        defaults.set("both", forKey: "writer")
+        try defaults.synchronize()
+        let bytes = try Data(contentsOf: directory.file("com.example.fromfoundation.plist"))
+        #expect(bytes.starts(with: Array("<?xml".utf8)))
+    }
+
+    @Test func fourProcessesWritingDistinctKeysKeepEveryKey() async throws {
+        let directory = try TemporaryDirectory()
+        let writers = try (0..<4).map { index in
+            try ProductRunner.start(
+                "TestHelper", ["write-distinct", directory.path, "com.example.many", "p\(index)", "200"])
+        }
+        for writer in writers {
+            writer.process.waitUntilExit()
+            #expect(writer.process.terminationStatus == 0)
+        }
+        let bytes = try Data(contentsOf: directory.file("com.example.many.plist"))
+        let values = try #require(
+            try PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any])
+        #expect(values.count == 800, "kept \(values.count) of 800 keys")
+        for writer in 0..<4 {
+            for index in 0..<200 {
+                #expect(values["p\(writer)-\(index)"] as? Int == index)
+            }
+        }
+    }
+
+    @Test func processKilledWhileFlushingLeavesACompleteEarlierState() throws {
+        let kills = Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_KILLS"] ?? "") ?? 200
+        let keys = 2000  // about 250 KB of suite
+        let directory = try TemporaryDirectory()
+        let path = directory.file("com.example.crash.plist")
+        var survived = 0
+        var lastAcknowledged = 0
+        for _ in 0..<kills {
+            let victim = try ProductRunner.start(
+                "TestHelper", ["flush-forever", directory.path, "com.example.crash", "\(keys)"])
+            // The kill lands at a random moment: before the first write, mid-write, or between writes.
+            usleep(UInt32.random(in: 0...60_000))
+            kill(victim.process.processIdentifier, SIGKILL)
+            victim.process.waitUntilExit()
+            let output = String(decoding: victim.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            if let last = output.split(separator: "\n").last(where: { $0.hasPrefix("acked ") }) {
+                lastAcknowledged = Int(last.dropFirst(6)) ?? lastAcknowledged
+            }
+            guard FileManager.default.fileExists(atPath: path.path) else {
+                #expect(lastAcknowledged == 0, "an acknowledged suite file vanished")
+                continue
+            }
+            let bytes = try Data(contentsOf: path)
+            let values = try #require(
+                try PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any],
+                "the file parses after a kill (\(bytes.count) bytes)")
+            let generation = try #require(Int(values["generation"] as? String ?? ""))
+            let expected = "\(generation)-" + String(repeating: "x", count: 100)
+            let complete =
+                values.count == keys + 1 && (0..<keys).allSatisfy { values["key-\($0)"] as? String == expected }
+            #expect(complete, "the file holds one whole generation (\(generation))")
+            #expect(generation >= lastAcknowledged, "every acknowledged write is present")
+            if complete { survived += 1 }
+        }
+        #expect(survived > 0)
+        #expect(lastAcknowledged > 0, "the victims got as far as acknowledged writes")
+        // Orphaned temporary files from killed writers are cleaned up by the next writer.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(leftovers.count <= 1, "orphans left: \(leftovers)")
+    }
+
+    @Test func fileSizeLimitMakesSynchronizeThrowKeepingOldFileAndValues() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run("TestHelper", ["file-size-limit", directory.path, "com.example.full"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.first == "limited: threw writeFailed", "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("message: ") && $0.contains("file-size limit") })
+        #expect(lines.contains("in memory: 200000"))
+        #expect(lines.last == "unlimited: written")
+        let values = try PropertyListValue.decodeForTest(Data(contentsOf: directory.file("com.example.full.plist")))
+        #expect(values.dictionaryValue?["before"] == "small")
+        #expect(values.dictionaryValue?["big"]?.stringValue?.count == 200_000)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(leftovers.isEmpty, "a failed write removes its temporary file")
+    }
+
+    @Test func valuesSetBeforeANormalExitAreWritten() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run(
+            "TestHelper", ["set-and-exit", directory.path, "com.example.exit", "k", "v"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let bytes = try Data(contentsOf: directory.file("com.example.exit.plist"))
+        #expect(try PropertyListValue.decodeForTest(bytes) == ["k": "v"])
+    }
+
+    @Test func standardUsesTheProcessNameInXDGConfigHome() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run(
+            "TestHelper", ["standard-set", "k", "v"], environment: ["XDG_CONFIG_HOME": directory.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "TestHelper\n")
+        let bytes = try Data(contentsOf: directory.file("TestHelper.plist"))
+        #expect(try PropertyListValue.decodeForTest(bytes) == ["k": "v"])
+    }
+}
+
+extension PropertyListValue {
+    /// Decodes a whole file through Foundation (the oracle).
+    static func decodeForTest(_ data: Data) throws -> PropertyListValue {
+        try PropertyListValue(foundationObject: PropertyListSerialization.propertyList(from: data, format: nil))
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// A fresh directory for one test, removed when the test is done with it.
+public struct TemporaryDirectory: ~Copyable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("LiveDefaultsTests", isDirectory: true)
+        url = base.appendingPathComponent(UUID().uuidString, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Waits until `condition` holds, checking every millisecond, for at most `seconds`.
+/// Returns whether it held: use with `#expect` so a missed event fails the test.
+public func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}

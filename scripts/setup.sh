@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what LiveDefaults needs on a fresh Debian machine, and nothing that is already there:
+# libinotifytools (the watcher links it), and the tools the end-to-end tests drive (vim, python3).
+# Needs root (or sudo) only when something is missing. Safe to run again.
+set -euo pipefail
+
+missing=()
+dpkg -s libinotifytools0-dev >/dev/null 2>&1 || missing+=(libinotifytools0-dev)
+command -v vim >/dev/null 2>&1 || missing+=(vim-nox)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    if [ -x /opt/swift/usr/bin/swift ]; then
+        echo "setup: swift is at /opt/swift/usr/bin; add it to PATH (export PATH=/opt/swift/usr/bin:\$PATH)" >&2
+    else
+        echo "setup: Swift 6 is needed (https://www.swift.org/install/linux/)" >&2
+    fi
+    exit 1
+fi
