@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import TestSupport
 import Testing
 
 @testable import LiveDefaults
@@ -12,7 +12,7 @@ private final class CallRecorder: Sendable {
     }
 
     let path: String
-    private let calls = Mutex<[Call]>([])
+    private let calls = Locked<[Call]>([])
 
     init(path: String) {
         self.path = path
@@ -29,23 +29,12 @@ private final class CallRecorder: Sendable {
     var all: [Call] { calls.withLock { $0 } }
 }
 
-/// A fresh directory for one test, removed at the end.
+/// Runs `body` with the path of a fresh directory, removed when `body` is done.
 private func withTemporaryDirectory<Result>(_ body: (String) async throws -> Result) async throws -> Result {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("FileWatcherTests-\(UUID().uuidString)")
-        .path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try await body(path)
-}
-
-/// Waits until `condition` holds, looking every 2 ms, for at most `timeout`.
-private func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return condition()
+    let directory = try TemporaryDirectory()
+    let result = try await body(directory.path)
+    _ = consume directory
+    return result
 }
 
 /// Watches `path` and waits for the first call, which every watch gets once it is in place.
@@ -54,7 +43,7 @@ private func startWatching(
 ) async throws -> (FileWatch, CallRecorder) {
     let recorder = CallRecorder(path: path)
     let watch = watcher.watch(path: path, onChange: recorder.onChange)
-    try #require(await eventually { recorder.count >= 1 && watch.isQuiet })
+    try #require(await eventually(within: 5) { recorder.count >= 1 && watch.isQuiet })
     return (watch, recorder)
 }
 
@@ -63,7 +52,7 @@ private func startWatching(
 private func expectCalls(
     _ expected: Int, _ recorder: CallRecorder, _ watch: FileWatch, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
-    let settled = await eventually { recorder.count >= expected && watch.isQuiet }
+    let settled = await eventually(within: 5) { recorder.count >= expected && watch.isQuiet }
     #expect(settled, "waiting for \(expected) calls", sourceLocation: sourceLocation)
     #expect(recorder.count == expected, sourceLocation: sourceLocation)
 }
@@ -182,7 +171,7 @@ private func run(_ arguments: [String]) throws {
             try write("other, again", to: other, atomically: false)
             try write("temporary", to: directory + "/suite.plist.tmp", atomically: false)
             try FileManager.default.removeItem(atPath: directory + "/suite.plist.tmp")
-            #expect(await eventually { otherRecorder.count >= 2 && otherWatch.isQuiet })
+            #expect(await eventually(within: 5) { otherRecorder.count >= 2 && otherWatch.isQuiet })
             #expect(recorder.count == 1)
             try write("two", to: path, atomically: true)
             await expectCalls(2, recorder, watch)
@@ -279,10 +268,10 @@ private func run(_ arguments: [String]) throws {
             usleep(1000)  // the scenario under test (a change 1 ms later), not synchronisation
             let written = ContinuousClock.now
             try write("one", to: path, atomically: true)
-            #expect(await eventually { recorder.all.contains { $0.time > written && $0.fileExisted } })
+            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > written && $0.fileExisted } })
             let latency = try #require(recorder.all.first { $0.time > written }).time - written
             #expect(latency < .milliseconds(500))
-            #expect(await eventually { watch.isQuiet })
+            #expect(await eventually(within: 5) { watch.isQuiet })
         }
     }
 
@@ -298,7 +287,7 @@ private func run(_ arguments: [String]) throws {
             #expect(recorder.all.last?.fileExisted == false)
             try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
             try write("two", to: path, atomically: false)
-            #expect(await eventually { recorder.all.last?.fileExisted == true && watch.isQuiet })
+            #expect(await eventually(within: 5) { recorder.all.last?.fileExisted == true && watch.isQuiet })
             let count = recorder.count
             try write("three", to: path, atomically: true)
             await expectCalls(count + 1, recorder, watch)
@@ -417,5 +406,41 @@ private func run(_ arguments: [String]) throws {
         let watched = WatchedPath.resolve(path)
         #expect(watched.link == WatchedEntry(directory: directory, name: name))
         #expect(watched.target == nil)
+    }
+}
+
+/// Runs only on request, because it must be the first use of ``FileWatcher/shared`` in its process:
+/// `LIVEDEFAULTS_WATCHER_HIGH_DESCRIPTORS=1 swift test --filter FileWatcherHighDescriptorTests`.
+@Suite struct FileWatcherHighDescriptorTests {
+    private final class Reports: Sendable {
+        let errors = Locked<[DefaultsError]>([])
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER_HIGH_DESCRIPTORS"] != nil))
+    func descriptorsFrom1024OnFallBackToPolling() async throws {
+        var opened: [Int32] = []
+        defer { opened.forEach { close($0) } }
+        while let next = InotifyDescriptorCheck.lowestFreeDescriptor(), next < InotifyDescriptorCheck.selectLimit + 10 {
+            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            try #require(descriptor >= 0)
+            opened.append(descriptor)
+        }
+        let reports = Reports()
+        DefaultsErrorReporting.setHandler { error in reports.errors.withLock { $0.append(error) } }
+        defer { DefaultsErrorReporting.setHandler(nil) }
+
+        #expect(FileWatcher.shared.mode == .polling)
+        let errors = reports.errors.withLock { $0 }
+        #expect(errors.count == 1)
+        #expect(errors.first?.code == .watchingDegraded)
+        #expect(errors.first?.message.contains("1024") == true)
+
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            try write("two, longer", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+        }
     }
 }

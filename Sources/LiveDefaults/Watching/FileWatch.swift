@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One file being watched by a ``FileWatcher``; calls stop when it is cancelled or deallocated.
 ///
 /// The watch keeps its watcher alive. After ``cancel()`` returns no new call starts; a call
@@ -7,7 +5,7 @@ import Synchronization
 package final class FileWatch: Sendable {
     private let watcher: FileWatcher
     private let identifier: UInt64
-    private let isCancelled = Mutex(false)
+    private let isCancelled = Locked(false)
 
     init(watcher: FileWatcher, identifier: UInt64) {
         self.watcher = watcher

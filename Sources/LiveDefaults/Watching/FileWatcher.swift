@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Tells the store when a suite file may have changed on disk.
 ///
@@ -48,7 +47,7 @@ package final class FileWatcher: Sendable {
     package static let shared = FileWatcher(usingInotify: true)
 
     /// Only one watcher per process may use inotify: libinotifytools' state is process-global.
-    private static let isInotifyClaimed = Mutex(false)
+    private static let isInotifyClaimed = Locked(false)
 
     let core: FileWatcherCore
 

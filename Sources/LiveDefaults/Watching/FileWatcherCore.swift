@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The state of one ``FileWatcher`` and its dispatcher thread.
 ///
@@ -9,14 +8,14 @@ import Synchronization
 /// dispatcher thread owns time — coalescing, the deletion grace, polling — and calls the
 /// `onChange` callbacks, never under the lock. A polling-only watcher has just the dispatcher.
 final class FileWatcherCore: Sendable {
-    let registry: Mutex<WatchRegistry>
+    let registry: Locked<WatchRegistry>
     /// Wakes the dispatcher thread early; `isDispatcherSignalled` keeps the count small.
     private let dispatcherWakeUp = DispatchSemaphore(value: 0)
     /// How other threads wake the inotify thread; `nil` when there is none (polling).
-    let inotifyWakeChannel = Mutex<InotifyWakeChannel?>(nil)
+    let inotifyWakeChannel = Locked<InotifyWakeChannel?>(nil)
 
     init(mode: FileWatcher.Mode) {
-        registry = Mutex(
+        registry = Locked(
             WatchRegistry(
                 mode: mode, coalescingWindow: FileWatcher.coalescingWindow, deletionGrace: FileWatcher.deletionGrace,
                 pollInterval: FileWatcher.pollInterval))

@@ -1,7 +1,6 @@
 import CInotifyTools
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The one thread that calls into libinotifytools, for the whole process.
 ///
@@ -62,7 +61,7 @@ final class InotifyThread {
 
     /// Hands the outcome of the set-up from the new thread to the one that started it.
     private final class StartHandoff: Sendable {
-        private let outcome = Mutex<String?>(nil)
+        private let outcome = Locked<String?>(nil)
         private let done = DispatchSemaphore(value: 0)
 
         func finish(failure: String?) {
