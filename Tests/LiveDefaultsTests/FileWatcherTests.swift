@@ -430,6 +430,7 @@ private func run(_ arguments: [String]) throws {
         defer { DefaultsErrorReporting.setHandler(nil) }
 
         #expect(FileWatcher.shared.mode == .polling)
+        #expect(await eventually(within: 5) { reports.errors.withLock { !$0.isEmpty } })
         let errors = reports.errors.withLock { $0 }
         #expect(errors.count == 1)
         #expect(errors.first?.code == .watchingDegraded)

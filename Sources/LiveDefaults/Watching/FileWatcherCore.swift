@@ -56,19 +56,18 @@ final class FileWatcherCore: Sendable {
     /// Hands events from the inotify thread to the registry.
     func deliver(_ events: [WatchRegistry.Event]) {
         let now = Self.now()
-        var report: DefaultsError?
         let needsDispatcher = registry.withLock { registry in
             var needsDispatcher = false
             for event in events {
                 if registry.apply(event, now: now) { needsDispatcher = true }
                 if let error = Self.degradation(for: event), !registry.hasReportedDegradation {
                     registry.hasReportedDegradation = true
-                    report = error
+                    registry.pendingReports.append(error)
+                    needsDispatcher = true
                 }
             }
             return needsDispatcher
         }
-        if let report { DefaultsErrorReporting.report(report) }
         if needsDispatcher { signalDispatcher() }
     }
 
@@ -117,8 +116,9 @@ final class FileWatcherCore: Sendable {
         }
     }
 
-    /// Does the due work: `stat`s outside the lock, then the calls.
+    /// Does the due work: reports, `stat`s outside the lock, then the calls.
     private func perform(_ work: WatchRegistry.DueWork) {
+        for report in work.reports { DefaultsErrorReporting.report(report) }
         let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path) != nil) }
         let polled = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
         let reappeared = work.missingDirectories.filter(FileStamp.isDirectory)

@@ -68,6 +68,7 @@ struct WatchRegistry: Sendable {
 
     /// The work that fell due, to be done outside the lock.
     struct DueWork: Sendable {
+        var reports: [DefaultsError] = []
         var calls: [UInt64] = []
         /// Registrations whose grace ran out: call when absent, or when present but not written since.
         var settleChecks: [(id: UInt64, path: String)] = []
@@ -95,6 +96,9 @@ struct WatchRegistry: Sendable {
     var isDispatcherSignalled = false
     var isShutDown = false
     var hasReportedDegradation = false
+    /// Reports waiting for the dispatcher thread, which makes them outside any lock and never
+    /// on a caller's thread (a handler could otherwise run inside the start of ``FileWatcher/shared``).
+    var pendingReports: [DefaultsError] = []
 
     init(mode: FileWatcher.Mode, coalescingWindow: Duration, deletionGrace: Duration, pollInterval: Duration) {
         self.mode = mode
@@ -287,6 +291,7 @@ struct WatchRegistry: Sendable {
     /// Takes the work that is due at `now` and clears its timers.
     mutating func takeDueWork(now: UInt64) -> DueWork {
         var work = DueWork()
+        swap(&work.reports, &pendingReports)
         let pollNow = now >= nextPoll
         if pollNow { nextPoll = now + pollInterval }
         for (identifier, var registration) in registrations {
@@ -388,7 +393,7 @@ struct WatchRegistry: Sendable {
 
     /// Nothing is due, pending or being worked on (for tests).
     var isQuiet: Bool {
-        !isDispatching && (mode == .polling || !directoryStatus.values.contains(.pending))
+        !isDispatching && pendingReports.isEmpty && (mode == .polling || !directoryStatus.values.contains(.pending))
             && registrations.values.allSatisfy {
                 $0.callDeadline == nil && $0.settleDeadline == nil && !(isPolled($0) && $0.baseline == .unknown)
             }
