@@ -110,9 +110,4 @@ package final class FileWatcher: Sendable {
         let directoriesChanged = core.registry.withLock { $0.remove(identifier) }
         if directoriesChanged { core.wakeInotifyThread() }
     }
-
-    /// Whether nothing is due, pending or running (for tests waiting for a watcher to settle).
-    var isQuiet: Bool {
-        core.registry.withLock { $0.isQuiet }
-    }
 }

@@ -97,15 +97,11 @@ final class FileWatcherCore: Sendable {
             let taken = registry.withLock { registry -> WatchRegistry.DueWork? in
                 guard !registry.isShutDown else { return nil }
                 registry.isDispatcherSignalled = false
-                registry.isDispatching = true
                 return registry.takeDueWork(now: now)
             }
             guard let work = taken else { return }
             perform(work)
-            let deadline = registry.withLock { registry in
-                registry.isDispatching = false
-                return registry.nextDeadline()
-            }
+            let deadline = registry.withLock { $0.nextDeadline() }
             if let deadline {
                 if deadline > Self.now() {
                     _ = dispatcherWakeUp.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
@@ -145,9 +141,8 @@ final class FileWatcherCore: Sendable {
     private func call(_ identifier: UInt64) {
         guard let path = registry.withLock({ $0.registrations[identifier]?.watched.path }) else { return }
         let resolved = WatchedPath.resolve(path)
-        let now = Self.now()
         let (callback, directoriesChanged) = registry.withLock { registry in
-            let changed = registry.update(identifier, to: resolved, now: now)
+            let changed = registry.update(identifier, to: resolved)
             return (registry.registrations[identifier]?.onChange, changed)
         }
         if directoriesChanged { wakeInotifyThread() }

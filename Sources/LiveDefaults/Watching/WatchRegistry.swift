@@ -90,8 +90,6 @@ struct WatchRegistry: Sendable {
     private(set) var directoriesVersion: UInt64 = 0
     private var nextIdentifier: UInt64 = 1
     private var nextPoll: UInt64 = 0
-    /// Set by the dispatcher thread while it works outside the lock.
-    var isDispatching = false
     /// A wake-up of the dispatcher thread is on its way.
     var isDispatcherSignalled = false
     var isShutDown = false
@@ -148,7 +146,7 @@ struct WatchRegistry: Sendable {
     /// wanted keeps its watch and its status.
     ///
     /// - Returns: Whether the set of wanted directories changed.
-    mutating func update(_ identifier: UInt64, to watched: WatchedPath, now: UInt64) -> Bool {
+    mutating func update(_ identifier: UInt64, to watched: WatchedPath) -> Bool {
         guard let old = registrations[identifier]?.watched, old != watched else { return false }
         for entry in old.entries where !watched.entries.contains(entry) {
             registrationsByEntry[entry]?.remove(identifier)
@@ -389,13 +387,5 @@ struct WatchRegistry: Sendable {
         return registration.callDeadline == nil && registration.settleDeadline == nil
             && !(isPolled(registration) && registration.baseline == .unknown)
             && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
-    }
-
-    /// Nothing is due, pending or being worked on (for tests).
-    var isQuiet: Bool {
-        !isDispatching && pendingReports.isEmpty && (mode == .polling || !directoryStatus.values.contains(.pending))
-            && registrations.values.allSatisfy {
-                $0.callDeadline == nil && $0.settleDeadline == nil && !(isPolled($0) && $0.baseline == .unknown)
-            }
     }
 }
