@@ -38,13 +38,17 @@ package final class FileWatcher: Sendable {
 
     /// How often the polling fallback looks at a file.
     package static let pollInterval: Duration = .milliseconds(250)
-    /// Events for one file closer together than this give one call.
+    /// A write after a quiet spell is reported at once; writes closer together than this after
+    /// it give one more call, at the end of the window.
     package static let coalescingWindow: Duration = .milliseconds(5)
     /// How long a deleted file has to stay absent before the deletion counts.
     package static let deletionGrace: Duration = .milliseconds(100)
 
     /// The watcher of this process, the only one that uses inotify; its threads start on first use.
-    package static let shared = FileWatcher(usingInotify: true)
+    /// Setting the environment variable `LIVEDEFAULTS_WATCHER=poll` makes it poll instead (for
+    /// file systems where inotify sees no changes made by other machines, such as NFS).
+    package static let shared = FileWatcher(
+        usingInotify: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER"] != "poll")
 
     /// Only one watcher per process may use inotify: libinotifytools' state is process-global.
     private static let isInotifyClaimed = Locked(false)

@@ -57,6 +57,8 @@ struct WatchRegistry: Sendable {
         let onChange: @Sendable () -> Void
         /// When the next (coalesced) call is due.
         var callDeadline: UInt64?
+        /// When the last call was made: a write right after it waits out the coalescing window.
+        var lastCall: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
         /// Whether a complete write was seen since the last create or delete.
@@ -254,7 +256,11 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return }
         switch change {
         case .written:
-            registration.callDeadline = registration.callDeadline ?? now + coalescingWindow
+            // Leading edge: a write after a quiet spell is reported at once (the event is a close
+            // or a move-in, so the content is final); further writes within the window coalesce
+            // into one trailing call.
+            let quietSince = (registration.lastCall ?? 0) &+ coalescingWindow
+            registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
             registration.writtenSinceSettleStarted = true
         case .appeared:
             registration.settleDeadline = now + deletionGrace
@@ -296,6 +302,7 @@ struct WatchRegistry: Sendable {
             var changed = false
             if let deadline = registration.callDeadline, deadline <= now {
                 registration.callDeadline = nil
+                registration.lastCall = now
                 work.calls.append(identifier)
                 changed = true
             }
