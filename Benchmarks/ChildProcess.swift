@@ -6,8 +6,10 @@ import LiveDefaults
 enum ChildProcess {
     static func run(_ arguments: [String]) -> Never {
         switch arguments.first {
-        case "replace" where arguments.count == 4:
-            replace(directory: URL(fileURLWithPath: arguments[1]), suite: arguments[2], count: Int(arguments[3]) ?? 0)
+        case "replace" where arguments.count == 5:
+            replace(
+                directory: URL(fileURLWithPath: arguments[1]), suite: arguments[2], count: Int(arguments[3]) ?? 0,
+                spacing: UInt32(arguments[4]) ?? 0)
         case "cold-load" where arguments.count == 4:
             coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         default:
@@ -18,8 +20,9 @@ enum ChildProcess {
 
     /// Replaces the suite file atomically `count` times, as an outside tool would (write a temporary
     /// file, rename it over the suite), stamping each version with the monotonic time of the
-    /// replace; waits for a line on standard input (the observer saw it) before the next.
-    static func replace(directory: URL, suite: String, count: Int) -> Never {
+    /// replace; waits for a line on standard input (the observer saw it), then `spacing`
+    /// milliseconds, before the next.
+    static func replace(directory: URL, suite: String, count: Int, spacing: UInt32) -> Never {
         let path = directory.appendingPathComponent(suite + ".plist").path
         let temporary = directory.appendingPathComponent(".\(suite).outside").path
         for index in 0..<count {
@@ -31,6 +34,7 @@ enum ChildProcess {
                 FileManager.default.createFile(atPath: temporary, contents: data), rename(temporary, path) == 0
             else { exit(1) }
             guard readLine() != nil else { exit(0) }
+            if spacing > 0 { usleep(spacing * 1000) }  // pacing the changes, not synchronisation
         }
         exit(0)
     }
