@@ -58,7 +58,7 @@ package enum PropertyListCodec {
     package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws(DefaultsError) -> Data {
         switch format {
         case .openStep:
-            return Data(OpenStepWriter.string(for: value).utf8)
+            return Data(OpenStepWriter.string(for: value, style: .typed).utf8)
         case .binary:
             return BinaryPropertyListWriter.encode(value)
         case .xml:
