@@ -50,7 +50,9 @@ let session = DemoSession(
 let signalSources = [SIGINT, SIGTERM].map { number in
     signal(number, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-    source.setEventHandler { session.stop(status: 0) }
+    // @Sendable: a closure in top-level code is otherwise main-actor isolated, and the runtime
+    // traps when the source calls it on `queue`.
+    source.setEventHandler { @Sendable in session.stop(status: 0) }
     source.resume()
     return source
 }
