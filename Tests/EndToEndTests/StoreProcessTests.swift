@@ -101,11 +101,23 @@ import Testing
             let values = try #require(
                 try PropertyListSerialization.propertyList(from: bytes, format: nil) as? [String: Any],
                 "the file parses after a kill (\(bytes.count) bytes)")
-            let generation = try #require(Int(values["generation"] as? String ?? ""))
-            let expected = "\(generation)-" + String(repeating: "x", count: 100)
+            // The writer sets key-0…key-(n-1) to generation g+1 one by one, then "generation" to g+1, and
+            // background flushes may land anywhere in between. So a state the process really held is:
+            // "generation" = g, a prefix of the keys at g+1 and the rest at g (absent when g = 0).
+            let generation = Int(values["generation"] as? String ?? "0") ?? -1
+            let keyGenerations = (0..<keys).map { index -> Int? in
+                (values["key-\(index)"] as? String).flatMap { Int($0.prefix { $0 != "-" }) }
+            }
+            let advanced = keyGenerations.prefix { $0 == generation + 1 }.count
             let complete =
-                values.count == keys + 1 && (0..<keys).allSatisfy { values["key-\($0)"] as? String == expected }
-            #expect(complete, "the file holds one whole generation (\(generation))")
+                keyGenerations.dropFirst(advanced).allSatisfy { $0 == (generation == 0 ? nil : generation) }
+                && values.allSatisfy {
+                    $0.key == "generation"
+                        || ($0.value as? String)?.hasSuffix(String(repeating: "x", count: 100)) == true
+                }
+                && values.count == (generation == 0 ? advanced : keys + 1)
+            #expect(
+                complete, "the file holds a state the writer had (generation \(generation), \(advanced) keys ahead)")
             #expect(generation >= lastAcknowledged, "every acknowledged write is present")
             if complete { survived += 1 }
         }
@@ -116,6 +128,24 @@ import Testing
             $0.contains(".tmp-")
         }
         #expect(leftovers.count <= 1, "orphans left: \(leftovers)")
+    }
+
+    @Test func fileSizeLimitMakesSynchronizeThrowKeepingOldFileAndValues() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run("TestHelper", ["file-size-limit", directory.path, "com.example.full"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.first == "limited: threw writeFailed", "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("message: ") && $0.contains("file-size limit") })
+        #expect(lines.contains("in memory: 200000"))
+        #expect(lines.last == "unlimited: written")
+        let values = try PropertyListValue.decodeForTest(Data(contentsOf: directory.file("com.example.full.plist")))
+        #expect(values.dictionaryValue?["before"] == "small")
+        #expect(values.dictionaryValue?["big"]?.stringValue?.count == 200_000)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(leftovers.isEmpty, "a failed write removes its temporary file")
     }
 
     @Test func valuesSetBeforeANormalExitAreWritten() throws {

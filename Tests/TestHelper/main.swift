@@ -121,6 +121,38 @@ case "remove":
     do { try defaults.synchronize() } catch { fail("\(error)") }
     say("done")
 
+case "file-size-limit":
+    // file-size-limit <dir> <suite>: with a 64 KB file-size limit (ulimit -f), a flush of a larger
+    // suite must throw, keep the old file and the values; after the limit is lifted it must succeed.
+    let defaults = open(1)
+    signal(SIGXFSZ, SIG_IGN)  // report EFBIG instead of being killed
+    defaults.set("small", forKey: "before")
+    do { try defaults.synchronize() } catch { fail("first write: \(error)") }
+    var limit = rlimit()
+    getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit)
+    let original = limit
+    limit.rlim_cur = 64 * 1024
+    setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit)
+    defaults.set(String(repeating: "z", count: 200_000), forKey: "big")
+    do {
+        try defaults.synchronize()
+        say("limited: written")
+    } catch let error as DefaultsError {
+        say("limited: threw \(error.code)")
+        say("message: \(error.message)")
+    } catch {
+        say("limited: threw \(error)")
+    }
+    say("in memory: \(defaults.string(forKey: "big")?.count ?? 0)")
+    var restored = original
+    setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &restored)
+    do {
+        try defaults.synchronize()
+        say("unlimited: written")
+    } catch {
+        say("unlimited: threw \(error)")
+    }
+
 default:
     fail("unknown command \(arguments[0])")
 }

@@ -1,0 +1,272 @@
+import Foundation
+import LiveDefaults
+import Synchronization
+
+extension Defaults.Keys {
+    fileprivate static let benchFlag = Defaults.Key<Bool>("flag", default: false)
+}
+
+/// Each measurement: LiveDefaults, Foundation's UserDefaults and the raw limit side by side.
+struct BenchmarkRunner {
+    let options: BenchmarkOptions
+    let workspace: Workspace
+
+    var directory: URL { workspace.directory }
+
+    func open(_ suite: String, watching: Bool = false) -> Defaults {
+        try! Defaults(suiteName: suite, directory: directory, watchesFiles: watching)
+    }
+
+    // MARK: Reads
+
+    func measureReads(into report: inout Report) {
+        let defaults = open("bench.read")
+        let foundation = UserDefaults(suiteName: "bench.read.foundation")!
+        for index in 0..<100 {
+            defaults.set("value \(index)", forKey: "s\(index)")
+            foundation.set("value \(index)", forKey: "s\(index)")
+        }
+        defaults.set(true, forKey: "flag")
+        defaults.set("hello", forKey: "name")
+        foundation.set(true, forKey: "flag")
+        foundation.set("hello", forKey: "name")
+        let limit = Mutex<[String: PropertyListValue]>(["flag": true, "name": "hello"])
+        let calls = options.calls
+
+        let limitBool = nanosecondsPerCall(calls) {
+            blackHole(limit.withLock { if case .bool(let flag) = $0["flag"] { flag } else { false } })
+        }
+        let oursBool = nanosecondsPerCall(calls) { blackHole(defaults.bool(forKey: "flag")) }
+        let theirsBool = nanosecondsPerCall(calls) { blackHole(foundation.bool(forKey: "flag")) }
+        record(&report, "read", "bool(forKey:)", oursBool, theirsBool, limitBool)
+
+        let limitString = nanosecondsPerCall(calls) { blackHole(limit.withLock { $0["name"]?.stringValue }) }
+        let oursString = nanosecondsPerCall(calls) { blackHole(defaults.string(forKey: "name")) }
+        let theirsString = nanosecondsPerCall(calls) { blackHole(foundation.string(forKey: "name")) }
+        record(&report, "read", "string(forKey:)", oursString, theirsString, limitString)
+
+        let oursTyped = nanosecondsPerCall(calls) { blackHole(defaults[.benchFlag]) }
+        record(&report, "read", "typed key (Bool)", oursTyped, theirsBool, limitBool)
+    }
+
+    private func record(
+        _ report: inout Report, _ group: String, _ name: String, _ ours: Double, _ theirs: Double, _ limit: Double
+    ) {
+        let met = theirs / ours >= 20 && ours / limit <= 2
+        report.add(group, name, ours, foundation: theirs, limit: limit, target: "≥20× Foundation, ≤2× limit", met: met)
+    }
+
+    // MARK: Writes
+
+    func measureWrites(into report: inout Report) {
+        let defaults = open("bench.write")
+        let foundation = UserDefaults(suiteName: "bench.write.foundation")!
+        let calls = options.calls / 4
+        var counter = 0
+        let theirs = nanosecondsPerCall(calls) {
+            counter += 1
+            foundation.set(counter, forKey: "counter")
+        }
+        let ours = nanosecondsPerCall(calls) {
+            counter += 1
+            defaults.set(counter, forKey: "counter")
+        }
+        report.add(
+            "write", "set, no observers", ours, foundation: theirs, target: "≥10× Foundation", met: theirs / ours >= 10)
+        let observed = Atomic<Int>(0)
+        let token = defaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
+        let withObserver = nanosecondsPerCall(calls) {
+            counter += 1
+            defaults.set(counter, forKey: "counter")
+        }
+        token.cancel()
+        report.add(
+            "write", "set, 1 observer of the key", withObserver, foundation: theirs, target: "≥10× Foundation",
+            met: theirs / withObserver >= 10)
+    }
+
+    // MARK: Flushes
+
+    func measureFlushes(into report: inout Report) {
+        for size in options.sizes {
+            let name = "bench.flush.\(size)"
+            try? workspace.makeSuite(name, keys: size, format: .binary)
+            let defaults = open(name)
+            let foundationName = "bench.flush.foundation.\(size)"
+            try? workspace.makeSuite(foundationName, keys: size)
+            let foundation = UserDefaults(suiteName: foundationName)!
+            _ = foundation.object(forKey: "key-0")
+            let rounds = options.quick ? 5 : max(10, 2_000 / max(size / 10, 1))
+            var counter = 0
+            let ours = medianNanoseconds(rounds) {
+                counter += 1
+                defaults.set(counter, forKey: "key-0")
+                try? defaults.synchronize()
+            }
+            let theirs = medianNanoseconds(rounds) {
+                counter += 1
+                foundation.set(counter, forKey: "key-0")
+                foundation.synchronize()
+            }
+            // The limit: encoding the same dictionary with Foundation's binary encoder and writing it.
+            let values = Workspace.sampleDictionary(keys: size)
+            let objects = values.mapValues(\.foundationObject)
+            let scratch = directory.appendingPathComponent("limit.plist")
+            let limit = medianNanoseconds(rounds) {
+                let data = try? PropertyListSerialization.data(fromPropertyList: objects, format: .binary, options: 0)
+                try? data?.write(to: scratch)
+            }
+            report.add(
+                "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: limit,
+                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil)
+        }
+    }
+
+    // MARK: Cold loads (in a fresh process each time: both libraries cache suites in-process)
+
+    func measureColdLoads(into report: inout Report) {
+        for size in options.sizes {
+            let name = "bench.cold.\(size)"
+            try? workspace.makeSuite(name, keys: size)
+            let rounds = options.quick ? 3 : 9
+            let ours = (0..<rounds).compactMap { _ in ChildProcess.coldLoad("livedefaults", name, directory) }.sorted()
+            let theirs = (0..<rounds).compactMap { _ in ChildProcess.coldLoad("foundation", name, directory) }.sorted()
+            guard !ours.isEmpty, !theirs.isEmpty else { continue }
+            let oursMedian = ours[ours.count / 2]
+            let theirsMedian = theirs[theirs.count / 2]
+            report.add(
+                "cold load", "open \(size) keys, read one", oursMedian, foundation: theirsMedian,
+                target: size == 1_000 ? "≥5× Foundation" : nil,
+                met: size == 1_000 ? theirsMedian / oursMedian >= 5 : nil)
+        }
+    }
+
+    // MARK: The codec against PropertyListSerialization
+
+    func measureCodec(into report: inout Report) {
+        for size in options.sizes where size >= 1_000 || options.quick {
+            let value = PropertyListValue.dictionary(Workspace.sampleDictionary(keys: size))
+            let objects = value.foundationObject
+            for (format, foundationFormat) in [
+                (PropertyListFormat.binary, PropertyListSerialization.PropertyListFormat.binary), (.xml, .xml),
+            ] {
+                let rounds = options.quick ? 5 : 50
+                let ours = try! PropertyListCodec.encode(value, format: format)
+                let encodeOurs = medianNanoseconds(rounds) {
+                    blackHole(try? PropertyListCodec.encode(value, format: format))
+                }
+                let encodeTheirs = medianNanoseconds(rounds) {
+                    blackHole(
+                        try? PropertyListSerialization.data(
+                            fromPropertyList: objects, format: foundationFormat, options: 0))
+                }
+                let decodeOurs = medianNanoseconds(rounds) { blackHole(try? PropertyListCodec.decode(ours)) }
+                let decodeTheirs = medianNanoseconds(rounds) {
+                    blackHole(try? PropertyListSerialization.propertyList(from: ours, format: nil))
+                }
+                report.add(
+                    "codec", "\(format) encode \(size) keys", encodeOurs, foundation: encodeTheirs,
+                    target: "≥20× Foundation",
+                    met: encodeTheirs / encodeOurs >= 20)
+                report.add(
+                    "codec", "\(format) decode \(size) keys", decodeOurs, foundation: decodeTheirs,
+                    target: "≥20× Foundation",
+                    met: decodeTheirs / decodeOurs >= 20)
+            }
+        }
+    }
+
+    // MARK: External change → observer
+
+    func measureExternalChanges(into report: inout Report) {
+        let name = "bench.external"
+        try? workspace.makeSuite(name, keys: 10, format: .binary)
+        let defaults = open(name, watching: true)
+        let latencies = Mutex<[UInt64]>([])
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = ["--child", "replace", directory.path, name, String(options.externalChanges)]
+        let toChild = Pipe()
+        child.standardInput = toChild
+        let token = defaults.observe("stamp") { change in
+            guard case .integer(let stamp) = change.newValue else { return }
+            let now = monotonicNanoseconds()
+            latencies.withLock { $0.append(now - UInt64(stamp)) }
+            toChild.fileHandleForWriting.write(Data([0x0A]))  // the next change may go
+        }
+        do {
+            try child.run()
+        } catch {
+            report.notes.append("external change: could not start the replacing process: \(error)")
+            return
+        }
+        let deadline = Date().addingTimeInterval(Double(options.externalChanges) * 0.2 + 10)
+        while latencies.withLock({ $0.count }) < options.externalChanges && Date() < deadline && child.isRunning {
+            usleep(1_000)  // the main thread idles while the watcher delivers; this is not synchronisation
+        }
+        token.cancel()
+        try? toChild.fileHandleForWriting.close()
+        child.waitUntilExit()
+        let samples = latencies.withLock { $0 }.sorted()
+        guard !samples.isEmpty else {
+            report.notes.append("external change: no change reached the observer (is file watching available?)")
+            return
+        }
+        func percentile(_ fraction: Double) -> Double {
+            Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))])
+        }
+        let p99 = percentile(0.99)
+        report.add("external change", "p50 (\(samples.count) changes)", percentile(0.5))
+        report.add("external change", "p99", p99, target: "< 15 ms", met: p99 < 15_000_000)
+        report.add("external change", "max", Double(samples.last!))
+        report.notes.append("external change: Foundation's UserDefaults never notices (no observation on Linux).")
+    }
+
+    // MARK: Fan-out
+
+    func measureFanOut(into report: inout Report) {
+        let calls = options.calls / 10
+        var counter = 0
+        func timeWrites(_ defaults: Defaults) -> Double {
+            nanosecondsPerCall(calls) {
+                counter += 1
+                defaults.set(counter, forKey: "key")
+            }
+        }
+        let quiet = open("bench.fanout.none")
+        let none = timeWrites(quiet)
+        report.add("fan-out", "write, 0 observers", none)
+        for others in [100, options.manyObservers] {
+            let defaults = open("bench.fanout.\(others)")
+            let tokens = (0..<others).map { index in defaults.observe("other-\(index)") { _ in } }
+            let time = timeWrites(defaults)
+            let isTarget = others == options.manyObservers
+            report.add(
+                "fan-out", "write, \(others) observers of other keys", time, limit: none,
+                target: isTarget ? "≤1.2× no observers" : nil, met: isTarget ? time / none <= 1.2 : nil)
+            tokens.forEach { $0.cancel() }
+        }
+        for same in [1, 1_000] {
+            let defaults = open("bench.fanout.same.\(same)")
+            let tokens = (0..<same).map { _ in defaults.observe("key") { _ in } }
+            report.add("fan-out", "write, \(same) observers of the key", timeWrites(defaults), limit: none)
+            tokens.forEach { $0.cancel() }
+        }
+    }
+
+    // MARK: Memory
+
+    func measureMemory(into report: inout Report) {
+        let size = options.quick ? 1_000 : 10_000
+        let name = "bench.memory"
+        try? workspace.makeSuite(name, keys: size, format: .binary)
+        let before = residentBytes()
+        let defaults = open(name)
+        blackHole(defaults.string(forKey: "key-0"))
+        let after = residentBytes()
+        report.add(
+            "memory", "resident size added by a \(size)-key suite", Double(after - before) / 1_048_576, unit: "MB")
+        report.add("memory", "resident size of the whole benchmark", Double(after) / 1_048_576, unit: "MB")
+        blackHole(defaults)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import LiveDefaults
+
+/// The other process of two measurements: it replaces a suite file from outside, or opens a suite
+/// cold (both libraries cache suites in-process, so a cold load needs a fresh process).
+enum ChildProcess {
+    static func run(_ arguments: [String]) -> Never {
+        switch arguments.first {
+        case "replace" where arguments.count == 4:
+            replace(directory: URL(fileURLWithPath: arguments[1]), suite: arguments[2], count: Int(arguments[3]) ?? 0)
+        case "cold-load" where arguments.count == 4:
+            coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
+        default:
+            FileHandle.standardError.write(Data("livedefaults-bench: bad child arguments \(arguments)\n".utf8))
+            exit(2)
+        }
+    }
+
+    /// Replaces the suite file atomically `count` times, as an outside tool would (write a temporary
+    /// file, rename it over the suite), stamping each version with the monotonic time of the
+    /// replace; waits for a line on standard input (the observer saw it) before the next.
+    static func replace(directory: URL, suite: String, count: Int) -> Never {
+        let path = directory.appendingPathComponent(suite + ".plist").path
+        let temporary = directory.appendingPathComponent(".\(suite).outside").path
+        for index in 0..<count {
+            let stamp = monotonicNanoseconds()
+            let values: [String: Any] = [
+                "stamp": Int(stamp), "index": index, "padding": String(repeating: "p", count: 200),
+            ]
+            guard let data = try? PropertyListSerialization.data(fromPropertyList: values, format: .binary, options: 0),
+                FileManager.default.createFile(atPath: temporary, contents: data), rename(temporary, path) == 0
+            else { exit(1) }
+            guard readLine() != nil else { exit(0) }
+        }
+        exit(0)
+    }
+
+    /// Times opening `suite` and reading one key, in this fresh process; prints nanoseconds.
+    static func coldLoadHere(library: String, suite: String, directory: URL) -> Never {
+        let start = monotonicNanoseconds()
+        if library == "foundation" {
+            let defaults = UserDefaults(suiteName: suite)
+            blackHole(defaults?.string(forKey: "key-0"))
+        } else {
+            let defaults = try? Defaults(suiteName: suite, directory: directory, watchesFiles: false)
+            blackHole(defaults?.string(forKey: "key-0"))
+        }
+        print(monotonicNanoseconds() - start)
+        exit(0)
+    }
+
+    /// Runs a cold load in a fresh process and returns its nanoseconds.
+    static func coldLoad(_ library: String, _ suite: String, _ directory: URL) -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["--child", "cold-load", library, suite, directory.path]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

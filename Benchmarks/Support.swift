@@ -1,0 +1,119 @@
+import Foundation
+import LiveDefaults
+
+/// What to run: full sizes, or `--quick` for CI's smoke test; `--json` for machine-readable output.
+struct BenchmarkOptions {
+    var quick = false
+    var json = false
+    /// Run only these groups (`--only codec,read`); all when empty.
+    var only: Set<String> = []
+
+    init(_ arguments: [String]) {
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--only":
+                only = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
+            case "--quick": quick = true
+            case "--json": json = true
+            case "--help", "-h":
+                Swift.print("usage: livedefaults-bench [--quick] [--json] [--only group,…]")
+                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory")
+                exit(0)
+            default:
+                FileHandle.standardError.write(Data("livedefaults-bench: unknown option \(argument)\n".utf8))
+                exit(2)
+            }
+        }
+    }
+
+    /// Suite sizes measured for flush, cold load and the codec.
+    var sizes: [Int] { quick ? [10, 100] : [10, 1_000, 10_000] }
+    /// Repetitions for per-call measurements.
+    var calls: Int { quick ? 2_000 : 200_000 }
+    /// External changes measured for latency.
+    var externalChanges: Int { quick ? 20 : 500 }
+    /// Observers of other keys in the fan-out measurement.
+    var manyObservers: Int { quick ? 1_000 : 100_000 }
+}
+
+/// A scratch directory for the run's suite files, removed at exit.
+final class Workspace {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    /// Writes a suite of `count` keys with Foundation's codec (so both libraries start from the same file).
+    func makeSuite(_ name: String, keys count: Int, format: PropertyListSerialization.PropertyListFormat = .xml) throws
+    {
+        var values: [String: Any] = [:]
+        for index in 0..<count { values["key-\(index)"] = Self.sampleValue(index) }
+        let data = try PropertyListSerialization.data(fromPropertyList: values, format: format, options: 0)
+        try data.write(to: directory.appendingPathComponent(name + ".plist"))
+    }
+
+    /// A mix of the value types real suites hold.
+    static func sampleValue(_ index: Int) -> Any {
+        switch index % 5 {
+        case 0: "value number \(index)"
+        case 1: index
+        case 2: index % 2 == 0
+        case 3: Double(index) / 3
+        default: ["item \(index)", index] as [Any]
+        }
+    }
+
+    static func sampleDictionary(keys count: Int) -> [String: PropertyListValue] {
+        var values: [String: PropertyListValue] = [:]
+        for index in 0..<count { values["key-\(index)"] = try? PropertyListValue(foundationObject: sampleValue(index)) }
+        return values
+    }
+}
+
+/// Monotonic nanoseconds, comparable across processes on this machine.
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// Keeps a value alive so the optimiser cannot drop the work that made it.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// Nanoseconds per call of `body`, over `count` calls (after a warm-up), the best of three rounds.
+func nanosecondsPerCall(_ count: Int, _ body: () -> Void) -> Double {
+    for _ in 0..<min(count, 1_000) { body() }
+    var best = Double.infinity
+    for _ in 0..<3 {
+        let start = monotonicNanoseconds()
+        for _ in 0..<count { body() }
+        best = min(best, Double(monotonicNanoseconds() - start) / Double(count))
+    }
+    return best
+}
+
+/// The median of `count` timed runs of `body`, in nanoseconds.
+func medianNanoseconds(_ count: Int, _ body: () throws -> Void) rethrows -> Double {
+    var samples: [Double] = []
+    for _ in 0..<count {
+        let start = monotonicNanoseconds()
+        try body()
+        samples.append(Double(monotonicNanoseconds() - start))
+    }
+    return samples.sorted()[samples.count / 2]
+}
+
+/// The resident set size of this process, in bytes.
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}

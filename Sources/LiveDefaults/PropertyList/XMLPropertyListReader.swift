@@ -1,0 +1,364 @@
+import Foundation
+
+/// Reads Apple's XML property-list format.
+///
+/// A small scanner for the plist vocabulary (no general XML parser): hostile input is a thrown
+/// error naming the line, in time linear in the input. Internal DTD subsets (where entity
+/// expansion attacks live) are refused; only the five predefined entities and character
+/// references are understood; nesting deeper than ``maximumDepth`` is refused.
+package enum XMLPropertyListReader {
+    /// The deepest nesting of arrays and dictionaries accepted.
+    package static let maximumDepth = 512
+
+    package static func decode(_ data: Data) throws(DefaultsError) -> PropertyListValue {
+        let result: Result<PropertyListValue, DefaultsError> = data.withUnsafeBytes { buffer in
+            do throws(DefaultsError) {
+                var scanner = Scanner(bytes: buffer)
+                return .success(try scanner.document())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+
+        init(bytes: UnsafeRawBufferPointer) {
+            self.bytes = bytes
+            // A UTF-8 byte-order mark.
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
+        }
+
+        func error(_ problem: String, at offset: Int? = nil) -> DefaultsError {
+            let end = min(offset ?? position, bytes.count)
+            var line = 1
+            for index in 0..<end where bytes[index] == 0x0A { line += 1 }
+            return DefaultsError(.malformedPropertyList, "XML property list, line \(line): \(problem)")
+        }
+
+        var atEnd: Bool { position >= bytes.count }
+
+        func peek(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard position + count <= bytes.count else { return false }
+            let pointer = literal.utf8Start
+            for index in 0..<count where bytes[position + index] != pointer[index] { return false }
+            return true
+        }
+
+        mutating func skip(_ literal: StaticString) -> Bool {
+            guard peek(literal) else { return false }
+            position += literal.utf8CodeUnitCount
+            return true
+        }
+
+        mutating func skipWhitespace() {
+            while position < bytes.count, Self.isSpace(bytes[position]) { position += 1 }
+        }
+
+        /// Moves past the next occurrence of `terminator`.
+        mutating func skip(through terminator: StaticString, what: String) throws(DefaultsError) {
+            let start = position
+            while position < bytes.count {
+                if skip(terminator) { return }
+                position += 1
+            }
+            throw error("\(what) is not closed", at: start)
+        }
+
+        /// Skips white space, comments and processing instructions.
+        mutating func skipMisc() throws(DefaultsError) {
+            while true {
+                skipWhitespace()
+                if skip("<!--") {
+                    try skip(through: "-->", what: "a comment")
+                } else if skip("<?") {
+                    try skip(through: "?>", what: "a processing instruction")
+                } else {
+                    return
+                }
+            }
+        }
+
+        mutating func document() throws(DefaultsError) -> PropertyListValue {
+            try skipMisc()
+            if skip("<!DOCTYPE") {
+                while position < bytes.count, bytes[position] != UInt8(ascii: ">") {
+                    if bytes[position] == UInt8(ascii: "[") {
+                        throw error("internal DTD subsets (entity declarations) are not accepted")
+                    }
+                    position += 1
+                }
+                guard skip(">") else { throw error("the DOCTYPE is not closed") }
+                try skipMisc()
+            }
+            var wrapped = false
+            if skip("<plist") {
+                guard position < bytes.count, Self.isSpace(bytes[position]) || bytes[position] == UInt8(ascii: ">")
+                else {
+                    throw error("expected <plist>")
+                }
+                try skip(through: ">", what: "the <plist> tag")
+                wrapped = true
+            }
+            let value = try self.value(depth: 0)
+            try skipMisc()
+            if wrapped {
+                guard skip("</plist>") else { throw error("expected </plist> after the top value") }
+                try skipMisc()
+            }
+            guard atEnd else { throw error("unexpected content after the property list") }
+            return value
+        }
+
+        /// Reads `<name`, returning the name and whether the tag closed itself (`<true/>`).
+        mutating func openTag() throws(DefaultsError) -> (name: String, empty: Bool, start: Int) {
+            try skipMisc()
+            let start = position
+            guard skip("<") else { throw error(atEnd ? "the file ends where a value was expected" : "expected a tag") }
+            let nameStart = position
+            while position < bytes.count, Self.isNameByte(bytes[position]) { position += 1 }
+            let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<position]), as: UTF8.self)
+            skipWhitespace()
+            if skip("/>") { return (name, true, start) }
+            guard skip(">") else { throw error("the <\(name)> tag is malformed", at: start) }
+            return (name, false, start)
+        }
+
+        static func isSpace(_ byte: UInt8) -> Bool {
+            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+        }
+
+        /// `text` without leading and trailing XML white space.
+        static func trimmed(_ text: String) -> String {
+            let utf8 = text.utf8
+            guard let first = utf8.firstIndex(where: { !isSpace($0) }) else { return "" }
+            let last = utf8.lastIndex(where: { !isSpace($0) })!
+            if first == utf8.startIndex && last == utf8.index(before: utf8.endIndex) { return text }
+            return String(text[first...last])
+        }
+
+        static func isNameByte(_ byte: UInt8) -> Bool {
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+        }
+
+        mutating func closeTag(_ name: StaticString) throws(DefaultsError) {
+            guard skip("</"), skip(name) else { throw error("expected </\(name)>") }
+            skipWhitespace()
+            guard skip(">") else { throw error("expected > to close </\(name)>") }
+        }
+
+        mutating func value(depth: Int) throws(DefaultsError) -> PropertyListValue {
+            let tag = try openTag()
+            switch tag.name {
+            case "true", "false":
+                if !tag.empty { try closeTag(tag.name == "true" ? "true" : "false") }
+                return .bool(tag.name == "true")
+            case "string":
+                return .string(tag.empty ? "" : try text(closing: "string"))
+            case "integer":
+                let text = tag.empty ? "" : try self.text(closing: "integer")
+                return try integer(Self.trimmed(text), at: tag.start)
+            case "real":
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "real"))
+                switch text.lowercased() {
+                case "nan": return .real(.nan)
+                case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
+                case "-infinity", "-inf": return .real(-.infinity)
+                default:
+                    guard let number = Double(text) else {
+                        throw error("\"\(text)\" is not a real number", at: tag.start)
+                    }
+                    return .real(number)
+                }
+            case "date":
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "date"))
+                guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
+                return .date(date)
+            case "data":
+                let text = tag.empty ? "" : try self.text(closing: "data")
+                let compact = text.filter { !$0.isWhitespace }
+                guard let data = Data(base64Encoded: compact) else {
+                    throw error("the data is not valid base64", at: tag.start)
+                }
+                return .data(data)
+            case "array":
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .array([]) }
+                var elements: [PropertyListValue] = []
+                while true {
+                    try skipMisc()
+                    if peek("</") {
+                        try closeTag("array")
+                        return .array(elements)
+                    }
+                    elements.append(try value(depth: depth + 1))
+                }
+            case "dict":
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .dictionary([:]) }
+                var entries: [String: PropertyListValue] = [:]
+                while true {
+                    try skipMisc()
+                    if peek("</") {
+                        try closeTag("dict")
+                        return .dictionary(entries)
+                    }
+                    let keyTag = try openTag()
+                    guard keyTag.name == "key" else {
+                        throw error("expected <key> in a dictionary, found <\(keyTag.name)>", at: keyTag.start)
+                    }
+                    let key = keyTag.empty ? "" : try text(closing: "key")
+                    entries[key] = try value(depth: depth + 1)
+                }
+            default:
+                throw error("<\(tag.name)> is not a property-list element", at: tag.start)
+            }
+        }
+
+        /// Reads character data up to `</name>`, resolving entities and CDATA sections.
+        mutating func text(closing name: StaticString) throws(DefaultsError) -> String {
+            let start = position
+            // The common case: plain text up to the closing tag, made into a String in one step.
+            var end = position
+            while end < bytes.count, bytes[end] != UInt8(ascii: "<"), bytes[end] != UInt8(ascii: "&") { end += 1 }
+            if end + 1 < bytes.count, bytes[end] == UInt8(ascii: "<"), bytes[end + 1] == UInt8(ascii: "/") {
+                guard
+                    let string = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+                else { throw error("the text is not valid UTF-8", at: start) }
+                position = end
+                try closeTag(name)
+                return string
+            }
+            var buffer: [UInt8] = []
+            var plainStart = position
+            func flush(_ end: Int) {
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[plainStart..<end]))
+            }
+            while position < bytes.count {
+                let byte = bytes[position]
+                if byte == UInt8(ascii: "<") {
+                    if skip("<![CDATA[") {
+                        flush(position - 9)
+                        let contentStart = position
+                        try skip(through: "]]>", what: "a CDATA section")
+                        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[contentStart..<position - 3]))
+                        plainStart = position
+                        continue
+                    }
+                    if skip("<!--") {
+                        flush(position - 4)
+                        try skip(through: "-->", what: "a comment")
+                        plainStart = position
+                        continue
+                    }
+                    flush(position)
+                    try closeTag(name)
+                    guard let string = String(validating: buffer, as: UTF8.self) else {
+                        throw error("the text is not valid UTF-8", at: start)
+                    }
+                    return string
+                } else if byte == UInt8(ascii: "&") {
+                    flush(position)
+                    let entityStart = position
+                    guard let end = bytes[position...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
+                        throw error("an & is not the start of an entity", at: entityStart)
+                    }
+                    let entity = String(
+                        decoding: UnsafeRawBufferPointer(rebasing: bytes[position + 1..<end]), as: UTF8.self)
+                    let scalar: Unicode.Scalar?
+                    switch entity {
+                    case "lt": scalar = "<"
+                    case "gt": scalar = ">"
+                    case "amp": scalar = "&"
+                    case "quot": scalar = "\""
+                    case "apos": scalar = "'"
+                    default:
+                        if entity.hasPrefix("#x") || entity.hasPrefix("#X") {
+                            scalar = UInt32(entity.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
+                        } else if entity.hasPrefix("#") {
+                            scalar = UInt32(entity.dropFirst()).flatMap(Unicode.Scalar.init)
+                        } else {
+                            throw error("the entity &\(entity); is not defined", at: entityStart)
+                        }
+                    }
+                    guard let scalar else { throw error("&\(entity); is not a valid character", at: entityStart) }
+                    buffer.append(contentsOf: Array(String(scalar).utf8))
+                    position = end + 1
+                    plainStart = position
+                } else {
+                    position += 1
+                }
+            }
+            throw error("the <\(name)> element is not closed", at: start)
+        }
+
+        func integer(_ text: String, at offset: Int) throws(DefaultsError) -> PropertyListValue {
+            if let value = Int64(text) { return .integer(value) }
+            if let value = UInt64(text.hasPrefix("+") ? String(text.dropFirst()) : text) {
+                return PropertyListValue(integer: value)
+            }
+            let lowered = text.lowercased()
+            if lowered.hasPrefix("0x"), let value = UInt64(lowered.dropFirst(2), radix: 16) {
+                return PropertyListValue(integer: value)
+            }
+            throw error("\"\(text)\" is not an integer that fits in 64 bits", at: offset)
+        }
+
+        /// Parses `YYYY-MM-DDTHH:MM:SSZ` (the form plists use), without a formatter.
+        static func parseDate(_ text: String) -> Date? {
+            let utf8 = Array(text.utf8)
+            guard utf8.count == 20, utf8[4] == UInt8(ascii: "-"), utf8[7] == UInt8(ascii: "-"),
+                utf8[10] == UInt8(ascii: "T"), utf8[13] == UInt8(ascii: ":"), utf8[16] == UInt8(ascii: ":"),
+                utf8[19] == UInt8(ascii: "Z")
+            else { return nil }
+            func number(_ range: Range<Int>) -> Int? {
+                var value = 0
+                for index in range {
+                    let digit = Int(utf8[index]) - 48
+                    guard (0...9).contains(digit) else { return nil }
+                    value = value * 10 + digit
+                }
+                return value
+            }
+            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+                let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+                (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            else { return nil }
+            let days = CalendarArithmetic.daysFromCivil(year: year, month: month, day: day)
+            return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3600 + minute * 60 + second))
+        }
+    }
+}
+
+/// Gregorian calendar arithmetic in UTC (Howard Hinnant's days-from-civil), for plist dates.
+enum CalendarArithmetic {
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+/// A small deterministic generator (SplitMix64), so a failing random case can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+enum RandomPropertyList {
+    static let alphabets: [[Character]] = [
+        Array("abcXYZ019 _-./"), Array("<>&\"'\n\t;={}()"), Array("éüßñø"), Array("日本語中文"), Array("😀🎉👍🏽"),
+    ]
+
+    static func string(_ generator: inout SeededGenerator) -> String {
+        let length = Int.random(in: 0...12, using: &generator)
+        let alphabet = alphabets.randomElement(using: &generator)!
+        return String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+    }
+
+    /// A random value; `wholeSecondDates` for XML, which stores dates to the second.
+    static func value(_ generator: inout SeededGenerator, depth: Int = 0, wholeSecondDates: Bool) -> PropertyListValue {
+        let kind = Int.random(in: 0...(depth < 3 ? 11 : 9), using: &generator)
+        switch kind {
+        case 0: return .string(string(&generator))
+        case 1: return .integer(Int64.random(in: -1000...1000, using: &generator))
+        case 2: return .integer(Int64.random(in: .min ... .max, using: &generator))
+        case 3: return PropertyListValue(integer: UInt64.random(in: UInt64(Int64.max)...UInt64.max, using: &generator))
+        case 4: return .real(Double.random(in: -1e12...1e12, using: &generator))
+        case 5: return .real(Double(Float.random(in: -100...100, using: &generator)))
+        case 6: return .bool(Bool.random(using: &generator))
+        case 7:
+            let seconds = Double.random(in: -1e9...2e9, using: &generator)
+            return .date(Date(timeIntervalSince1970: wholeSecondDates ? seconds.rounded(.down) : seconds))
+        case 8:
+            return .data(
+                Data(
+                    (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                        UInt8.random(in: 0...255, using: &generator)
+                    }))
+        case 9: return .string("")
+        case 10:
+            return .array(
+                (0..<Int.random(in: 0...5, using: &generator)).map { _ in
+                    value(&generator, depth: depth + 1, wholeSecondDates: wholeSecondDates)
+                })
+        default:
+            var entries: [String: PropertyListValue] = [:]
+            for _ in 0..<Int.random(in: 0...5, using: &generator) {
+                entries[string(&generator)] = value(&generator, depth: depth + 1, wholeSecondDates: wholeSecondDates)
+            }
+            return .dictionary(entries)
+        }
+    }
+}
+
+@Suite struct PropertyListCodecTests {
+    static func foundationDecode(_ data: Data) throws -> PropertyListValue {
+        try PropertyListValue(foundationObject: PropertyListSerialization.propertyList(from: data, format: nil))
+    }
+
+    static func foundationEncode(_ value: PropertyListValue, _ format: PropertyListFormat) throws -> Data {
+        try PropertyListSerialization.data(
+            fromPropertyList: value.foundationObject, format: format == .xml ? .xml : .binary, options: 0)
+    }
+
+    @Test(arguments: [PropertyListFormat.binary, .xml])
+    func differentialAgainstFoundation(format: PropertyListFormat) throws {
+        let cases = Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_CODEC_CASES"] ?? "") ?? 300
+        var generator = SeededGenerator(state: format == .xml ? 8 : 2)
+        for index in 0..<cases {
+            var entries: [String: PropertyListValue] = [:]
+            for _ in 0..<Int.random(in: 0...8, using: &generator) {
+                entries[RandomPropertyList.string(&generator)] = RandomPropertyList.value(
+                    &generator, wholeSecondDates: format == .xml)
+            }
+            let value = PropertyListValue.dictionary(entries)
+            // Ours → Foundation.
+            let ours = try PropertyListCodec.encode(value, format: format)
+            #expect(PropertyListCodec.detectFormat(of: ours) == format)
+            #expect(try Self.foundationDecode(ours) == value, "case \(index): Foundation reads ours")
+            // Foundation → ours.
+            let theirs = try Self.foundationEncode(value, format)
+            #expect(try PropertyListCodec.decode(theirs).value == value, "case \(index): we read Foundation's")
+        }
+    }
+
+    @Test func everyIntegerWidthAndSpecialReal() throws {
+        let values: [PropertyListValue] = [
+            .integer(0), .integer(255), .integer(256), .integer(65_535), .integer(65_536), .integer(4_294_967_295),
+            .integer(4_294_967_296), .integer(.max), .integer(-1), .integer(.min), .unsignedInteger(.max),
+            .unsignedInteger(UInt64(Int64.max) + 1), .real(0), .real(-0.0), .real(1e-300),
+            .real(.greatestFiniteMagnitude),
+            .real(.infinity), .real(-.infinity),
+        ]
+        for format in [PropertyListFormat.binary, .xml] {
+            let value = PropertyListValue.array(values)
+            let ours = try PropertyListCodec.encode(value, format: format)
+            #expect(try PropertyListCodec.decode(ours).value == value)
+            #expect(try Self.foundationDecode(ours) == value)
+        }
+        let nan = try PropertyListCodec.decode(PropertyListCodec.encode(.array([.real(.nan)]), format: .xml)).value
+        guard case .array(let elements) = nan, case .real(let number) = elements.first else {
+            Issue.record("NaN did not round-trip")
+            return
+        }
+        #expect(number.isNaN)
+    }
+
+    @Test func deepNestingRoundTripsUpToTheLimit() throws {
+        var value = PropertyListValue.string("bottom")
+        for _ in 0..<100 { value = .array([value]) }
+        for format in [PropertyListFormat.binary, .xml] {
+            #expect(try PropertyListCodec.decode(PropertyListCodec.encode(value, format: format)).value == value)
+        }
+    }
+
+    @Test(arguments: [PropertyListFormat.binary, .xml])
+    func plutilAcceptsWhatWeWrite(format: PropertyListFormat) throws {
+        let directory = try TemporaryDirectory()
+        var generator = SeededGenerator(state: 99)
+        for index in 0..<5 {
+            var entries: [String: PropertyListValue] = [:]
+            for _ in 0..<10 {
+                entries[RandomPropertyList.string(&generator)] = RandomPropertyList.value(
+                    &generator, wholeSecondDates: true)
+            }
+            let file = directory.file("case\(index).plist")
+            try PropertyListCodec.encode(.dictionary(entries), format: format).write(to: file)
+            let plutil = Process()
+            plutil.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/plutil")
+            plutil.arguments = ["-lint", file.path]
+            plutil.standardOutput = FileHandle.nullDevice
+            try plutil.run()
+            plutil.waitUntilExit()
+            #expect(plutil.terminationStatus == 0, "plutil -lint rejected case \(index)")
+        }
+    }
+
+    // MARK: Hostile input
+
+    /// Builds a binary plist from raw objects (one-byte offsets and references).
+    static func binary(_ objects: [[UInt8]], top: UInt8 = 0, count: UInt64? = nil, offsetsOverride: [UInt8]? = nil)
+        -> Data
+    {
+        var bytes = Array("bplist00".utf8)
+        var offsets: [UInt8] = []
+        for object in objects {
+            offsets.append(UInt8(bytes.count))
+            bytes += object
+        }
+        let table = bytes.count
+        bytes += offsetsOverride ?? offsets
+        bytes += [0, 0, 0, 0, 0, 0, 1, 1]
+        func be(_ value: UInt64) -> [UInt8] {
+            (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
+        }
+        bytes += be(count ?? UInt64(objects.count)) + be(UInt64(top)) + be(UInt64(table))
+        return Data(bytes)
+    }
+
+    static let hostileBinary: [(String, Data, String)] = [
+        ("too short", Data("bplist00".utf8), "too short"),
+        ("reference outside", binary([[0xA1, 0x05]]), "outside the 1 objects"),
+        ("offset outside", binary([[0x09]], offsetsOverride: [200]), "outside the object area"),
+        ("cycle", binary([[0xA1, 0x00]]), "reference cycle"),
+        ("two-step cycle", binary([[0xA1, 0x01], [0xA1, 0x00]]), "reference cycle"),
+        ("huge count", binary([[0xAF, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]]), "larger than the file"),
+        ("count past end", binary([[0xAE, 0x00]]), "runs past"),
+        ("lone surrogate", binary([[0x61, 0xD8, 0x00]]), "surrogate"),
+        ("non-ASCII in ASCII string", binary([[0x51, 0xC3]]), "above 0x7F"),
+        ("dictionary key not a string", binary([[0xD1, 0x01, 0x01], [0x10, 0x01]]), "key is not a string"),
+        ("object count beyond the file", binary([[0x09]], count: 1 << 40), "declares"),
+        ("unknown marker", binary([[0x70]]), "not a supported"),
+        ("integer of 2^5 bytes", binary([[0x15]]), "2^5"),
+    ]
+
+    @Test(arguments: hostileBinary)
+    func hostileBinaryIsAnErrorNamingTheOffset(name: String, data: Data, problem: String) {
+        do {
+            let value = try BinaryPropertyListReader.decode(data)
+            Issue.record("\(name) decoded as \(value)")
+        } catch {
+            #expect(error.code == .malformedPropertyList)
+            #expect(error.message.contains("byte offset"), "\(error.message)")
+            #expect(error.message.contains(problem), "\(name): \(error.message)")
+        }
+    }
+
+    static let hostileXML: [(String, String, String)] = [
+        ("unclosed dict", "<plist><dict><key>a</key><string>b</string>", "line 1"),
+        ("key without value", "<plist>\n<dict>\n<key>a</key>\n</dict></plist>", "line 4"),
+        ("unknown element", "<plist><foo/></plist>", "not a property-list element"),
+        ("undefined entity", "<plist><string>&bogus;</string></plist>", "not defined"),
+        (
+            "internal subset", "<!DOCTYPE plist [<!ENTITY a \"aaaa\">]><plist><string>&a;</string></plist>",
+            "internal DTD"
+        ),
+        ("bad integer", "<plist><integer>12x</integer></plist>", "not an integer"),
+        ("integer too big", "<plist><integer>99999999999999999999</integer></plist>", "fits in 64 bits"),
+        ("bad date", "<plist><date>2023-13-01T00:00:00Z</date></plist>", "not a date"),
+        ("bad base64", "<plist><data>@@@</data></plist>", "base64"),
+        ("trailing garbage", "<plist><true/></plist>junk", "after the property list"),
+        ("mismatched close", "<plist><array><string>a</string></dict></plist>", "expected </array>"),
+        ("empty", "", "ends where a value was expected"),
+    ]
+
+    @Test(arguments: hostileXML)
+    func hostileXMLIsAnErrorNamingTheLine(name: String, text: String, problem: String) {
+        do {
+            let value = try XMLPropertyListReader.decode(Data(text.utf8))
+            Issue.record("\(name) decoded as \(value)")
+        } catch {
+            #expect(error.message.contains("line "), "\(error.message)")
+            #expect(error.message.contains(problem), "\(name): \(error.message)")
+        }
+    }
+
+    @Test func invalidUTF8InXMLIsAnError() {
+        var bytes = Array("<plist><string>".utf8)
+        bytes += [0xC3, 0x28]
+        bytes += Array("</string></plist>".utf8)
+        #expect(throws: DefaultsError.self) { try XMLPropertyListReader.decode(Data(bytes)) }
+    }
+
+    @Test func nestingTenThousandDeepIsRefused() throws {
+        let xml = String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
+        let xmlError = try #require(throws: DefaultsError.self) { try XMLPropertyListReader.decode(Data(xml.utf8)) }
+        #expect(xmlError.message.contains("nesting deeper than 512"))
+        // Binary: 10,000 arrays each holding the next (two-byte references).
+        var bytes = Array("bplist00".utf8)
+        var offsets: [Int] = []
+        for index in 0..<10_000 {
+            offsets.append(bytes.count)
+            bytes += index < 9_999 ? [0xA1, UInt8((index + 1) >> 8), UInt8((index + 1) & 0xFF)] : [0xA0]
+        }
+        let table = bytes.count
+        for offset in offsets { bytes += [UInt8(offset >> 16), UInt8((offset >> 8) & 0xFF), UInt8(offset & 0xFF)] }
+        bytes += [0, 0, 0, 0, 0, 0, 3, 2]
+        func be(_ value: Int) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        bytes += be(10_000) + be(0) + be(table)
+        let binaryError = try #require(throws: DefaultsError.self) { try BinaryPropertyListReader.decode(Data(bytes)) }
+        #expect(binaryError.message.contains("nesting deeper than 512"))
+    }
+
+    @Test func everyTruncationAndByteFlipIsHandled() throws {
+        var generator = SeededGenerator(state: 7)
+        var entries: [String: PropertyListValue] = [:]
+        for _ in 0..<6 {
+            entries[RandomPropertyList.string(&generator)] = RandomPropertyList.value(
+                &generator, wholeSecondDates: true)
+        }
+        for format in [PropertyListFormat.binary, .xml] {
+            let bytes = Array(try PropertyListCodec.encode(.dictionary(entries), format: format))
+            for length in 0..<bytes.count {
+                // Never a crash; truncated files are errors (or, rarely for XML, still whole).
+                _ = try? PropertyListCodec.decode(Data(bytes[0..<length]))
+            }
+            for _ in 0..<2_000 {
+                var mutated = bytes
+                mutated[Int.random(in: 0..<mutated.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
+                _ = try? PropertyListCodec.decode(Data(mutated))
+            }
+        }
+    }
+}
