@@ -125,6 +125,15 @@ import Testing
         #expect(file["has_seen_onboarding"] as? Bool == true)
     }
 
+    @Test func anArgumentOverridesASettingForOneRunOnly() throws {
+        let directory = try TemporaryDirectory()
+        #expect(try runDemo(input: "Anna\ndark\nyes\n", in: directory).status == 0)
+        let overridden = try runDemo(["-theme", "light"], input: "", in: directory)
+        #expect(overridden.status == 0, "\(overridden.standardError)")
+        #expect(overridden.standardOutput.contains("Theme          light"))
+        #expect(try suiteFile(in: directory)["theme"] as? String == "dark")
+    }
+
     @Test func aBadOptionPrintsOneLineAndTheUsage() throws {
         let directory = try TemporaryDirectory()
         let result = try runDemo(["--bogus"], input: "", in: directory)
