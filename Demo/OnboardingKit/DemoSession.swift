@@ -75,11 +75,7 @@ public final class DemoSession: Sendable {
     public func start() {
         dispatchPrecondition(condition: .onQueue(queue))
         Launch.record(in: defaults, version: OnboardingSuite.version, resettingOnboarding: options.reset)
-        do {
-            try defaults.synchronize()
-        } catch {
-            output.writeError("onboarding-demo: \(error)")
-        }
+        save()
         // The model is made after the launch is recorded, so its first snapshot already holds it.
         let model = OnboardingModel(defaults: defaults, queue: queue) { [weak self] screen in self?.show(screen) }
         state.withLock { $0.model = model }
@@ -102,6 +98,18 @@ public final class DemoSession: Sendable {
             break
         case .welcome, .askName, .askTheme, .askNotifications:
             model.answer(line)
+            // The last answer was taken and the choices written to memory: put them on disk now,
+            // before the main screen shows, rather than 20 ms later. A write another process makes
+            // after seeing the main screen then lands on top of them, not under them.
+            if model.screen == .saving { save() }
+        }
+    }
+
+    private func save() {
+        do {
+            try defaults.synchronize()
+        } catch {
+            output.writeError("onboarding-demo: \(error)")
         }
     }
 

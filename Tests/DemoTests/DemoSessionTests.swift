@@ -47,6 +47,24 @@ import Testing
         #expect(defaults[.launchCount] == 1)
     }
 
+    @Test func finishedOnboardingIsOnDiskBeforeTheMainScreenShows() async throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try openSuite(in: directory)
+        defer { try? defaults.synchronize() }
+        let recorder = Recorder()
+        let session = session(defaults, recorder, options: DemoOptions(live: true))
+        queue.sync { session.start() }
+        feed(session, ["Anna", "light", "no"], thenEnd: false)
+
+        #expect(await eventually { recorder.frames.last?.hasPrefix("==== Main screen ====") == true })
+        let data = try Data(contentsOf: directory.file("\(OnboardingSuite.name).plist"))
+        let file = try #require(try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])
+        #expect(file["has_seen_onboarding"] as? Bool == true)
+        #expect(file["username"] as? String == "Anna")
+        #expect(file["theme"] as? String == "light")
+        #expect(recorder.exitStatus == nil, "--live stays on the main screen")
+    }
+
     @Test func theEndOfInputDuringOnboardingFailsAndSavesNoAnswer() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)

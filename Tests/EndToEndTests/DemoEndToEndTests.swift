@@ -171,6 +171,7 @@ import Testing
         demo.write("Anna\ndark\nyes\n")
         try #require(await demo.waitForOutput { $0.contains("==== Main screen ====") }, "\(demo.standardOutput)")
         #expect(demo.process.isRunning, "--live stays on the main screen")
+        #expect(try suiteFile(in: directory)["username"] as? String == "Anna")
 
         // Another process changes the theme: a new frame shows it.
         try helper(["set", "theme", "light"], in: directory)
@@ -187,6 +188,9 @@ import Testing
         // Answered again from standard input, then deleting the key does the same.
         demo.write("Bob\n\nno\n")
         try #require(await demo.waitForOutput { frames($0).last?.contains("Welcome, Bob!") == true })
+        // The choices are on disk before the main screen shows, so the next outside write lands on
+        // top of them (were they still pending, the demo's flush would put the flag back).
+        #expect(try suiteFile(in: directory)["has_seen_onboarding"] as? Bool == true)
         try helper(["remove", "has_seen_onboarding"], in: directory)
         try #require(await demo.waitForOutput { frames($0).last?.hasPrefix("==== Your name (2/4) ====") == true })
 
