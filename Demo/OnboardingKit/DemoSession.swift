@@ -65,9 +65,6 @@ public final class DemoSession: Sendable {
         self.output = output
     }
 
-    /// Whether the session has ended (``stop(status:)`` ran).
-    public var isStopped: Bool { state.withLock { $0.stopped } }
-
     /// The state model, once started.
     public var model: OnboardingModel? { state.withLock { $0.model } }
 
