@@ -37,16 +37,9 @@ struct BenchmarkOptions {
     var manyObservers: Int { quick ? 1_000 : 100_000 }
 }
 
-/// A scratch directory for the run's suite files, removed at exit.
-final class Workspace {
+/// The scratch directory of the run's suite files (the parent process removes it).
+struct Workspace {
     let directory: URL
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-bench-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
 
     /// Writes a suite of `count` keys with Foundation's codec (so both libraries start from the same file).
     func makeSuite(_ name: String, keys count: Int, format: PropertyListSerialization.PropertyListFormat = .xml) throws

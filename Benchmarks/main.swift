@@ -14,9 +14,22 @@ if arguments.first == "--child" {
 }
 
 let options = BenchmarkOptions(arguments)
-let workspace = try Workspace()
-// Foundation reads XDG_CONFIG_HOME once, on first use: point it at the scratch directory now.
-setenv("XDG_CONFIG_HOME", workspace.directory.path, 1)
+// Foundation's UserDefaults takes XDG_CONFIG_HOME from the environment the process started with,
+// so the run starts itself again with it pointing at a scratch directory (never ~/.config).
+guard let scratch = ProcessInfo.processInfo.environment["LIVEDEFAULTS_BENCH_DIRECTORY"] else {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-bench-\(getpid())")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let run = Process()
+    run.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    run.arguments = arguments
+    run.environment = ProcessInfo.processInfo.environment.merging(
+        ["XDG_CONFIG_HOME": directory.path, "LIVEDEFAULTS_BENCH_DIRECTORY": directory.path]) { _, new in new }
+    try run.run()
+    run.waitUntilExit()
+    try? FileManager.default.removeItem(at: directory)
+    exit(run.terminationStatus)
+}
+let workspace = Workspace(directory: URL(fileURLWithPath: scratch))
 
 var report = Report(options: options)
 let runner = BenchmarkRunner(options: options, workspace: workspace)

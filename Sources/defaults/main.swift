@@ -1,1 +1,17 @@
-print("not yet")
+import Foundation
+import LiveDefaults
+
+// The `defaults` command: all parsing and logic live in LiveDefaults (Command/), where they are tested.
+// The command reports file problems itself (once, in its own words); only a degraded watch is passed on.
+DefaultsErrorReporting.setHandler { error in
+    if error.code == .watchingDegraded {
+        FileHandle.standardError.write(Data("defaults: note: \(error.message)\n".utf8))
+    }
+}
+let runner = DefaultsCommandRunner(domains: CommandDomains(), io: .standard)
+switch runner.run(Array(CommandLine.arguments.dropFirst())) {
+case .exit(let status):
+    exit(status)
+case .watching(let session):
+    withExtendedLifetime(session) { dispatchMain() }
+}

@@ -1,8 +1,117 @@
-// Placeholder seam until the watcher branch lands.
+import Foundation
+
+/// Tells the store when a suite file may have changed on disk.
+///
+/// One watcher serves the whole process (``shared``): a dedicated thread owns libinotifytools
+/// and watches the *directories* of the watched files, filtering events by name. When inotify
+/// cannot serve (no descriptor below 1024, initialisation fails, the watch limit is reached),
+/// the files concerned are polled every ``pollInterval`` and that is reported once with
+/// ``DefaultsError/Code/watchingDegraded``.
+///
+/// `onChange` is called on the watcher's own thread whenever the file's content may have
+/// changed. A spurious call is harmless — the store compares content hashes — but no change is
+/// ever missed:
+/// - once right after the watch is in place (its directories are armed, or its first poll),
+///   so the store re-checks what happened while watching was being set up;
+/// - after the file, or a symbolic link's final target, is closed after writing or moved in;
+/// - after a delete or move-away only if the file is still absent after ``deletionGrace``
+///   (an editor's rename-to-backup-then-create gives one call, after the new file is closed);
+/// - after a kernel queue overflow (every watched file);
+/// - when polling, when `stat` shows a different size, time, inode or device.
+///
+/// Events for one file within ``coalescingWindow`` give one call. A temporary file or another
+/// file in the same directory never gives a call.
+///
+/// ```swift
+/// let watch = FileWatcher.shared.watch(path: url.path) { store.scheduleReload() }
+/// // … later
+/// watch.cancel()
+/// ```
 package final class FileWatcher: Sendable {
-    package static let shared = FileWatcher()
-    package func watch(path: String, onChange: @escaping @Sendable () -> Void) -> FileWatch { FileWatch() }
-}
-package final class FileWatch: Sendable {
-    package func cancel() {}
+    /// How a watcher learns about changes.
+    package enum Mode: Sendable {
+        /// Directory watches through libinotifytools.
+        case inotify
+        /// `stat` every ``FileWatcher/pollInterval``.
+        case polling
+    }
+
+    /// How often the polling fallback looks at a file.
+    package static let pollInterval: Duration = .milliseconds(250)
+    /// A write after a quiet spell is reported at once; writes closer together than this after
+    /// it give one more call, at the end of the window.
+    package static let coalescingWindow: Duration = .milliseconds(5)
+    /// How long a deleted file has to stay absent before the deletion counts.
+    package static let deletionGrace: Duration = .milliseconds(100)
+
+    /// The watcher of this process, the only one that uses inotify; its threads start on first use.
+    /// Setting the environment variable `LIVEDEFAULTS_WATCHER=poll` makes it poll instead (for
+    /// file systems where inotify sees no changes made by other machines, such as NFS).
+    package static let shared = FileWatcher(
+        usingInotify: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER"] != "poll")
+
+    /// Only one watcher per process may use inotify: libinotifytools' state is process-global.
+    private static let isInotifyClaimed = Locked(false)
+
+    let core: FileWatcherCore
+
+    /// Creates a private watcher, for tests and diagnostics; ``shared`` is the one to use.
+    ///
+    /// - Parameter forcePolling: `true` for a polling-only watcher. `false` uses inotify only when
+    ///   no other watcher in the process does (libinotifytools is process-global) and polls
+    ///   otherwise — so do not pass `false` before ``shared`` has been used.
+    package convenience init(forcePolling: Bool) {
+        self.init(usingInotify: !forcePolling)
+    }
+
+    private init(usingInotify: Bool) {
+        let claimed =
+            usingInotify
+            && Self.isInotifyClaimed.withLock { claimed in
+                defer { claimed = true }
+                return !claimed
+            }
+        core = FileWatcherCore(mode: claimed ? .inotify : .polling)
+        core.startDispatcher()
+        if claimed, let failure = InotifyThread.start(core: core) {
+            core.deliver([.inotifyStopped(reason: failure)])
+        } else if usingInotify, !claimed {
+            core.deliver([.inotifyStopped(reason: "another watcher in this process already uses inotify")])
+        }
+    }
+
+    deinit {
+        core.shutDown()
+    }
+
+    /// How this watcher learns about changes now (it can fall back to polling at any time).
+    package var mode: Mode {
+        core.registry.withLock { $0.mode }
+    }
+
+    /// Watches the file at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: An absolute path (a relative one is taken from the current directory). The file
+    ///     need not exist yet; it may be a symbolic link, possibly into another directory — the
+    ///     link is re-resolved on every call.
+    ///   - onChange: Called on the watcher's thread when the file's content may have changed,
+    ///     and once as soon as the watch is in place. It must be quick and must not block.
+    /// - Returns: The watch; calls stop when it is cancelled or deallocated.
+    package func watch(path: String, onChange: @escaping @Sendable () -> Void) -> FileWatch {
+        let watched = WatchedPath.resolve(path)
+        let now = FileWatcherCore.now()
+        let (identifier, directoriesChanged) = core.registry.withLock {
+            $0.add(watched, onChange: onChange, now: now)
+        }
+        if directoriesChanged { core.wakeInotifyThread() }
+        core.signalDispatcher()
+        return FileWatch(watcher: self, identifier: identifier)
+    }
+
+    /// Stops the calls of one registration.
+    func cancel(_ identifier: UInt64) {
+        let directoriesChanged = core.registry.withLock { $0.remove(identifier) }
+        if directoriesChanged { core.wakeInotifyThread() }
+    }
 }

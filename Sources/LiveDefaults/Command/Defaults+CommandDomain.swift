@@ -1,0 +1,29 @@
+import Foundation
+
+extension Defaults: CommandDomain {
+    package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
+        -> any AnyObject & Sendable
+    {
+        observeAll(options: [.old, .new], queue: queue) { change in
+            handler(
+                WatchedChange(
+                    key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                    isExternal: change.origin == .external))
+        }
+    }
+}
+
+extension CommandDomains {
+    /// Opens a domain as the store: a name or the global domain in `directory`, or a plist file by path.
+    package static let openStore: @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = {
+        domain, directory, watching in
+        switch domain {
+        case .global:
+            try Defaults(suiteName: Defaults.globalDomain, directory: directory, watchesFiles: watching)
+        case .named(let name):
+            try Defaults(suiteName: name, directory: directory, watchesFiles: watching)
+        case .path(let path):
+            try Defaults(fileURL: URL(fileURLWithPath: path), watchesFiles: watching)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+
+/// A domain as the `defaults` command names it.
+package enum DomainReference: Hashable, Sendable {
+    /// The global domain: `-g`, `-globalDomain`, `NSGlobalDomain` (file `NSGlobalDomain.plist`).
+    case global
+    /// A suite by name, stored at `<config directory>/<name>.plist`.
+    case named(String)
+    /// A plist file given by path (`.plist` appended when the path lacks it, as macOS does).
+    case path(String)
+
+    /// The global domain's name and file base name (`Defaults.globalDomain`).
+    package static let globalDomainName = "NSGlobalDomain"
+
+    /// The domain as messages name it.
+    package var displayName: String {
+        switch self {
+        case .global: Self.globalDomainName
+        case .named(let name): name
+        case .path(let path): path
+        }
+    }
+}
+
+/// A change that `defaults write` makes to one key.
+package enum WriteOperation: Hashable, Sendable {
+    /// Store this value (replacing any value).
+    case set(PropertyListValue)
+    /// `-array-add`: append to the array (a missing key starts an empty array).
+    case arrayAdd([PropertyListValue])
+    /// `-dict-add`: add or replace entries of the dictionary (a missing key starts an empty dictionary).
+    case dictionaryAdd([String: PropertyListValue])
+}
+
+/// One invocation of the `defaults` command, fully parsed and validated.
+///
+/// Parsing checks everything that can be checked without touching a domain (verbs, flags, the number of
+/// arguments, every value), so bad input is rejected before any file is opened.
+package enum DefaultsCommand: Hashable, Sendable {
+    case help
+    case readAll
+    case read(DomainReference, key: String?)
+    case readType(DomainReference, key: String)
+    case write(DomainReference, key: String, WriteOperation)
+    case writeDomain(DomainReference, [String: PropertyListValue])
+    case rename(DomainReference, from: String, to: String)
+    case delete(DomainReference, key: String?)
+    case domains
+    case find(String)
+    /// `source` is a file path, or `-` for standard input.
+    case importDomain(DomainReference, source: String)
+    /// `destination` is a file path (binary plist), or `-` for standard output (XML plist).
+    case exportDomain(DomainReference, destination: String)
+    case watch(DomainReference, keys: [String], json: Bool)
+}
+
+/// Bad command-line input: what is wrong, and the usage line of the verb concerned.
+package struct CommandLineError: Error, Hashable, Sendable {
+    /// The problem, e.g. "'abc' is not an integer".
+    package var problem: String
+    /// The usage of the verb concerned (or the general usage).
+    package var usage: String
+
+    package init(_ problem: String, usage: String) {
+        self.problem = problem
+        self.usage = usage
+    }
+
+    /// The one line printed on standard error.
+    package var line: String {
+        "defaults: \(problem). Usage: \(usage) (see 'defaults help')"
+    }
+}
+
+extension DefaultsCommand {
+    /// Parses the arguments after the program name.
+    ///
+    /// ```swift
+    /// try DefaultsCommand.parse(["write", "com.example", "count", "-int", "3"])
+    /// // .write(.named("com.example"), key: "count", .set(.integer(3)))
+    /// ```
+    ///
+    /// - Throws: ``CommandLineError`` naming the problem and the usage.
+    package static func parse(_ arguments: [String]) throws(CommandLineError) -> DefaultsCommand {
+        var remaining = arguments[...]
+        // Hosts do not exist here: one machine, one set of files. Accept macOS's host options and ignore them.
+        if remaining.first == "-currentHost" {
+            remaining.removeFirst()
+        } else if remaining.first == "-host" {
+            remaining.removeFirst()
+            guard remaining.popFirst() != nil else {
+                throw CommandLineError("-host needs a host name", usage: CommandVerb.generalUsage)
+            }
+        }
+        guard let verbName = remaining.popFirst() else {
+            throw CommandLineError("no verb given", usage: CommandVerb.generalUsage)
+        }
+        guard let verb = CommandVerb.named(verbName.lowercased()) else {
+            let problem =
+                verbName.hasPrefix("-") ? "unknown option '\(verbName)'" : "unknown verb '\(verbName)'"
+            throw CommandLineError(problem, usage: CommandVerb.generalUsage)
+        }
+        var cursor = ArgumentCursor(arguments: Array(remaining), usage: verb.usage)
+        return try verb.parse(&cursor)
+    }
+}
+
+/// The arguments of one verb, consumed left to right.
+package struct ArgumentCursor {
+    var arguments: [String]
+    var index = 0
+    /// The usage quoted in errors.
+    let usage: String
+
+    init(arguments: [String], usage: String) {
+        self.arguments = arguments
+        self.usage = usage
+    }
+
+    var isAtEnd: Bool { index == arguments.count }
+    var remainingCount: Int { arguments.count - index }
+    var peek: String? { isAtEnd ? nil : arguments[index] }
+
+    func error(_ problem: String) -> CommandLineError { CommandLineError(problem, usage: usage) }
+
+    mutating func next(_ what: String) throws(CommandLineError) -> String {
+        guard let argument = peek else { throw error("missing \(what)") }
+        index += 1
+        return argument
+    }
+
+    mutating func rest() -> [String] {
+        defer { index = arguments.count }
+        return Array(arguments[index...])
+    }
+
+    func expectEnd() throws(CommandLineError) {
+        if let extra = peek { throw error("unexpected argument '\(extra)'") }
+    }
+
+    mutating func domain() throws(CommandLineError) -> DomainReference {
+        let argument = try next("domain")
+        switch argument {
+        case "-g", "-globalDomain", "NSGlobalDomain", "Apple Global Domain":
+            return .global
+        case "-app":
+            throw error("-app is not supported here (there are no application bundles); give the domain name")
+        case "":
+            throw error("the domain name is empty")
+        case ".", "..":
+            throw error("'\(argument)' is not a domain name")
+        default:
+            if argument.contains("/") {
+                return .path(argument.hasSuffix(".plist") ? argument : argument + ".plist")
+            }
+            if argument.hasPrefix("-") { throw error("unknown option '\(argument)'") }
+            if argument.contains("\0") || argument.utf8.count + ".plist".utf8.count > 255 {
+                throw error("'\(argument)' cannot name a file (too long, or it contains NUL)")
+            }
+            return .named(argument)
+        }
+    }
+
+    mutating func key(_ what: String = "key") throws(CommandLineError) -> String {
+        try next(what)
+    }
+}

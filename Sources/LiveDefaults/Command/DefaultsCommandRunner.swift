@@ -1,0 +1,353 @@
+import Foundation
+
+/// Where the `defaults` command reads and writes its text and data.
+package struct CommandIO: Sendable {
+    /// Writes text to standard output (each call written through at once, so `watch` lines are never held back).
+    package var standardOutput: @Sendable (String) -> Void
+    /// Writes text to standard error.
+    package var standardError: @Sendable (String) -> Void
+    /// Writes bytes to standard output (`export … -`).
+    package var writeStandardOutputData: @Sendable (Data) -> Void
+    /// Reads all of standard input (`import … -`).
+    package var readStandardInput: @Sendable () -> Data
+
+    package init(
+        standardOutput: @escaping @Sendable (String) -> Void, standardError: @escaping @Sendable (String) -> Void,
+        writeStandardOutputData: @escaping @Sendable (Data) -> Void,
+        readStandardInput: @escaping @Sendable () -> Data
+    ) {
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+        self.writeStandardOutputData = writeStandardOutputData
+        self.readStandardInput = readStandardInput
+    }
+
+    /// The process's standard streams.
+    package static let standard = CommandIO(
+        standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
+        standardError: { FileHandle.standardError.write(Data($0.utf8)) },
+        writeStandardOutputData: { FileHandle.standardOutput.write($0) },
+        readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() })
+}
+
+/// How a run of the command ends.
+package enum CommandOutcome {
+    /// Exit with this status.
+    case exit(Int32)
+    /// `watch` is running: keep the process (and this token) alive; changes are printed as they come.
+    case watching(AnyObject)
+}
+
+/// Runs `defaults` commands: parses arguments, validates everything before a domain is touched, executes
+/// against the store, and prints what macOS's `defaults` prints.
+///
+/// ```swift
+/// let runner = DefaultsCommandRunner(domains: CommandDomains(), io: .standard)
+/// switch runner.run(Array(CommandLine.arguments.dropFirst())) { … }
+/// ```
+package struct DefaultsCommandRunner: Sendable {
+    /// Exit status for success.
+    package static let success: Int32 = 0
+    /// Exit status for a missing domain or key, or a failed read or write (as macOS).
+    package static let failure: Int32 = 1
+    /// Exit status for a malformed command line or value (macOS's usage status, 255).
+    package static let usageError: Int32 = 255
+
+    package var domains: CommandDomains
+    package var io: CommandIO
+
+    package init(domains: CommandDomains, io: CommandIO) {
+        self.domains = domains
+        self.io = io
+    }
+
+    /// Parses and runs the arguments after the program name.
+    package func run(_ arguments: [String]) -> CommandOutcome {
+        let command: DefaultsCommand
+        do {
+            command = try DefaultsCommand.parse(arguments)
+        } catch {
+            io.standardError(error.line + "\n")
+            return .exit(Self.usageError)
+        }
+        return execute(command)
+    }
+
+    /// Runs a parsed command.
+    package func execute(_ command: DefaultsCommand) -> CommandOutcome {
+        do {
+            return try perform(command)
+        } catch let failure as CommandFailure {
+            io.standardError(failure.message)
+            return .exit(Self.failure)
+        } catch let error as DefaultsError {
+            io.standardError("defaults: \(error.message)\n")
+            return .exit(Self.failure)
+        } catch {
+            io.standardError("defaults: \(error)\n")
+            return .exit(Self.failure)
+        }
+    }
+
+    /// A failure whose message is printed as is (macOS's wording, leading and trailing line breaks included).
+    private struct CommandFailure: Error {
+        var message: String
+        init(_ message: String) { self.message = message }
+
+        static func missingDomain(_ domain: DomainReference) -> Self {
+            Self("\nDomain \(domain.displayName) does not exist\n")
+        }
+        static func missingPair(_ domain: DomainReference, _ key: String) -> Self {
+            Self("\nThe domain/default pair of (\(domain.displayName), \(key)) does not exist\n")
+        }
+        static func notDeleted(_ domain: DomainReference) -> Self {
+            Self("\nDomain (\(domain.displayName)) not found.\nDefaults have not been changed.\n")
+        }
+    }
+
+    private func open(_ domain: DomainReference, watching: Bool = false) throws -> any CommandDomain {
+        try domains.open(domain, domains.directory, watching)
+    }
+
+    /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
+    private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
+        let store = try open(domain)
+        if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
+            throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
+        }
+        return store
+    }
+
+    /// Opens a domain to change it; a corrupt file is reported (the store keeps it aside before replacing it).
+    private func openForWriting(_ domain: DomainReference) throws -> any CommandDomain {
+        let store = try open(domain)
+        if let error = store.lastError, error.code == .corruptFile {
+            io.standardError("defaults: warning: \(error.message)\n")
+        }
+        return store
+    }
+
+    private func save(_ store: any CommandDomain, _ domain: DomainReference) throws {
+        do {
+            try store.synchronize()
+        } catch let error as DefaultsError {
+            throw CommandFailure("defaults: could not write domain \(domain.displayName): \(error.message)\n")
+        }
+    }
+
+    private func print(_ value: PropertyListValue) {
+        io.standardOutput(OpenStepWriter.string(for: value) + "\n")
+    }
+
+    // MARK: Verbs
+
+    private func perform(_ command: DefaultsCommand) throws -> CommandOutcome {
+        switch command {
+        case .help:
+            io.standardOutput(CommandVerb.helpText)
+
+        case .readAll:
+            var all: [String: PropertyListValue] = [:]
+            for name in domains.domainNames() {
+                let values = try openForReading(name == DomainReference.globalDomainName ? .global : .named(name))
+                    .persistentValues()
+                if !values.isEmpty { all[name] = .dictionary(values) }
+            }
+            print(.dictionary(all))
+
+        case .read(let domain, let key):
+            let values = try openForReading(domain).persistentValues()
+            guard let key else {
+                guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
+                print(.dictionary(values))
+                break
+            }
+            guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
+            print(value)
+
+        case .readType(let domain, let key):
+            guard let value = try openForReading(domain).persistentValues()[key] else {
+                throw CommandFailure.missingPair(domain, key)
+            }
+            io.standardOutput("Type is \(value.typeName)\n")
+
+        case .write(let domain, let key, let operation):
+            let store = try openForWriting(domain)
+            store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
+            try save(store, domain)
+
+        case .writeDomain(let domain, let values):
+            let store = try openForWriting(domain)
+            store.replacePersistentValues(values)
+            try save(store, domain)
+
+        case .rename(let domain, let old, let new):
+            let store = try openForWriting(domain)
+            guard let value = store.persistentValues()[old] else {
+                throw CommandFailure(
+                    "Key \(old) does not exist in domain \(domain.displayName); leaving defaults unchanged\n")
+            }
+            if old != new {
+                store.set(value, forKey: new)
+                store.set(nil, forKey: old)
+                try save(store, domain)
+            }
+
+        case .delete(let domain, let key):
+            let store = try openForWriting(domain)
+            let values = store.persistentValues()
+            if let key {
+                guard values[key] != nil else { throw CommandFailure.notDeleted(domain) }
+                store.set(nil, forKey: key)
+            } else {
+                guard !values.isEmpty else { throw CommandFailure.notDeleted(domain) }
+                store.replacePersistentValues(nil)
+            }
+            try save(store, domain)
+
+        case .domains:
+            let names = domains.domainNames().filter { $0 != DomainReference.globalDomainName }
+            io.standardOutput(names.joined(separator: ", ") + "\n")
+
+        case .find(let word):
+            try find(word)
+
+        case .importDomain(let domain, let source):
+            try importDomain(domain, from: source)
+
+        case .exportDomain(let domain, let destination):
+            try exportDomain(domain, to: destination)
+
+        case .watch(let domain, let keys, let json):
+            return .watching(try watch(domain, keys: Set(keys), json: json))
+        }
+        return .exit(Self.success)
+    }
+
+    /// The value `operation` leaves at `key`; `-array-add`/`-dict-add` need the current one.
+    private func newValue(of key: String, in store: any CommandDomain, applying operation: WriteOperation) throws
+        -> PropertyListValue
+    {
+        switch operation {
+        case .set(let value):
+            return value
+        case .arrayAdd(let elements):
+            switch store.persistentValues()[key] {
+            case nil: return .array(elements)
+            case .array(let existing)?: return .array(existing + elements)
+            case let other?:
+                throw CommandFailure(
+                    "Value for key \(key) is not an array (it is a \(other.typeName)); cannot append. "
+                        + "Leaving defaults unchanged.\n")
+            }
+        case .dictionaryAdd(let entries):
+            switch store.persistentValues()[key] {
+            case nil: return .dictionary(entries)
+            case .dictionary(let existing)?: return .dictionary(existing.merging(entries) { _, new in new })
+            case let other?:
+                throw CommandFailure(
+                    "Value for key \(key) is not a dictionary (it is a \(other.typeName)); cannot add entries. "
+                        + "Leaving defaults unchanged.\n")
+            }
+        }
+    }
+
+    private func find(_ word: String) throws {
+        var found = false
+        for name in domains.domainNames() {
+            let values = try openForReading(name == DomainReference.globalDomainName ? .global : .named(name))
+                .persistentValues()
+            var count = name.localizedCaseInsensitiveContains(word) ? 1 : 0
+            count += Self.matches(of: word, in: .dictionary(values))
+            guard count > 0 else { continue }
+            found = true
+            io.standardOutput(
+                "Found \(count) keys in domain '\(name)': \(OpenStepWriter.string(for: .dictionary(values)))\n")
+        }
+        if !found { io.standardError("No domain, key, nor value containing '\(word)'\n") }
+    }
+
+    /// How many keys and leaf values (as `defaults read` prints them) contain `word`, ignoring case.
+    private static func matches(of word: String, in value: PropertyListValue) -> Int {
+        switch value {
+        case .dictionary(let entries):
+            entries.reduce(0) {
+                $0 + ($1.key.localizedCaseInsensitiveContains(word) ? 1 : 0) + matches(of: word, in: $1.value)
+            }
+        case .array(let elements):
+            elements.reduce(0) { $0 + matches(of: word, in: $1) }
+        default:
+            OpenStepWriter.string(for: value).localizedCaseInsensitiveContains(word) ? 1 : 0
+        }
+    }
+
+    private func importDomain(_ domain: DomainReference, from source: String) throws {
+        let data: Data
+        if source == "-" {
+            data = io.readStandardInput()
+        } else {
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: source))
+            } catch {
+                throw CommandFailure("Could not read data from \(source)\n")
+            }
+        }
+        let value: PropertyListValue
+        do {
+            value = try PropertyListCodec.decode(data).value
+        } catch {
+            throw CommandFailure("Could not parse property list from \(source): \(error.message)\n")
+        }
+        guard case .dictionary(let values) = value else {
+            throw CommandFailure(
+                "\nProperty list \(OpenStepWriter.singleLineString(for: value)) was not a dictionary\n"
+                    + "Defaults have not been changed.\n")
+        }
+        let store = try openForWriting(domain)
+        store.replacePersistentValues(values)
+        try save(store, domain)
+    }
+
+    private func exportDomain(_ domain: DomainReference, to destination: String) throws {
+        let values = try openForReading(domain).persistentValues()
+        guard !values.isEmpty else { throw CommandFailure("\nThe domain \(domain.displayName) does not exist\n") }
+        if destination == "-" {
+            io.writeStandardOutputData(try PropertyListCodec.encode(.dictionary(values), format: .xml))
+            return
+        }
+        let data = try PropertyListCodec.encode(.dictionary(values), format: .binary)
+        do {
+            try data.write(to: URL(fileURLWithPath: destination), options: .atomic)
+        } catch {
+            throw CommandFailure("Could not export domain \(domain.displayName) to \(destination): \(error)\n")
+        }
+    }
+
+    private func watch(_ domain: DomainReference, keys: Set<String>, json: Bool) throws -> AnyObject {
+        let store = try open(domain, watching: true)
+        let io = io
+        let name = domain.displayName
+        let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in
+            guard keys.isEmpty || keys.contains(change.key) else { return }
+            let report = WatchReport(
+                domain: name, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                origin: change.isExternal ? "external" : "local")
+            io.standardOutput((json ? report.jsonLine : report.line) + "\n")
+        }
+        let subject = keys.isEmpty ? name : "\(keys.sorted().joined(separator: ", ")) in \(name)"
+        io.standardError("Watching \(subject) for changes; press Control-C to stop.\n")
+        // The observation does not keep the store alive; the session keeps both.
+        return WatchSession(store: store, token: token)
+    }
+
+    /// What a running `watch` must keep alive: the open domain and its observation.
+    private final class WatchSession: Sendable {
+        let store: any CommandDomain
+        let token: any AnyObject & Sendable
+
+        init(store: any CommandDomain, token: any AnyObject & Sendable) {
+            self.store = store
+            self.token = token
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// One change that `defaults watch` reports.
+package struct WatchReport: Sendable, Hashable {
+    package var domain: String
+    package var key: String
+    package var oldValue: PropertyListValue?
+    package var newValue: PropertyListValue?
+    /// `external` (another process or an editor) or `local` (this process).
+    package var origin: String
+
+    package init(
+        domain: String, key: String, oldValue: PropertyListValue?, newValue: PropertyListValue?, origin: String
+    ) {
+        self.domain = domain
+        self.key = key
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.origin = origin
+    }
+
+    /// `theme: light → "dark blue" (external)`; an absent value is `(none)`.
+    package var line: String {
+        "\(OpenStepWriter.quotedIfNeeded(key, style: .defaultsRead)): \(Self.text(oldValue)) → \(Self.text(newValue)) (\(origin))"
+    }
+
+    private static func text(_ value: PropertyListValue?) -> String {
+        value.map(OpenStepWriter.singleLineString) ?? "(none)"
+    }
+
+    /// `{"domain":"com.example","key":"theme","old":"light","new":"dark","origin":"external"}`.
+    ///
+    /// Values map to JSON as strings, numbers, `true`/`false`, arrays and objects; dates become ISO 8601
+    /// strings, data base64 strings, non-finite reals the strings "nan", "inf", "-inf"; absent values `null`.
+    package var jsonLine: String {
+        "{\"domain\":\(Self.json(domain)),\"key\":\(Self.json(key)),\"old\":\(Self.json(oldValue)),"
+            + "\"new\":\(Self.json(newValue)),\"origin\":\(Self.json(origin))}"
+    }
+
+    private static func json(_ value: PropertyListValue?) -> String {
+        guard let value else { return "null" }
+        switch value {
+        case .string(let string): return json(string)
+        case .integer(let integer): return String(integer)
+        case .unsignedInteger(let integer): return String(integer)
+        case .real(let real):
+            guard real.isFinite else { return json(real.isNaN ? "nan" : real < 0 ? "-inf" : "inf") }
+            return "\(real)"
+        case .bool(let bool): return bool ? "true" : "false"
+        case .date(let date): return json(date.formatted(.iso8601))
+        case .data(let data): return json(data.base64EncodedString())
+        case .array(let elements): return "[" + elements.map { json($0) }.joined(separator: ",") + "]"
+        case .dictionary(let entries):
+            return "{" + entries.keys.sorted().map { json($0) + ":" + json(entries[$0]) }.joined(separator: ",") + "}"
+        }
+    }
+
+    private static func json(_ string: String) -> String {
+        var output = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{00}"..."\u{1F}", "\u{2028}", "\u{2029}":
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output + "\""
+    }
+}

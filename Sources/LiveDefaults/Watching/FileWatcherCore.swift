@@ -1,0 +1,151 @@
+import Dispatch
+import Foundation
+
+/// The state of one ``FileWatcher`` and its dispatcher thread.
+///
+/// Two threads serve a watcher that uses inotify: the inotify thread (``InotifyThread``) owns
+/// every call into libinotifytools and turns kernel events into ``WatchRegistry/Event``s; the
+/// dispatcher thread owns time — coalescing, the deletion grace, polling — and calls the
+/// `onChange` callbacks, never under the lock. A polling-only watcher has just the dispatcher.
+final class FileWatcherCore: Sendable {
+    let registry: Locked<WatchRegistry>
+    /// Wakes the dispatcher thread early; `isDispatcherSignalled` keeps the count small.
+    private let dispatcherWakeUp = DispatchSemaphore(value: 0)
+    /// How other threads wake the inotify thread; `nil` when there is none (polling).
+    let inotifyWakeChannel = Locked<InotifyWakeChannel?>(nil)
+
+    init(mode: FileWatcher.Mode) {
+        registry = Locked(
+            WatchRegistry(
+                mode: mode, coalescingWindow: FileWatcher.coalescingWindow, deletionGrace: FileWatcher.deletionGrace,
+                pollInterval: FileWatcher.pollInterval))
+    }
+
+    /// Now, on the clock every deadline uses.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    // MARK: Talking to the threads
+
+    /// Starts the dispatcher thread; it runs until ``shutDown()``.
+    func startDispatcher() {
+        let thread = Thread { [self] in runDispatcher() }
+        thread.name = "LiveDefaults.FileWatcher.dispatch"
+        thread.start()
+    }
+
+    /// Stops the dispatcher thread (the inotify thread of the shared watcher never stops).
+    func shutDown() {
+        registry.withLock { $0.isShutDown = true }
+        dispatcherWakeUp.signal()
+    }
+
+    /// Makes the dispatcher look at the registry now.
+    func signalDispatcher() {
+        let shouldSignal = registry.withLock { registry in
+            defer { registry.isDispatcherSignalled = true }
+            return !registry.isDispatcherSignalled
+        }
+        if shouldSignal { dispatcherWakeUp.signal() }
+    }
+
+    /// Makes the inotify thread look at the wanted directories now.
+    func wakeInotifyThread() {
+        inotifyWakeChannel.withLock { $0 }?.wake()
+    }
+
+    /// Hands events from the inotify thread to the registry.
+    func deliver(_ events: [WatchRegistry.Event]) {
+        let now = Self.now()
+        let needsDispatcher = registry.withLock { registry in
+            var needsDispatcher = false
+            for event in events {
+                if registry.apply(event, now: now) { needsDispatcher = true }
+                if let error = Self.degradation(for: event), !registry.hasReportedDegradation {
+                    registry.hasReportedDegradation = true
+                    registry.pendingReports.append(error)
+                    needsDispatcher = true
+                }
+            }
+            return needsDispatcher
+        }
+        if needsDispatcher { signalDispatcher() }
+    }
+
+    /// The error that says a watcher degraded to polling, once per watcher.
+    static func degradation(for event: WatchRegistry.Event) -> DefaultsError? {
+        let interval = "every \(WatchRegistry.nanoseconds(FileWatcher.pollInterval) / 1_000_000) ms"
+        switch event {
+        case .inotifyStopped(let reason):
+            return DefaultsError(
+                .watchingDegraded,
+                "File watching fell back to polling \(interval): \(reason). Changes from other processes are "
+                    + "seen up to one interval late.")
+        case .directoryFailed(let directory, let reason?):
+            return DefaultsError(
+                .watchingDegraded,
+                "Files in \(directory) are polled \(interval) instead of watched: \(reason).", path: directory)
+        default:
+            return nil
+        }
+    }
+
+    // MARK: The dispatcher thread
+
+    private func runDispatcher() {
+        while true {
+            let now = Self.now()
+            let taken = registry.withLock { registry -> WatchRegistry.DueWork? in
+                guard !registry.isShutDown else { return nil }
+                registry.isDispatcherSignalled = false
+                return registry.takeDueWork(now: now)
+            }
+            guard let work = taken else { return }
+            perform(work)
+            let deadline = registry.withLock { $0.nextDeadline() }
+            if let deadline {
+                if deadline > Self.now() {
+                    _ = dispatcherWakeUp.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
+                }
+            } else {
+                dispatcherWakeUp.wait()
+            }
+        }
+    }
+
+    /// Does the due work: reports, `stat`s outside the lock, then the calls.
+    private func perform(_ work: WatchRegistry.DueWork) {
+        for report in work.reports { DefaultsErrorReporting.report(report) }
+        let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path) != nil) }
+        let polled = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
+        let reappeared = work.missingDirectories.filter(FileStamp.isDirectory)
+        var calls = work.calls
+        let wantsReconcile = registry.withLock { registry in
+            for (identifier, isPresent) in settled where registry.settle(identifier, isPresent: isPresent) {
+                calls.append(identifier)
+            }
+            for (identifier, stamp) in polled where registry.record(identifier, stamp: stamp) {
+                calls.append(identifier)
+            }
+            var wantsReconcile = false
+            for directory in reappeared where registry.directoryReappeared(directory) { wantsReconcile = true }
+            return wantsReconcile
+        }
+        if wantsReconcile { wakeInotifyThread() }
+        var called = Set<UInt64>()
+        for identifier in calls where called.insert(identifier).inserted {
+            call(identifier)
+        }
+    }
+
+    /// Re-resolves the registration's symbolic link (it may point elsewhere now), then calls it.
+    private func call(_ identifier: UInt64) {
+        guard let path = registry.withLock({ $0.registrations[identifier]?.watched.path }) else { return }
+        let resolved = WatchedPath.resolve(path)
+        let (callback, directoriesChanged) = registry.withLock { registry in
+            let changed = registry.update(identifier, to: resolved)
+            return (registry.registrations[identifier]?.onChange, changed)
+        }
+        if directoriesChanged { wakeInotifyThread() }
+        callback?()
+    }
+}

@@ -1,0 +1,353 @@
+import CInotifyTools
+import Dispatch
+import Foundation
+
+/// The one thread that calls into libinotifytools, for the whole process.
+///
+/// libinotifytools keeps its state in globals and is not thread-safe, so every call into it is
+/// made here. Other threads change the registry under its lock and wake this thread through an
+/// ``InotifyWakeChannel``; it then reconciles the watched directories with the wanted ones.
+///
+/// Directories are watched, never files (a file's own watch dies when an editor renames over
+/// it). The thread keeps its own map from watch descriptor to directory, because the library's
+/// map keeps stale entries after `IN_IGNORED`; a library key that may be stale is never used
+/// again (the directory is re-armed under an equivalent spelling, `dir/./`).
+final class InotifyThread {
+    /// The events asked for on every watched directory.
+    static let directoryEvents =
+        UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM) | UInt32(IN_CREATE) | UInt32(IN_DELETE)
+        | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+    /// The longest single wait for an event, in seconds. libinotifytools counts whole seconds and
+    /// takes 0 to mean forever; waking early is the wake channel's job.
+    static let eventTimeoutSeconds = 1
+    /// How often armed directories are checked to still be the directory at their path (an
+    /// ancestor may have been renamed, which gives no event on the directory itself).
+    static let verificationInterval: Duration = .seconds(1)
+    /// How long a directory nobody wants any more stays watched. A watch cancelled and made again
+    /// soon reuses it, and a directory deleted right after its last watch was cancelled loses its
+    /// watch to the kernel first — removing it then would fail and make the library print.
+    static let lingerInterval: Duration = .seconds(1)
+
+    private struct ArmedDirectory {
+        var watch: Int32
+        var libraryKey: String
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private let core: FileWatcherCore
+    private let wakeChannel: InotifyWakeChannel
+    private let wakeWatch: Int32
+    /// The library's descriptor, when it could be told apart in `/proc/self/fd`.
+    private let inotifyDescriptor: Int32?
+    private var armed: [String: ArmedDirectory] = [:]
+    private var directoriesByWatch: [Int32: [String]] = [:]
+    /// Every library key registered for a watch descriptor, first (the library's own entry) first.
+    private var libraryKeysByWatch: [Int32: [String]] = [:]
+    private var staleLibraryKeys: Set<String> = []
+    private var reconciledVersion: UInt64?
+    /// Armed directories nobody wants any more, and since when.
+    private var unwantedSince: [String: UInt64] = [:]
+    private var lastVerification: UInt64 = 0
+
+    private init(core: FileWatcherCore, setUp: SetUp) {
+        self.core = core
+        self.wakeChannel = setUp.wakeChannel
+        self.wakeWatch = setUp.wakeWatch
+        self.inotifyDescriptor = setUp.inotifyDescriptor
+    }
+
+    // MARK: Starting
+
+    /// Hands the outcome of the set-up from the new thread to the one that started it.
+    private final class StartHandoff: Sendable {
+        private let outcome = Locked<String?>(nil)
+        private let done = DispatchSemaphore(value: 0)
+
+        func finish(failure: String?) {
+            outcome.withLock { $0 = failure }
+            done.signal()
+        }
+
+        func wait() -> String? {
+            done.wait()
+            return outcome.withLock { $0 }
+        }
+    }
+
+    /// Starts the thread for `core` and waits until libinotifytools is set up.
+    ///
+    /// - Returns: `nil` when the thread serves `core`, else why inotify cannot serve.
+    static func start(core: FileWatcherCore) -> String? {
+        let handoff = StartHandoff()
+        let thread = Thread {
+            switch setUp() {
+            case .failure(let failure):
+                handoff.finish(failure: failure.reason)
+            case .success(let setUp):
+                core.inotifyWakeChannel.withLock { $0 = setUp.wakeChannel }
+                handoff.finish(failure: nil)
+                InotifyThread(core: core, setUp: setUp).run()
+            }
+        }
+        thread.name = "LiveDefaults.FileWatcher.inotify"
+        thread.start()
+        return handoff.wait()
+    }
+
+    private struct SetUp {
+        var wakeChannel: InotifyWakeChannel
+        var wakeWatch: Int32
+        var inotifyDescriptor: Int32?
+    }
+
+    private struct SetUpFailure: Error {
+        var reason: String
+    }
+
+    /// Initialises libinotifytools — unless its descriptor would be unusable — and a wake channel.
+    private static func setUp() -> Result<SetUp, SetUpFailure> {
+        let limit = InotifyDescriptorCheck.selectLimit
+        guard let next = InotifyDescriptorCheck.lowestFreeDescriptor() else {
+            return .failure(SetUpFailure(reason: "no file descriptor is free"))
+        }
+        guard next < limit else {
+            return .failure(
+                SetUpFailure(
+                    reason: "the inotify descriptor would be number \(next), and libinotifytools aborts the "
+                        + "process on descriptors from \(limit) on (it waits with select())"))
+        }
+        let before = InotifyDescriptorCheck.inotifyDescriptors()
+        var inotifyDescriptor: Int32?
+        guard inotifytools_initialize() != 0 else {
+            let error = inotifytools_error()
+            let hint = error == EMFILE ? " (fs.inotify.max_user_instances reached)" : ""
+            return .failure(SetUpFailure(reason: "inotify could not be initialised: \(describe(error))\(hint)"))
+        }
+        if let before, let after = InotifyDescriptorCheck.inotifyDescriptors() {
+            let created = after.subtracting(before)
+            if created.isEmpty {
+                // `inotifytools_initialize` is a no-op the second time: someone else owns the library.
+                return .failure(SetUpFailure(reason: "libinotifytools is already in use elsewhere in this process"))
+            }
+            if let high = created.first(where: { $0 >= limit }) {
+                inotifytools_cleanup()
+                return .failure(
+                    SetUpFailure(
+                        reason: "the inotify descriptor got number \(high) (another thread opened descriptors "
+                            + "meanwhile), and libinotifytools aborts the process on descriptors from \(limit) on"))
+            }
+            if created.count == 1, let descriptor = created.first {
+                InotifyDescriptorCheck.setCloseOnExec(descriptor)
+                inotifyDescriptor = descriptor
+            }
+        }
+        for makeChannel in [InotifyWakeChannel.pipe, InotifyWakeChannel.temporaryFile] {
+            guard let channel = makeChannel() else { continue }
+            if let wakeWatch = selfTest(channel) {
+                return .success(SetUp(wakeChannel: channel, wakeWatch: wakeWatch, inotifyDescriptor: inotifyDescriptor))
+            }
+            channel.closeUnshared()
+        }
+        inotifytools_cleanup()
+        return .failure(SetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
+    }
+
+    /// Watches `channel` and checks that waking it gives an event.
+    ///
+    /// - Returns: The watch descriptor, or `nil` when the channel does not work here.
+    private static func selfTest(_ channel: InotifyWakeChannel) -> Int32? {
+        guard inotifytools_watch_file(channel.watchPath, Int32(IN_MODIFY)) != 0 else { return nil }
+        let watch = inotifytools_wd_from_filename(channel.watchPath)
+        channel.wake()
+        let event = inotifytools_next_event(eventTimeoutSeconds)
+        channel.drain()
+        if let event, event.pointee.wd == watch { return watch }
+        _ = inotifytools_remove_watch_by_wd(watch)
+        return nil
+    }
+
+    private static func describe(_ error: Int32) -> String {
+        String(cString: strerror(error))
+    }
+
+    // MARK: Running
+
+    private func run() {
+        while true {
+            let version = core.registry.withLock { $0.directoriesVersion }
+            if version != reconciledVersion { reconcile() }
+            if FileWatcherCore.now() &- lastVerification >= WatchRegistry.nanoseconds(Self.verificationInterval) {
+                verifyArmedDirectories()
+                disarmUnwanted()
+            }
+            guard let event = inotifytools_next_event(Self.eventTimeoutSeconds) else {
+                let error = inotifytools_error()
+                if error != 0, error != EINTR {
+                    stop(reason: "reading inotify events failed: \(Self.describe(error))")
+                    return
+                }
+                continue
+            }
+            handle(event)
+        }
+    }
+
+    /// Arms the directories that are wanted and pending; marks those no longer wanted for
+    /// disarming after ``lingerInterval``.
+    private func reconcile() {
+        let (version, wanted) = core.registry.withLock { ($0.directoriesVersion, $0.directoryStatus) }
+        reconciledVersion = version
+        let now = FileWatcherCore.now()
+        for directory in armed.keys where wanted[directory] == nil && unwantedSince[directory] == nil {
+            unwantedSince[directory] = now
+        }
+        var events: [WatchRegistry.Event] = []
+        for (directory, status) in wanted where status == .pending {
+            unwantedSince[directory] = nil
+            events.append(armed[directory] == nil ? arm(directory) : .directoryArmed(directory))
+        }
+        if !events.isEmpty { core.deliver(events) }
+    }
+
+    /// Disarms the directories that have been unwanted for ``lingerInterval``.
+    private func disarmUnwanted() {
+        let now = FileWatcherCore.now()
+        let linger = WatchRegistry.nanoseconds(Self.lingerInterval)
+        for (directory, since) in unwantedSince where now &- since >= linger {
+            unwantedSince[directory] = nil
+            disarm(directory)
+        }
+    }
+
+    private func arm(_ directory: String) -> WatchRegistry.Event {
+        var key = directory.hasSuffix("/") ? directory : directory + "/"
+        while staleLibraryKeys.contains(key) { key += "./" }
+        guard inotifytools_watch_file(key, Int32(bitPattern: Self.directoryEvents)) != 0 else {
+            let error = inotifytools_error()
+            switch error {
+            case ENOENT, ENOTDIR:
+                return .directoryMissing(directory)
+            case ENOSPC:
+                return .directoryFailed(
+                    directory, reason: "the inotify watch limit is reached (sysctl fs.inotify.max_user_watches)")
+            default:
+                return .directoryFailed(directory, reason: "inotify cannot watch it: \(Self.describe(error))")
+            }
+        }
+        let watch = inotifytools_wd_from_filename(key)
+        guard watch > 0 else { return .directoryFailed(directory, reason: "libinotifytools lost the new watch") }
+        var info = stat()
+        let found = stat(directory, &info) == 0
+        armed[directory] = ArmedDirectory(
+            watch: watch, libraryKey: key, device: found ? UInt64(info.st_dev) : 0,
+            inode: found ? UInt64(info.st_ino) : 0
+        )
+        directoriesByWatch[watch, default: []].append(directory)
+        libraryKeysByWatch[watch, default: []].append(key)
+        return .directoryArmed(directory)
+    }
+
+    private func disarm(_ directory: String) {
+        unwantedSince[directory] = nil
+        guard let removed = armed.removeValue(forKey: directory) else { return }
+        directoriesByWatch[removed.watch]?.removeAll { $0 == directory }
+        guard directoriesByWatch[removed.watch]?.isEmpty ?? true else {
+            // Another spelling of the same directory still uses the watch; the library keeps this key.
+            staleLibraryKeys.insert(removed.libraryKey)
+            return
+        }
+        directoriesByWatch[removed.watch] = nil
+        let keys = libraryKeysByWatch.removeValue(forKey: removed.watch) ?? []
+        // A directory deleted a moment ago has lost its watch already (its IN_IGNORED is still
+        // queued); removing it again would fail and make the library print to standard error.
+        let isLive = inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))?.contains(removed.watch) ?? true
+        if isLive, inotifytools_remove_watch_by_wd(removed.watch) != 0 {
+            staleLibraryKeys.formUnion(keys.dropFirst())
+        } else {
+            staleLibraryKeys.formUnion(keys)
+        }
+    }
+
+    /// The kernel dropped a watch (`IN_IGNORED`): forget it, keys included.
+    private func forget(_ watch: Int32) -> [String] {
+        let directories = directoriesByWatch.removeValue(forKey: watch) ?? []
+        staleLibraryKeys.formUnion(libraryKeysByWatch.removeValue(forKey: watch) ?? [])
+        for directory in directories {
+            armed[directory] = nil
+            unwantedSince[directory] = nil
+        }
+        return directories
+    }
+
+    /// Reports `directories` lost and re-arms the wanted ones that exist again at their path.
+    private func lose(_ directories: [String]) {
+        let wanted = core.registry.withLock { registry in directories.filter { registry.directoryUsers[$0] != nil } }
+        guard !wanted.isEmpty else { return }
+        var events: [WatchRegistry.Event] = wanted.map { .directoryLost($0) }
+        for directory in wanted where FileStamp.isDirectory(directory) {
+            events.append(arm(directory))
+        }
+        core.deliver(events)
+    }
+
+    private func verifyArmedDirectories() {
+        lastVerification = FileWatcherCore.now()
+        var lost: [String] = []
+        for (directory, armedDirectory) in armed {
+            var info = stat()
+            let same =
+                stat(directory, &info) == 0 && UInt64(info.st_dev) == armedDirectory.device
+                && UInt64(info.st_ino) == armedDirectory.inode
+            if !same { lost.append(directory) }
+        }
+        guard !lost.isEmpty else { return }
+        for directory in lost { disarm(directory) }
+        lose(lost)
+    }
+
+    private func handle(_ event: UnsafeMutablePointer<inotify_event>) {
+        let watch = event.pointee.wd
+        let mask = event.pointee.mask
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            core.deliver([.overflow])
+            return
+        }
+        if watch == wakeWatch {
+            wakeChannel.drain()
+            return
+        }
+        guard let directories = directoriesByWatch[watch] else { return }
+        if mask & UInt32(IN_IGNORED) != 0 {
+            lose(forget(watch))
+            return
+        }
+        if mask & UInt32(IN_MOVE_SELF) != 0 {
+            // The watch follows the directory to its new place; the path needs a new watch.
+            for directory in directories { disarm(directory) }
+            lose(directories)
+            return
+        }
+        guard event.pointee.len > 0 else { return }
+        let namePointer = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
+        let name = String(cString: namePointer.assumingMemoryBound(to: CChar.self))
+        let change: WatchRegistry.EntryChange
+        if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) != 0 {
+            change = .written
+        } else if mask & (UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)) != 0 {
+            change = .removed
+        } else if mask & UInt32(IN_CREATE) != 0 {
+            change = .appeared
+        } else {
+            return
+        }
+        core.deliver(directories.map { .entry(WatchedEntry(directory: $0, name: name), change) })
+    }
+
+    /// inotify cannot serve any more: hand everything to polling and release the library.
+    private func stop(reason: String) {
+        core.inotifyWakeChannel.withLock { $0 = nil }
+        core.deliver([.inotifyStopped(reason: reason)])
+        inotifytools_cleanup()
+    }
+}

@@ -1,0 +1,398 @@
+import Foundation
+
+/// Everything a ``FileWatcher`` knows: the watched files, which directories they need, the
+/// state of those directories, and the timers for coalescing, the deletion grace and polling.
+///
+/// Pure bookkeeping — no system calls and no callbacks — kept under one lock by
+/// ``FileWatcherCore``. Times are `DispatchTime` uptime nanoseconds.
+struct WatchRegistry: Sendable {
+    /// Where a directory's inotify watch stands.
+    enum DirectoryStatus: Sendable, Equatable {
+        /// Wanted; the inotify thread has not tried it yet.
+        case pending
+        /// Watched.
+        case armed
+        /// Does not exist (or is not a directory); its existence is polled and it is armed when it appears.
+        case missing
+        /// Cannot be watched (permissions, watch limit); the files in it are polled.
+        case failed
+    }
+
+    /// The last state the polling fallback saw.
+    enum Baseline: Sendable, Equatable {
+        /// Not looked at yet: the next poll records the state and calls once.
+        case unknown
+        case absent
+        case present(FileStamp)
+    }
+
+    /// What happened to a name in a watched directory.
+    enum EntryChange: Sendable {
+        /// Closed after writing, or moved in: new content is complete.
+        case written
+        /// Created (content may still be on its way) — settles after the grace.
+        case appeared
+        /// Deleted or moved away — counts only when still absent after the grace.
+        case removed
+    }
+
+    /// What the inotify thread tells the registry.
+    enum Event: Sendable {
+        case entry(WatchedEntry, EntryChange)
+        /// The kernel queue overflowed: any file may have changed.
+        case overflow
+        case directoryArmed(String)
+        /// An armed directory was deleted, moved or replaced.
+        case directoryLost(String)
+        case directoryMissing(String)
+        /// The directory cannot be watched; `reason` is reported once when it is worth saying.
+        case directoryFailed(String, reason: String?)
+        /// inotify stopped serving this process; everything is polled from now on.
+        case inotifyStopped(reason: String)
+    }
+
+    /// One call of ``FileWatcher/watch(path:onChange:)``.
+    struct Registration: Sendable {
+        var watched: WatchedPath
+        let onChange: @Sendable () -> Void
+        /// When the next (coalesced) call is due.
+        var callDeadline: UInt64?
+        /// When the last call was made: a write right after it waits out the coalescing window.
+        var lastCall: UInt64?
+        /// When a create or delete seen earlier is judged.
+        var settleDeadline: UInt64?
+        /// Whether a complete write was seen since the last create or delete.
+        var writtenSinceSettleStarted = false
+        var baseline: Baseline = .unknown
+        /// Polling saw the file absent once; a second look confirms it (the deletion grace).
+        var absentOnce = false
+    }
+
+    /// The work that fell due, to be done outside the lock.
+    struct DueWork: Sendable {
+        var reports: [DefaultsError] = []
+        var calls: [UInt64] = []
+        /// Registrations whose grace ran out: call when absent, or when present but not written since.
+        var settleChecks: [(id: UInt64, path: String)] = []
+        var polls: [(id: UInt64, path: String)] = []
+        /// Missing directories to look for.
+        var missingDirectories: [String] = []
+    }
+
+    let coalescingWindow: UInt64
+    let deletionGrace: UInt64
+    let pollInterval: UInt64
+
+    private(set) var mode: FileWatcher.Mode
+    private(set) var registrations: [UInt64: Registration] = [:]
+    private var registrationsByEntry: [WatchedEntry: Set<UInt64>] = [:]
+    private(set) var directoryUsers: [String: Int] = [:]
+    private(set) var directoryStatus: [String: DirectoryStatus] = [:]
+    /// Grows whenever the set of wanted directories changes or one should be tried again.
+    private(set) var directoriesVersion: UInt64 = 0
+    private var nextIdentifier: UInt64 = 1
+    private var nextPoll: UInt64 = 0
+    /// A wake-up of the dispatcher thread is on its way.
+    var isDispatcherSignalled = false
+    var isShutDown = false
+    var hasReportedDegradation = false
+    /// Reports waiting for the dispatcher thread, which makes them outside any lock and never
+    /// on a caller's thread (a handler could otherwise run inside the start of ``FileWatcher/shared``).
+    var pendingReports: [DefaultsError] = []
+
+    init(mode: FileWatcher.Mode, coalescingWindow: Duration, deletionGrace: Duration, pollInterval: Duration) {
+        self.mode = mode
+        self.coalescingWindow = Self.nanoseconds(coalescingWindow)
+        self.deletionGrace = Self.nanoseconds(deletionGrace)
+        self.pollInterval = Self.nanoseconds(pollInterval)
+    }
+
+    /// `duration` in whole nanoseconds (negative durations count as zero).
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+
+    // MARK: Registrations
+
+    /// Adds a registration. Its first call comes as soon as watching it works: at once when its
+    /// directories are already watched, after a first `stat` when it is polled, or when its
+    /// directories get armed.
+    ///
+    /// - Returns: The identifier, and whether the set of wanted directories changed.
+    mutating func add(_ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64) -> (
+        identifier: UInt64, directoriesChanged: Bool
+    ) {
+        let identifier = nextIdentifier
+        nextIdentifier += 1
+        registrations[identifier] = Registration(watched: watched, onChange: onChange)
+        let changed = attach(identifier, watched)
+        if mode == .inotify, watched.directories.allSatisfy({ directoryStatus[$0] == .armed }) {
+            registrations[identifier]?.callDeadline = now
+        }
+        return (identifier, changed)
+    }
+
+    /// Removes a registration.
+    ///
+    /// - Returns: Whether the set of wanted directories changed.
+    mutating func remove(_ identifier: UInt64) -> Bool {
+        guard let registration = registrations.removeValue(forKey: identifier) else { return false }
+        return detach(identifier, registration.watched)
+    }
+
+    /// Points a registration at where its path resolves now (a symbolic link was re-pointed).
+    ///
+    /// Only the directories that differ are released or taken, so a directory that stays
+    /// wanted keeps its watch and its status.
+    ///
+    /// - Returns: Whether the set of wanted directories changed.
+    mutating func update(_ identifier: UInt64, to watched: WatchedPath) -> Bool {
+        guard let old = registrations[identifier]?.watched, old != watched else { return false }
+        for entry in old.entries where !watched.entries.contains(entry) {
+            registrationsByEntry[entry]?.remove(identifier)
+            if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
+        }
+        for entry in watched.entries { registrationsByEntry[entry, default: []].insert(identifier) }
+        registrations[identifier]?.watched = watched
+        var changed = false
+        for directory in old.directories.subtracting(watched.directories) where release(directory) {
+            changed = true
+        }
+        for directory in watched.directories.subtracting(old.directories) where take(directory, for: identifier) {
+            changed = true
+        }
+        if changed { directoriesVersion += 1 }
+        return changed
+    }
+
+    /// Counts one more user of `directory`. Returns whether it is newly wanted.
+    private mutating func take(_ directory: String, for identifier: UInt64) -> Bool {
+        directoryUsers[directory, default: 0] += 1
+        if directoryUsers[directory] == 1 {
+            directoryStatus[directory] = .pending
+            return true
+        }
+        if directoryStatus[directory] == .failed { registrations[identifier]?.baseline = .unknown }
+        return false
+    }
+
+    /// Counts one user of `directory` less. Returns whether it is no longer wanted.
+    private mutating func release(_ directory: String) -> Bool {
+        directoryUsers[directory, default: 1] -= 1
+        guard directoryUsers[directory] == 0 else { return false }
+        directoryUsers[directory] = nil
+        directoryStatus[directory] = nil
+        return true
+    }
+
+    private mutating func attach(_ identifier: UInt64, _ watched: WatchedPath) -> Bool {
+        for entry in watched.entries { registrationsByEntry[entry, default: []].insert(identifier) }
+        var changed = false
+        for directory in watched.directories where take(directory, for: identifier) { changed = true }
+        if mode == .polling { registrations[identifier]?.baseline = .unknown }
+        if changed { directoriesVersion += 1 }
+        return changed
+    }
+
+    private mutating func detach(_ identifier: UInt64, _ watched: WatchedPath) -> Bool {
+        for entry in watched.entries {
+            registrationsByEntry[entry]?.remove(identifier)
+            if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
+        }
+        var changed = false
+        for directory in watched.directories where release(directory) { changed = true }
+        if changed { directoriesVersion += 1 }
+        return changed
+    }
+
+    /// Whether a registration is served by polling rather than by inotify events.
+    func isPolled(_ registration: Registration) -> Bool {
+        mode == .polling || registration.watched.directories.contains { directoryStatus[$0] == .failed }
+    }
+
+    // MARK: Events
+
+    /// Applies what the inotify thread saw.
+    ///
+    /// - Returns: Whether a timer may have moved earlier (the dispatcher has to look).
+    mutating func apply(_ event: Event, now: UInt64) -> Bool {
+        switch event {
+        case .entry(let entry, let change):
+            guard let identifiers = registrationsByEntry[entry] else { return false }
+            for identifier in identifiers { apply(change, to: identifier, now: now) }
+            return true
+        case .overflow:
+            for identifier in registrations.keys { scheduleCall(identifier, at: now + coalescingWindow) }
+            return true
+        case .directoryArmed(let directory):
+            guard directoryUsers[directory] != nil else { return false }
+            directoryStatus[directory] = .armed
+            for identifier in users(of: directory) { scheduleCall(identifier, at: now) }
+            return true
+        case .directoryLost(let directory):
+            guard directoryUsers[directory] != nil else { return false }
+            directoryStatus[directory] = .missing
+            for identifier in users(of: directory) { apply(.removed, to: identifier, now: now) }
+            return true
+        case .directoryMissing(let directory):
+            guard directoryUsers[directory] != nil else { return false }
+            directoryStatus[directory] = .missing
+            return true
+        case .directoryFailed(let directory, _):
+            guard directoryUsers[directory] != nil else { return false }
+            directoryStatus[directory] = .failed
+            for identifier in users(of: directory) { resetBaseline(identifier) }
+            return true
+        case .inotifyStopped:
+            mode = .polling
+            for identifier in registrations.keys { resetBaseline(identifier) }
+            return true
+        }
+    }
+
+    private mutating func apply(_ change: EntryChange, to identifier: UInt64, now: UInt64) {
+        guard var registration = registrations[identifier] else { return }
+        switch change {
+        case .written:
+            // Leading edge: a write after a quiet spell is reported at once (the event is a close
+            // or a move-in, so the content is final); further writes within the window coalesce
+            // into one trailing call.
+            let quietSince = (registration.lastCall ?? 0) &+ coalescingWindow
+            registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
+            registration.writtenSinceSettleStarted = true
+        case .appeared:
+            registration.settleDeadline = now + deletionGrace
+            registration.writtenSinceSettleStarted = false
+        case .removed:
+            // No call while the file may be absent only for a moment: the grace decides.
+            registration.callDeadline = nil
+            registration.settleDeadline = now + deletionGrace
+            registration.writtenSinceSettleStarted = false
+        }
+        registrations[identifier] = registration
+    }
+
+    private mutating func scheduleCall(_ identifier: UInt64, at deadline: UInt64) {
+        guard var registration = registrations[identifier] else { return }
+        registration.callDeadline = min(registration.callDeadline ?? deadline, deadline)
+        registration.writtenSinceSettleStarted = true
+        registrations[identifier] = registration
+    }
+
+    private mutating func resetBaseline(_ identifier: UInt64) {
+        registrations[identifier]?.baseline = .unknown
+        registrations[identifier]?.absentOnce = false
+    }
+
+    private func users(of directory: String) -> [UInt64] {
+        registrations.compactMap { $0.value.watched.directories.contains(directory) ? $0.key : nil }
+    }
+
+    // MARK: Timers
+
+    /// Takes the work that is due at `now` and clears its timers.
+    mutating func takeDueWork(now: UInt64) -> DueWork {
+        var work = DueWork()
+        swap(&work.reports, &pendingReports)
+        let pollNow = now >= nextPoll
+        if pollNow { nextPoll = now + pollInterval }
+        for (identifier, var registration) in registrations {
+            var changed = false
+            if let deadline = registration.callDeadline, deadline <= now {
+                registration.callDeadline = nil
+                registration.lastCall = now
+                work.calls.append(identifier)
+                changed = true
+            }
+            if let deadline = registration.settleDeadline, deadline <= now {
+                registration.settleDeadline = nil
+                work.settleChecks.append((identifier, registration.watched.path))
+                changed = true
+            }
+            if isPolled(registration), pollNow || registration.baseline == .unknown {
+                work.polls.append((identifier, registration.watched.path))
+            }
+            if changed { registrations[identifier] = registration }
+        }
+        if pollNow, mode == .inotify {
+            work.missingDirectories = directoryStatus.compactMap { $0.value == .missing ? $0.key : nil }
+        }
+        return work
+    }
+
+    /// When the dispatcher has to look again, or `nil` when only an event can create work.
+    func nextDeadline() -> UInt64? {
+        var deadline: UInt64?
+        func consider(_ candidate: UInt64?) {
+            guard let candidate else { return }
+            deadline = min(deadline ?? candidate, candidate)
+        }
+        var needsPolling = mode == .inotify && directoryStatus.values.contains(.missing)
+        for registration in registrations.values {
+            consider(registration.callDeadline)
+            consider(registration.settleDeadline)
+            if !needsPolling, isPolled(registration) { needsPolling = true }
+        }
+        if needsPolling { consider(nextPoll) }
+        return deadline
+    }
+
+    /// Judges a grace that ran out.
+    ///
+    /// - Returns: Whether to call: the file is still absent, or it is back without a complete
+    ///   write having been seen (a hard link, say).
+    func settle(_ identifier: UInt64, isPresent: Bool) -> Bool {
+        guard let registration = registrations[identifier] else { return false }
+        return !isPresent || !registration.writtenSinceSettleStarted
+    }
+
+    /// Records what a poll saw.
+    ///
+    /// - Returns: Whether to call.
+    mutating func record(_ identifier: UInt64, stamp: FileStamp?) -> Bool {
+        guard var registration = registrations[identifier] else { return false }
+        defer { registrations[identifier] = registration }
+        switch (registration.baseline, stamp) {
+        case (.unknown, _):
+            registration.baseline = stamp.map(Baseline.present) ?? .absent
+            return true
+        case (.absent, nil):
+            return false
+        case (.absent, let stamp?):
+            registration.baseline = .present(stamp)
+            return true
+        case (.present, nil):
+            // Absent at one poll may be an editor's save in progress; absent at two is a deletion.
+            if registration.absentOnce {
+                registration.absentOnce = false
+                registration.baseline = .absent
+                return true
+            }
+            registration.absentOnce = true
+            return false
+        case (.present(let old), let stamp?):
+            registration.absentOnce = false
+            guard old != stamp else { return false }
+            registration.baseline = .present(stamp)
+            return true
+        }
+    }
+
+    /// A missing directory exists again: have the inotify thread try it.
+    mutating func directoryReappeared(_ directory: String) -> Bool {
+        guard directoryStatus[directory] == .missing else { return false }
+        directoryStatus[directory] = .pending
+        directoriesVersion += 1
+        return true
+    }
+
+    /// Nothing is due or pending for one registration (for tests); `true` once it is gone.
+    func isQuiet(_ identifier: UInt64) -> Bool {
+        guard let registration = registrations[identifier] else { return true }
+        return registration.callDeadline == nil && registration.settleDeadline == nil
+            && !(isPolled(registration) && registration.baseline == .unknown)
+            && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import LiveDefaults
+import TestSupport
+import Testing
+
+/// What an observer of every key received.
+final class ChangeLog: Sendable {
+    struct Entry: Equatable, CustomStringConvertible {
+        var key: String
+        var old: PropertyListValue?
+        var new: PropertyListValue?
+        var origin: ChangeOrigin
+        var description: String {
+            "\(key): \(old.map(String.init(describing:)) ?? "nil") → \(new.map(String.init(describing:)) ?? "nil") (\(origin))"
+        }
+    }
+
+    private let entries = Locked<[Entry]>([])
+    var all: [Entry] { entries.withLock { $0 } }
+    func record(_ change: DefaultsChange<PropertyListValue>) {
+        entries.withLock {
+            $0.append(Entry(key: change.key, old: change.oldValue, new: change.newValue, origin: change.origin))
+        }
+    }
+}
+
+/// A suite opened with live reload, seeded as XML (so text tools can edit it), and a log of changes.
+final class LiveSuite {
+    static let name = "com.example.live"
+    let directory: TemporaryDirectory
+    let defaults: Defaults
+    let log = ChangeLog()
+    let token: ObservationToken
+
+    var path: String { directory.file(Self.name + ".plist").path }
+
+    init(seed: [String: Any], linkedFrom linkDirectory: Bool = false) throws {
+        directory = try TemporaryDirectory()
+        let xml = try PropertyListSerialization.data(fromPropertyList: seed, format: .xml, options: 0)
+        try xml.write(to: directory.file(Self.name + ".plist"))
+        defaults = try Defaults(suiteName: Self.name, directory: directory.url)
+        let log = log
+        token = defaults.observeAll { log.record($0) }
+    }
+
+    /// Runs a shell script in the suite's directory (`$F` is the suite file).
+    func shell(_ script: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.currentDirectoryURL = directory.url
+        process.environment = ProcessInfo.processInfo.environment.merging(["F": path]) { _, new in new }
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(script): \(message)")
+    }
+
+    /// A Python one-liner that writes `values` (a Python dict literal) to `target` with plistlib.
+    static func python(write values: String, to target: String, replace: Bool = true) -> String {
+        let tmp = target + ".py-tmp"
+        return replace
+            ? "python3 -c \"import plistlib, os; plistlib.dump(\(values), open('\(tmp)', 'wb'), fmt=plistlib.FMT_XML); os.replace('\(tmp)', '\(target)')\""
+            : "python3 -c \"import plistlib; plistlib.dump(\(values), open('\(target)', 'wb'), fmt=plistlib.FMT_XML)\""
+    }
+
+    /// Adds the key "sentinel" from outside and waits for it: everything the earlier action
+    /// caused has been delivered by then (reloads are applied in order).
+    func drain() async throws {
+        try shell(
+            "python3 -c \"import plistlib, os; p='\(path)'; d=plistlib.load(open(p,'rb')) if os.path.exists(p) else {}; "
+                + "d['sentinel']=d.get('sentinel',0)+1; plistlib.dump(d, open(p+'.s','wb')); os.replace(p+'.s', p)\"")
+        let received = await eventually(within: 10) { log.all.contains { $0.key == "sentinel" } }
+        #expect(received, "the sentinel change arrived; log: \(log.all)")
+    }
+
+    /// The log without the sentinel.
+    var changes: [ChangeLog.Entry] { log.all.filter { $0.key != "sentinel" } }
+}
+
+@Suite struct LiveReloadTests {
+    nonisolated(unsafe) static let seed: [String: Any] = ["theme": "dark", "size": 12]  // never mutated
+    static let themeToLight = [
+        ChangeLog.Entry(key: "theme", old: "dark", new: "light", origin: .external)
+    ]
+
+    static let tools: [(String, String)] = [
+        ("sed -i", "sed -i 's/>dark</>light</' \"$F\""),
+        (
+            "mv",
+            LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "new.plist", replace: false)
+                + " && mv new.plist \"$F\""
+        ),
+        (
+            "cp",
+            LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "new.plist", replace: false)
+                + " && cp new.plist \"$F\""
+        ),
+        (
+            "truncate and write",
+            LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "new.plist", replace: false)
+                + " && cat new.plist > \"$F\""
+        ),
+        (
+            "python plistlib in place",
+            LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F", replace: false)
+        ),
+        ("python os.replace", LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F")),
+        ("vim in ex mode", "vim -u NONE -N -i NONE -e -s -c '%s/>dark</>light</' -c 'wq' \"$F\""),
+    ]
+
+    @Test(arguments: tools)
+    func everyWayOfSavingGivesExactlyTheChange(tool: String, script: String) async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        try suite.shell(script)
+        #expect(await eventually { suite.defaults.string(forKey: "theme") == "light" }, "\(tool) was seen")
+        try await suite.drain()
+        #expect(suite.changes == Self.themeToLight, "\(tool): \(suite.changes)")
+        #expect(suite.defaults.integer(forKey: "size") == 12)
+    }
+
+    @Test func deleteThenRecreateIsOneChangeNotAVanishing() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        try suite.shell(
+            "rm \"$F\" && " + LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F", replace: false))
+        try await suite.drain()
+        #expect(suite.changes == Self.themeToLight)
+    }
+
+    @Test func aDeletionThatStaysRemovesEveryKey() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        try suite.shell("rm \"$F\"")
+        #expect(await eventually { suite.defaults.object(forKey: "theme") == nil })
+        try await suite.drain()
+        #expect(
+            Set(suite.changes.map(\.description)) == [
+                "theme: \"dark\" → nil (external)", "size: 12 → nil (external)",
+            ])
+    }
+
+    @Test func ownWritesAreNotEchoed() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        suite.defaults.set("blue", forKey: "theme")
+        try suite.defaults.synchronize()
+        suite.defaults.set(14, forKey: "size")
+        try suite.defaults.synchronize()
+        try await suite.drain()
+        #expect(
+            suite.changes == [
+                ChangeLog.Entry(key: "theme", old: "dark", new: "blue", origin: .local),
+                ChangeLog.Entry(key: "size", old: 12, new: 14, origin: .local),
+            ])
+    }
+
+    @Test func aSymlinkedSuiteFollowsItsTarget() async throws {
+        let directory = try TemporaryDirectory()
+        let dotfiles = directory.url.appendingPathComponent("dotfiles")
+        try FileManager.default.createDirectory(at: dotfiles, withIntermediateDirectories: true)
+        let target = dotfiles.appendingPathComponent("live.plist")
+        try PropertyListSerialization.data(fromPropertyList: Self.seed, format: .xml, options: 0).write(to: target)
+        let config = directory.url.appendingPathComponent("config")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            at: config.appendingPathComponent("com.example.link.plist"), withDestinationURL: target)
+        let defaults = try Defaults(suiteName: "com.example.link", directory: config)
+        let log = ChangeLog()
+        let token = defaults.observe("theme") { log.record($0) }
+        #expect(defaults.string(forKey: "theme") == "dark")
+        // The dotfile manager replaces the target atomically: no event in the link's directory.
+        let script = LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: target.path)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        try process.run()
+        process.waitUntilExit()
+        #expect(await eventually { defaults.string(forKey: "theme") == "light" })
+        #expect(log.all == Self.themeToLight)
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: config.path + "/com.example.link.plist")
+                == target.path)
+        token.cancel()
+    }
+
+    @Test func aBadFileFromOutsideKeepsTheLastGoodValuesUntilTheNextGoodSave() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        let reported = Locked<[DefaultsError]>([])
+        DefaultsErrorReporting.setHandler { error in reported.withLock { $0.append(error) } }
+        defer { DefaultsErrorReporting.setHandler(nil) }
+        try suite.shell("printf '<plist><dict><key>theme</key><string>half' > \"$F\"")
+        #expect(await eventually { suite.defaults.lastError?.code == .corruptFile })
+        #expect(suite.defaults.string(forKey: "theme") == "dark", "the last good values stay")
+        #expect(reported.withLock { $0.contains { $0.code == .corruptFile && $0.path == suite.path } })
+        let names = try FileManager.default.contentsOfDirectory(atPath: suite.directory.path)
+        #expect(!names.contains { $0.contains(".corrupt-") }, "not moved away while a person may be editing")
+        // The person saves again, correctly.
+        try suite.shell(LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F", replace: false))
+        #expect(await eventually { suite.defaults.string(forKey: "theme") == "light" })
+        try await suite.drain()
+        #expect(suite.changes == Self.themeToLight)
+        #expect(suite.defaults.lastError == nil)
+    }
+
+    @Test func manyWritesFromAnotherProcessEndInTheFinalState() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        let tokenLast = Locked<PropertyListValue?>(nil)
+        let token = suite.defaults.observe("counter") { change in tokenLast.withLock { $0 = change.newValue } }
+        try suite.shell(
+            "python3 -c \"import plistlib, os\nfor i in range(300):\n  plistlib.dump({'theme': 'dark', 'size': 12, 'counter': i}, open('t.plist','wb'))\n  os.replace('t.plist', '\(suite.path)')\""
+        )
+        #expect(await eventually { suite.defaults.integer(forKey: "counter") == 299 })
+        #expect(await eventually { tokenLast.withLock { $0 } == 299 }, "the observer's last value is the final one")
+        // Every delivered change moved forward: reloads were applied in order.
+        let values = suite.log.all.filter { $0.key == "counter" }.compactMap { change -> Int? in
+            if case .integer(let value) = change.new { return Int(value) }
+            return nil
+        }
+        #expect(values == values.sorted())
+        token.cancel()
+    }
+}
+
+/// Watching through the `defaults watch` command in a separate process, where the watcher's
+/// process-wide set-up can be chosen.
+@Suite struct WatcherProcessTests {
+    func watch(_ directory: borrowing TemporaryDirectory, environment: [String: String] = [:]) throws -> RunningCommand
+    {
+        let runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: ["XDG_CONFIG_HOME": directory.path].merging(environment) { _, new in new })
+        return try runner.start(["watch", "com.example.watched", "--json"])
+    }
+
+    func replace(_ directory: borrowing TemporaryDirectory, _ values: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let path = directory.file("com.example.watched.plist").path
+        process.arguments = [
+            "python3", "-c",
+            "import plistlib, os; plistlib.dump(\(values), open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')",
+        ]
+        try process.run()
+        process.waitUntilExit()
+    }
+
+    @Test func pollingFallbackSeesAChange() throws {
+        let directory = try TemporaryDirectory()
+        try replace(directory, "{'theme': 'dark'}")
+        let watcher = try watch(directory, environment: ["LIVEDEFAULTS_WATCHER": "poll"])
+        defer { watcher.terminate() }
+        try watcher.waitForLine(on: .error, where: { $0.hasPrefix("Watching") }, describedAs: "the watch to start")
+        try replace(directory, "{'theme': 'light'}")
+        let line = try watcher.waitForLine(on: .output, where: { $0.contains("theme") }, describedAs: "the change")
+        #expect(
+            line == #"{"domain":"com.example.watched","key":"theme","old":"dark","new":"light","origin":"external"}"#)
+    }
+
+    @Test func queueOverflowRescansToTheRightFinalState() throws {
+        // A kernel queue of 16 events (fixed when the watcher's inotify instance is made) overflows
+        // under a burst of thousands; the rescan must still land on the final content.
+        let setting = "/proc/sys/fs/inotify/max_queued_events"
+        let original = try String(contentsOfFile: setting, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let directory = try TemporaryDirectory()
+        try replace(directory, "{'n': -1}")
+        try "16".write(toFile: setting, atomically: false, encoding: .utf8)
+        let watcher: RunningCommand
+        do {
+            defer { try? original.write(toFile: setting, atomically: false, encoding: .utf8) }
+            watcher = try watch(directory)
+            try watcher.waitForLine(on: .error, where: { $0.hasPrefix("Watching") }, describedAs: "the watch to start")
+            // The first change proves the watcher's inotify instance (with the small queue) exists.
+            try replace(directory, "{'n': 0}")
+            try watcher.waitForLine(on: .output, where: { $0.contains(#""new":0"#) }, describedAs: "the first change")
+        }
+        defer { watcher.terminate() }
+        let burst = Process()
+        burst.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let path = directory.file("com.example.watched.plist").path
+        burst.arguments = [
+            "python3", "-c",
+            """
+            import plistlib, os
+            for i in range(1, 2001):
+                open('\(directory.path)/junk-%d' % i, 'w').close()
+                if i % 100 == 0:
+                    plistlib.dump({'n': i}, open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')
+            """,
+        ]
+        try burst.run()
+        burst.waitUntilExit()
+        #expect(burst.terminationStatus == 0)
+        let last = try watcher.waitForLine(
+            on: .output, timeout: .seconds(20), where: { $0.contains(#""new":2000"#) }, describedAs: "the final value")
+        #expect(last.contains(#""key":"n""#))
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import LiveDefaults
+
+/// What a finished process printed and how it exited.
+struct CommandResult: Sendable, CustomStringConvertible {
+    var status: Int32
+    var standardOutput: String
+    var standardError: String
+
+    var description: String {
+        "exit \(status)\n--- stdout ---\n\(standardOutput)--- stderr ---\n\(standardError)"
+    }
+}
+
+/// Runs built executables as separate processes, with their own environment, and collects their output.
+///
+/// `run` waits for the process to finish; `start` returns a ``RunningCommand`` whose output can be awaited
+/// line by line with a deadline (for long-running commands such as `defaults watch`).
+struct CommandRunner: Sendable {
+    var executable: URL
+    var environment: [String: String]
+
+    /// - Parameters:
+    ///   - executable: The program to run.
+    ///   - environment: Variables set on top of this process's environment.
+    init(executable: URL, environment: [String: String] = [:]) {
+        self.executable = executable
+        self.environment = environment
+    }
+
+    /// Runs to completion and returns the exit status and everything printed.
+    func run(_ arguments: [String], standardInput: Data? = nil) throws -> CommandResult {
+        let running = try start(arguments, standardInput: standardInput)
+        return running.waitForExit()
+    }
+
+    /// Starts the process; its output is collected as it arrives.
+    func start(_ arguments: [String], standardInput: Data? = nil) throws -> RunningCommand {
+        try RunningCommand(
+            executable: executable, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+            standardInput: standardInput)
+    }
+}
+
+/// A started process whose standard output and error are read as they arrive.
+final class RunningCommand: Sendable {
+    enum Stream: Sendable { case output, error }
+
+    struct Timeout: Error, CustomStringConvertible {
+        var waitingFor: String
+        var output: String
+        var error: String
+        var description: String {
+            "timed out waiting for \(waitingFor)\n--- stdout ---\n\(output)--- stderr ---\n\(error)"
+        }
+    }
+
+    private struct Buffers {
+        var output = Data()
+        var error = Data()
+        var openStreams = 2
+    }
+
+    /// The output read so far, shared with the pipes' reading handlers.
+    private final class Collected: Sendable {
+        let buffers = Locked(Buffers())  // Not Mutex: the thread sanitizer cannot see its futex.
+        let arrived = DispatchSemaphore(value: 0)
+    }
+
+    private let process = Process()
+    private let collected = Collected()
+
+    fileprivate init(executable: URL, arguments: [String], environment: [String: String], standardInput: Data?) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        let input = Pipe()
+        process.standardInput = input
+        for (pipe, stream) in [(output, Stream.output), (error, Stream.error)] {
+            pipe.fileHandleForReading.readabilityHandler = { [collected] handle in
+                let chunk = handle.availableData
+                collected.buffers.withLock { buffers in
+                    if chunk.isEmpty {
+                        handle.readabilityHandler = nil
+                        buffers.openStreams -= 1
+                    } else if stream == .output {
+                        buffers.output.append(chunk)
+                    } else {
+                        buffers.error.append(chunk)
+                    }
+                }
+                collected.arrived.signal()
+            }
+        }
+        try process.run()
+        if let standardInput { input.fileHandleForWriting.write(standardInput) }
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// Everything printed so far on `stream`.
+    func text(of stream: Stream) -> String {
+        collected.buffers.withLock { String(decoding: stream == .output ? $0.output : $0.error, as: UTF8.self) }
+    }
+
+    /// Waits until a complete line on `stream` satisfies `predicate`, and returns it.
+    ///
+    /// - Throws: ``Timeout`` (with everything printed so far) when `timeout` passes first.
+    @discardableResult
+    func waitForLine(
+        on stream: Stream, timeout: Duration = .seconds(10), where predicate: (String) -> Bool,
+        describedAs what: String = "a matching line"
+    ) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let lines = text(of: stream).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            if let line = lines.first(where: { predicate(String($0)) }) { return String(line) }
+            let remaining = deadline - ContinuousClock.now
+            if remaining <= .zero {
+                throw Timeout(waitingFor: what, output: text(of: .output), error: text(of: .error))
+            }
+            let milliseconds = Int(
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
+            _ = collected.arrived.wait(timeout: .now() + .milliseconds(max(1, milliseconds)))
+        }
+    }
+
+    /// Waits for the process to exit and for its output to be read to the end.
+    func waitForExit() -> CommandResult {
+        process.waitUntilExit()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while collected.buffers.withLock({ $0.openStreams > 0 }), ContinuousClock.now < deadline {
+            _ = collected.arrived.wait(timeout: .now() + .milliseconds(100))
+        }
+        return CommandResult(
+            status: process.terminationStatus, standardOutput: text(of: .output), standardError: text(of: .error))
+    }
+
+    /// Stops the process (SIGTERM) and waits for it.
+    func terminate() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+@testable import LiveDefaults
+
+@Suite struct DefaultsCommandParsingTests {
+    @Test(
+        arguments: [
+            (["read"], DefaultsCommand.readAll),
+            (["READ", "com.x"], .read(.named("com.x"), key: nil)),
+            (["-currentHost", "read", "-g", "k"], .read(.global, key: "k")),
+            (["-host", "box", "read", "NSGlobalDomain"], .read(.global, key: nil)),
+            (["read", "./prefs/Info"], .read(.path("./prefs/Info.plist"), key: nil)),
+            (["read", "/etc/x.plist", "k"], .read(.path("/etc/x.plist"), key: "k")),
+            (["read-type", "com.x", "k"], .readType(.named("com.x"), key: "k")),
+            (["write", "com.x", "k", "-int", "3"], .write(.named("com.x"), key: "k", .set(.integer(3)))),
+            (["write", "com.x", "k", "-5"], .write(.named("com.x"), key: "k", .set("-5"))),
+            (["write", "com.x", "k", "-"], .write(.named("com.x"), key: "k", .set("-"))),
+            (
+                ["write", "com.x", "k", "-array-add", "a", "-bool", "no"],
+                .write(.named("com.x"), key: "k", .arrayAdd(["a", .bool(false)]))
+            ),
+            (
+                ["write", "com.x", "k", "-dict-add", "a", "(1)"],
+                .write(.named("com.x"), key: "k", .dictionaryAdd(["a": ["1"]]))
+            ),
+            (["write", "com.x", "{a = b;}"], .writeDomain(.named("com.x"), ["a": "b"])),
+            (["rename", "com.x", "a", "b"], .rename(.named("com.x"), from: "a", to: "b")),
+            (["remove", "com.x"], .delete(.named("com.x"), key: nil)),
+            (["domains"], .domains),
+            (["find", "word"], .find("word")),
+            (["import", "com.x", "-"], .importDomain(.named("com.x"), source: "-")),
+            (["export", "com.x", "/tmp/o.plist"], .exportDomain(.named("com.x"), destination: "/tmp/o.plist")),
+            (["watch", "com.x", "a", "--json", "b"], .watch(.named("com.x"), keys: ["a", "b"], json: true)),
+            (["help"], .help),
+        ] as [([String], DefaultsCommand)])
+    func parses(arguments: [String], expected: DefaultsCommand) throws {
+        #expect(try DefaultsCommand.parse(arguments) == expected)
+    }
+
+    @Test func errorsQuoteTheUsageOfTheVerb() throws {
+        let error = try #require(throws: CommandLineError.self) {
+            try DefaultsCommand.parse(["rename", "com.x", "a"])
+        }
+        #expect(
+            error.line
+                == "defaults: missing new key. Usage: defaults rename <domain> <old_key> <new_key> (see 'defaults help')"
+        )
+    }
+
+    @Test func helpIsGeneratedFromTheVerbTable() {
+        for verb in CommandVerb.all {
+            for form in verb.forms {
+                #expect(CommandVerb.helpText.contains(form.summary), "\(verb.name)")
+            }
+        }
+        for flag in ValueArguments.Flag.all {
+            #expect(CommandVerb.helpText.contains("  \(flag.helpName) \(flag.helpArguments)\n"))
+        }
+    }
+}
+
+@Suite struct WatchReportTests {
+    @Test func humanLineQuotesWhatNeedsItAndMarksAbsentValues() {
+        let report = WatchReport(
+            domain: "d", key: "the key", oldValue: nil, newValue: ["a b": [1, true]], origin: "external")
+        #expect(report.line == #""the key": (none) → {"a b" = (1, 1); } (external)"#)
+    }
+
+    @Test func jsonLineMapsEveryKindOfValue() throws {
+        let report = WatchReport(
+            domain: "d\"q", key: "k\n", oldValue: .data(Data([1, 2])),
+            newValue: [
+                "s": "x", "i": -1, "u": .unsignedInteger(.max), "r": 1.5, "b": false,
+                "t": .date(Date(timeIntervalSince1970: 0)), "nan": .real(.nan), "l": ["y"],
+            ], origin: "local")
+        #expect(
+            report.jsonLine
+                == #"{"domain":"d\"q","key":"k\n","old":"AQI=","new":{"b":false,"i":-1,"l":["y"],"nan":"nan","#
+                + #""r":1.5,"s":"x","t":"1970-01-01T00:00:00Z","u":18446744073709551615},"origin":"local"}"#)
+        #expect(try JSONSerialization.jsonObject(with: Data(report.jsonLine.utf8)) is [String: Any])
+    }
+}

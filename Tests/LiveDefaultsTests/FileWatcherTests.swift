@@ -1,0 +1,447 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+/// The calls one watch received: when, and whether the file existed at that moment.
+private final class CallRecorder: Sendable {
+    struct Call: Sendable {
+        var time: ContinuousClock.Instant
+        var fileExisted: Bool
+    }
+
+    let path: String
+    private let calls = Locked<[Call]>([])
+
+    init(path: String) {
+        self.path = path
+    }
+
+    var onChange: @Sendable () -> Void {
+        { [self] in
+            let existed = FileManager.default.fileExists(atPath: path)
+            calls.withLock { $0.append(Call(time: .now, fileExisted: existed)) }
+        }
+    }
+
+    var count: Int { calls.withLock { $0.count } }
+    var all: [Call] { calls.withLock { $0 } }
+}
+
+/// Runs `body` with the path of a fresh directory, removed when `body` is done.
+private func withTemporaryDirectory<Result>(_ body: (String) async throws -> Result) async throws -> Result {
+    let directory = try TemporaryDirectory()
+    let result = try await body(directory.path)
+    _ = consume directory
+    return result
+}
+
+/// Watches `path` and waits for the first call, which every watch gets once it is in place.
+private func startWatching(
+    _ path: String, with watcher: FileWatcher = .shared
+) async throws -> (FileWatch, CallRecorder) {
+    let recorder = CallRecorder(path: path)
+    let watch = watcher.watch(path: path, onChange: recorder.onChange)
+    try #require(await eventually(within: 5) { recorder.count >= 1 && watch.isQuiet })
+    return (watch, recorder)
+}
+
+/// Waits until `recorder` has `expected` calls and the watch has nothing pending, then checks
+/// that no more came.
+private func expectCalls(
+    _ expected: Int, _ recorder: CallRecorder, _ watch: FileWatch, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let settled = await eventually(within: 5) { recorder.count >= expected && watch.isQuiet }
+    #expect(settled, "waiting for \(expected) calls", sourceLocation: sourceLocation)
+    #expect(recorder.count == expected, sourceLocation: sourceLocation)
+}
+
+/// Writes `text` to `path`: in place (truncate and write), or atomically the way the store does
+/// it — a temporary file in the same directory, closed, then renamed over the file.
+///
+/// (Foundation's `.atomic` renames the temporary file before closing it, which gives two events
+/// a few milliseconds apart and so, legitimately, sometimes two calls.)
+private func write(_ text: String, to path: String, atomically: Bool) throws {
+    guard atomically else {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return
+    }
+    let temporary = path + ".tmp-\(UUID().uuidString)"
+    try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+    try #require(rename(temporary, path) == 0)
+}
+
+/// Runs a command-line tool and waits for it.
+private func run(_ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    try process.run()
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "\(arguments) failed")
+}
+
+@Suite(.serialized) struct FileWatcherTests {
+    @Test func sharedWatcherUsesInotify() {
+        #expect(FileWatcher.shared.mode == .inotify)
+    }
+
+    @Test func atomicReplaceGivesOneCall() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            try write("two", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+            #expect(recorder.all.allSatisfy { $0.fileExisted })
+        }
+    }
+
+    @Test func truncateAndWriteGivesOneCall() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: Data("two, longer".utf8))
+            try handle.close()
+            await expectCalls(2, recorder, watch)
+        }
+    }
+
+    @Test func fileCreatedAfterWatchGivesOneCall() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/new.plist"
+            let (watch, recorder) = try await startWatching(path)
+            #expect(recorder.all.first?.fileExisted == false)
+            try write("created", to: path, atomically: false)
+            await expectCalls(2, recorder, watch)
+            #expect(recorder.all.last?.fileExisted == true)
+        }
+    }
+
+    /// An editor saving: the file is absent only for a moment, which must not count as a deletion.
+    @Test(arguments: ["remove then write", "rename to backup then write (vim)"])
+    func briefAbsenceGivesOneCallWithTheFilePresent(pattern: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            if pattern.hasPrefix("rename") {
+                try FileManager.default.moveItem(atPath: path, toPath: path + "~")
+                try write("two", to: path, atomically: false)
+                try FileManager.default.removeItem(atPath: path + "~")
+            } else {
+                try FileManager.default.removeItem(atPath: path)
+                try write("two", to: path, atomically: false)
+            }
+            await expectCalls(2, recorder, watch)
+            #expect(recorder.all.allSatisfy { $0.fileExisted })
+        }
+    }
+
+    @Test func deletionThatStaysGivesOneCallAfterTheGrace() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            let deleted = ContinuousClock.now
+            try FileManager.default.removeItem(atPath: path)
+            await expectCalls(2, recorder, watch)
+            let call = try #require(recorder.all.last)
+            #expect(!call.fileExisted)
+            #expect(call.time - deleted >= FileWatcher.deletionGrace)
+            // Coming back is a change again.
+            try write("back", to: path, atomically: false)
+            await expectCalls(3, recorder, watch)
+        }
+    }
+
+    @Test func otherFilesInTheDirectoryGiveNoCall() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            let other = directory + "/other.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            // A second watch on the other file proves when its events have been handled.
+            let (otherWatch, otherRecorder) = try await startWatching(other)
+            try write("other", to: other, atomically: true)
+            try write("other, again", to: other, atomically: false)
+            try write("temporary", to: directory + "/suite.plist.tmp", atomically: false)
+            try FileManager.default.removeItem(atPath: directory + "/suite.plist.tmp")
+            #expect(await eventually(within: 5) { otherRecorder.count >= 2 && otherWatch.isQuiet })
+            #expect(recorder.count == 1)
+            try write("two", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+        }
+    }
+
+    @Test func symbolicLinkIntoAnotherDirectoryFollowsItsTarget() async throws {
+        try await withTemporaryDirectory { directory in
+            let links = directory + "/links"
+            let targets = directory + "/targets"
+            try FileManager.default.createDirectory(atPath: links, withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(atPath: targets, withIntermediateDirectories: false)
+            let path = links + "/suite.plist"
+            try write("one", to: targets + "/real.plist", atomically: false)
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../targets/real.plist")
+            let (watch, recorder) = try await startWatching(path)
+            try write("two", to: targets + "/real.plist", atomically: true)
+            await expectCalls(2, recorder, watch)
+
+            // Re-pointing the link atomically is a change, and the new target is watched from then on.
+            try write("three", to: targets + "/other.plist", atomically: false)
+            try FileManager.default.createSymbolicLink(
+                atPath: links + "/new-link", withDestinationPath: targets + "/other.plist")
+            try run(["mv", "-T", links + "/new-link", path])
+            await expectCalls(3, recorder, watch)
+            try write("four", to: targets + "/other.plist", atomically: true)
+            await expectCalls(4, recorder, watch)
+            #expect(recorder.all.allSatisfy { $0.fileExisted })
+        }
+    }
+
+    @Test func pollingWatcherSeesChangesAndDeletions() async throws {
+        let watcher = FileWatcher(forcePolling: true)
+        #expect(watcher.mode == .polling)
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path, with: watcher)
+            try write("two, longer", to: path, atomically: false)
+            await expectCalls(2, recorder, watch)
+            try FileManager.default.removeItem(atPath: path)
+            await expectCalls(3, recorder, watch)
+            #expect(recorder.all.last?.fileExisted == false)
+        }
+    }
+
+    @Test func cancelStopsCalls() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (cancelled, cancelledRecorder) = try await startWatching(path)
+            let (watch, recorder) = try await startWatching(path)
+            cancelled.cancel()
+            cancelled.cancel()
+            try write("two", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+            #expect(cancelledRecorder.count == 1)
+        }
+    }
+
+    @Test func droppingTheWatchCancelsIt() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            var (dropped, droppedRecorder): (FileWatch?, CallRecorder) = try await startWatching(path)
+            #expect(dropped != nil)
+            dropped = nil
+            let (watch, recorder) = try await startWatching(path)
+            try write("two", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+            #expect(droppedRecorder.count == 1)
+        }
+    }
+
+    @Test func manyFilesInOneDirectory() async throws {
+        try await withTemporaryDirectory { directory in
+            let paths = (0..<40).map { directory + "/suite-\($0).plist" }
+            // Written before the directory is watched, so no event of theirs can arrive late.
+            for path in paths { try write("one", to: path, atomically: false) }
+            var watches: [(FileWatch, CallRecorder)] = []
+            for path in paths { watches.append(try await startWatching(path)) }
+            for path in paths { try write("two", to: path, atomically: true) }
+            for (watch, recorder) in watches { await expectCalls(2, recorder, watch) }
+        }
+    }
+
+    /// A watch made while the inotify thread is blocked waiting for events is in place at once.
+    @Test func changeOneMillisecondAfterWatchIsSeen() async throws {
+        try await withTemporaryDirectory { directory in
+            let fresh = directory + "/fresh"  // a directory nobody watches yet
+            try FileManager.default.createDirectory(atPath: fresh, withIntermediateDirectories: false)
+            let path = fresh + "/suite.plist"
+            let recorder = CallRecorder(path: path)
+            let watch = FileWatcher.shared.watch(path: path, onChange: recorder.onChange)
+            usleep(1000)  // the scenario under test (a change 1 ms later), not synchronisation
+            let written = ContinuousClock.now
+            try write("one", to: path, atomically: true)
+            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > written && $0.fileExisted } })
+            let latency = try #require(recorder.all.first { $0.time > written }).time - written
+            #expect(latency < .milliseconds(500))
+            #expect(await eventually(within: 5) { watch.isQuiet })
+        }
+    }
+
+    @Test func deletedAndRecreatedDirectoryIsWatchedAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            let suites = directory + "/suites"
+            try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
+            let path = suites + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            try FileManager.default.removeItem(atPath: suites)
+            await expectCalls(2, recorder, watch)
+            #expect(recorder.all.last?.fileExisted == false)
+            try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
+            try write("two", to: path, atomically: false)
+            #expect(await eventually(within: 5) { recorder.all.last?.fileExisted == true && watch.isQuiet })
+            let count = recorder.count
+            try write("three", to: path, atomically: true)
+            await expectCalls(count + 1, recorder, watch)
+        }
+    }
+
+    @Test(arguments: ["sed", "mv", "python3"])
+    func realToolsGiveOneCall(tool: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            switch tool {
+            case "sed":
+                try run(["sed", "-i", "s/one/two/", path])
+            case "mv":
+                try write("two", to: directory + "/incoming", atomically: false)
+                try run(["mv", directory + "/incoming", path])
+            default:
+                try write("two", to: directory + "/incoming", atomically: false)
+                try run([
+                    "python3", "-c", "import os, sys; os.replace(sys.argv[1], sys.argv[2])", directory + "/incoming",
+                    path,
+                ])
+            }
+            await expectCalls(2, recorder, watch)
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "two" || tool == "sed")
+        }
+    }
+
+    @Test func lowestFreeDescriptorIsTheNextOneOpened() throws {
+        let probed = try #require(InotifyDescriptorCheck.lowestFreeDescriptor())
+        let opened = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(opened) }
+        #expect(probed == opened)
+        _ = FileWatcher.shared.mode
+        let inotify = try #require(InotifyDescriptorCheck.inotifyDescriptors())
+        #expect(inotify.allSatisfy { $0 < InotifyDescriptorCheck.selectLimit })
+        #expect(!inotify.isEmpty)
+    }
+}
+
+/// The rules of the registry, without threads or files.
+@Suite struct FileWatcherRegistryTests {
+    private func registry() -> WatchRegistry {
+        WatchRegistry(
+            mode: .inotify, coalescingWindow: .milliseconds(5), deletionGrace: .milliseconds(100),
+            pollInterval: .milliseconds(250))
+    }
+
+    private let path = WatchedPath(
+        path: "/d/f", link: WatchedEntry(directory: "/d", name: "f"), target: nil)
+
+    @Test func overflowCallsEveryWatchedFile() {
+        var registry = registry()
+        let first = registry.add(path, onChange: {}, now: 0).identifier
+        let second = registry.add(WatchedPath.resolve("/e/g"), onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = registry.apply(.directoryArmed("/e"), now: 0)
+        _ = registry.takeDueWork(now: 1)
+        let applied = registry.apply(.overflow, now: 10)
+        #expect(applied)
+        let work = registry.takeDueWork(now: 10 + 5_000_000)
+        #expect(Set(work.calls) == [first, second])
+    }
+
+    @Test func burstsAreCoalesced() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = registry.takeDueWork(now: 1)
+        for offset in 0..<4 {
+            _ = registry.apply(.entry(path.link, .written), now: 100 + UInt64(offset) * 1_000_000)
+        }
+        let early = registry.takeDueWork(now: 100 + 4_000_000)
+        let due = registry.takeDueWork(now: 100 + 5_000_000)
+        #expect(early.calls.isEmpty)
+        #expect(due.calls == [identifier])
+        #expect(registry.nextDeadline() == nil)
+    }
+
+    @Test func removalCancelsAPendingCallUntilTheGraceRunsOut() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = registry.takeDueWork(now: 1)
+        _ = registry.apply(.entry(path.link, .written), now: 10)
+        _ = registry.apply(.entry(path.link, .removed), now: 20)
+        let duringGrace = registry.takeDueWork(now: 20 + 50_000_000)
+        #expect(duringGrace.calls.isEmpty)
+        let work = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        // Back without a complete write (a hard link): call. Back and written: the write's call suffices.
+        #expect(registry.settle(identifier, isPresent: true))
+        _ = registry.apply(.entry(path.link, .removed), now: 200_000_000)
+        _ = registry.apply(.entry(path.link, .written), now: 201_000_000)
+        #expect(!registry.settle(identifier, isPresent: true))
+        #expect(registry.settle(identifier, isPresent: false))
+    }
+
+    @Test func otherNamesAreIgnored() {
+        var registry = registry()
+        _ = registry.add(path, onChange: {}, now: 0)
+        let otherName = registry.apply(.entry(WatchedEntry(directory: "/d", name: "f.tmp"), .written), now: 0)
+        let otherDirectory = registry.apply(.entry(WatchedEntry(directory: "/x", name: "f"), .written), now: 0)
+        #expect(!otherName)
+        #expect(!otherDirectory)
+    }
+
+    @Test(arguments: [
+        ("/a/b/../c//d/./e", "/a/c/d", "e"),
+        ("/f", "/", "f"),
+        ("/a/b/", "/a", "b"),
+    ])
+    func pathsAreSplitLexically(path: String, directory: String, name: String) {
+        let watched = WatchedPath.resolve(path)
+        #expect(watched.link == WatchedEntry(directory: directory, name: name))
+        #expect(watched.target == nil)
+    }
+}
+
+/// Runs only on request, because it must be the first use of ``FileWatcher/shared`` in its process:
+/// `LIVEDEFAULTS_WATCHER_HIGH_DESCRIPTORS=1 swift test --filter FileWatcherHighDescriptorTests`.
+@Suite struct FileWatcherHighDescriptorTests {
+    private final class Reports: Sendable {
+        let errors = Locked<[DefaultsError]>([])
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER_HIGH_DESCRIPTORS"] != nil))
+    func descriptorsFrom1024OnFallBackToPolling() async throws {
+        var opened: [Int32] = []
+        defer { opened.forEach { close($0) } }
+        while let next = InotifyDescriptorCheck.lowestFreeDescriptor(), next < InotifyDescriptorCheck.selectLimit + 10 {
+            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            try #require(descriptor >= 0)
+            opened.append(descriptor)
+        }
+        let reports = Reports()
+        DefaultsErrorReporting.setHandler { error in reports.errors.withLock { $0.append(error) } }
+        defer { DefaultsErrorReporting.setHandler(nil) }
+
+        #expect(FileWatcher.shared.mode == .polling)
+        #expect(await eventually(within: 5) { reports.errors.withLock { !$0.isEmpty } })
+        let errors = reports.errors.withLock { $0 }
+        #expect(errors.count == 1)
+        #expect(errors.first?.code == .watchingDegraded)
+        #expect(errors.first?.message.contains("1024") == true)
+
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            try write("two, longer", to: path, atomically: true)
+            await expectCalls(2, recorder, watch)
+        }
+    }
+}
