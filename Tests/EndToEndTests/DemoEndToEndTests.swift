@@ -164,7 +164,7 @@ import Testing
         #expect(file["theme"] as? String == "dark")
     }
 
-    // Needs the live file watcher: until it is in main, changes by other processes are not seen.
+    // Relies on the file watcher: another process's writes reach the demo only through it.
     @Test func liveModeFollowsChangesMadeByAnotherProcess() async throws {
         let directory = try TemporaryDirectory()
         let demo = try RunningProduct("onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path])
