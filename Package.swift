@@ -17,13 +17,19 @@ let package = Package(
         ),
         .target(name: "LiveDefaults", dependencies: ["CInotifyTools"], path: "Sources/LiveDefaults"),
         .executableTarget(name: "defaults", dependencies: ["LiveDefaults"], path: "Sources/defaults"),
-        .executableTarget(name: "OnboardingDemo", dependencies: ["LiveDefaults"], path: "Demo"),
+        // The onboarding demo: its state model, answers and rendering in a library the tests use,
+        // and a thin executable that does the terminal, the signals and standard input.
+        .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
+        .executableTarget(
+            name: "OnboardingDemo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
         .executableTarget(name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks"),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by both test targets (temporary directories, waiting with a deadline).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
+        .testTarget(
+            name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
         .testTarget(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.

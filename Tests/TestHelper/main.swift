@@ -97,6 +97,30 @@ case "set-and-exit":
     defaults.set(arguments[4], forKey: arguments[3])
     exit(0)
 
+case "set":
+    // set <dir> <suite> <key> <value>: sets one key and synchronizes, as another program would.
+    // The value is read as true/false, an integer, a real, else taken as a string.
+    let defaults = open(1)
+    guard arguments.count == 5 else { fail("set <dir> <suite> <key> <value>") }
+    let text = arguments[4]
+    let value: PropertyListValue =
+        switch text {
+        case "true": .bool(true)
+        case "false": .bool(false)
+        default: Int64(text).map(PropertyListValue.integer) ?? Double(text).map(PropertyListValue.real) ?? .string(text)
+        }
+    defaults.set(value, forKey: arguments[3])
+    do { try defaults.synchronize() } catch { fail("\(error)") }
+    say("done")
+
+case "remove":
+    // remove <dir> <suite> <key>: removes one key and synchronizes.
+    let defaults = open(1)
+    guard arguments.count == 4 else { fail("remove <dir> <suite> <key>") }
+    defaults.removeObject(forKey: arguments[3])
+    do { try defaults.synchronize() } catch { fail("\(error)") }
+    say("done")
+
 case "file-size-limit":
     // file-size-limit <dir> <suite>: with a 64 KB file-size limit (ulimit -f), a flush of a larger
     // suite must throw, keep the old file and the values; after the limit is lifted it must succeed.

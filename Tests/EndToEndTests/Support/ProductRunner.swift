@@ -1,4 +1,6 @@
 import Foundation
+import LiveDefaults
+import TestSupport
 
 /// Runs the package's built executables (they sit next to the test bundle) as separate processes.
 enum ProductRunner {
@@ -59,5 +61,73 @@ enum ProductRunner {
         return Result(
             status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
             standardError: String(decoding: errorData, as: UTF8.self))
+    }
+}
+
+/// A product started with a standard input pipe kept open, whose output is collected as it comes,
+/// so a test can wait for a line, write more input, or send a signal.
+// Safe as Sendable: `process` and the pipes are only started, signalled and closed (thread-safe
+// operations), and the collected output is guarded by a lock.
+final class RunningProduct: @unchecked Sendable {
+    let process: Process
+    private let input = Pipe()
+    private let collected = Locked((output: "", error: ""))
+    private let drained = DispatchGroup()
+
+    /// Starts `product` with `arguments`; its environment is this process's plus `environment`.
+    init(_ product: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        let (process, output, error) = try ProductRunner.start(
+            product, arguments, environment: environment, standardInput: input.fileHandleForReading)
+        self.process = process
+        for (pipe, isError) in [(output, false), (error, true)] {
+            DispatchQueue.global().async(group: drained) { [collected] in
+                while true {
+                    let data = pipe.fileHandleForReading.availableData
+                    if data.isEmpty { return }
+                    let text = String(decoding: data, as: UTF8.self)
+                    collected.withLock { if isError { $0.error += text } else { $0.output += text } }
+                }
+            }
+        }
+    }
+
+    /// Everything written to standard output so far.
+    var standardOutput: String { collected.withLock { $0.output } }
+    /// Everything written to standard error so far.
+    var standardError: String { collected.withLock { $0.error } }
+
+    /// Writes `text` to the product's standard input.
+    func write(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    /// Closes the product's standard input (it reads end of file).
+    func closeInput() throws {
+        try input.fileHandleForWriting.close()
+    }
+
+    /// Waits until the standard output so far satisfies `condition`, for at most `seconds`.
+    func waitForOutput(within seconds: Double = 10, _ condition: (String) -> Bool) async -> Bool {
+        await eventually(within: seconds) { condition(standardOutput) }
+    }
+
+    /// Sends `signal` to the product.
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for the product to exit, for at most `seconds`; its status, or nil (then it is killed).
+    func waitForExit(within seconds: Double = 10) async -> Int32? {
+        guard await eventually(within: seconds, { !process.isRunning }) else {
+            send(SIGKILL)
+            return nil
+        }
+        process.waitUntilExit()
+        drained.wait()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }

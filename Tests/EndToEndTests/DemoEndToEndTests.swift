@@ -1,0 +1,204 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The built `onboarding-demo` run as a user runs it: piped answers, later launches, `--live` with
+/// another process changing the suite, signals.
+@Suite struct DemoEndToEndTests {
+    static let suite = "com.example.onboarding"
+
+    /// Runs the demo once in `directory` (as `XDG_CONFIG_HOME`) with `input` piped in.
+    private func runDemo(
+        _ arguments: [String] = [], input: String, in directory: borrowing TemporaryDirectory
+    ) throws -> ProductRunner.Result {
+        try ProductRunner.run(
+            "onboarding-demo", arguments, environment: ["XDG_CONFIG_HOME": directory.path], input: Data(input.utf8))
+    }
+
+    /// The suite file as Foundation reads it, straight from the disk.
+    private func suiteFile(in directory: borrowing TemporaryDirectory) throws -> [String: Any] {
+        let data = try Data(contentsOf: directory.file("\(Self.suite).plist"))
+        return try #require(try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])
+    }
+
+    /// Sets or removes a key from another process (TestHelper), as `defaults write` would.
+    private func helper(_ arguments: [String], in directory: borrowing TemporaryDirectory) throws {
+        let command = arguments[0]
+        let result = try ProductRunner.run(
+            "TestHelper", [command, directory.path, Self.suite] + arguments.dropFirst())
+        #expect(result.status == 0, "TestHelper \(arguments): \(result.standardError)")
+    }
+
+    /// The plain frames in `output`, each starting with its `==== title ====` line.
+    private func frames(_ output: String) -> [String] {
+        output.components(separatedBy: "==== ").dropFirst().map { "==== " + $0 }
+    }
+
+    private func titles(_ output: String) -> [String] {
+        frames(output).map { String($0.prefix { $0 != "\n" }) }
+    }
+
+    @Test func firstLaunchCompletesOnboardingFromPipedAnswersAndWritesTheFlags() throws {
+        let directory = try TemporaryDirectory()
+        let result = try runDemo(input: "Anna\ndark\nyes\n", in: directory)
+
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.isEmpty)
+        #expect(!result.standardOutput.contains("\u{1B}"), "no escape codes when input is piped")
+        #expect(
+            titles(result.standardOutput) == [
+                "==== Welcome (1/4) ====", "==== Your name (2/4) ====", "==== Theme (3/4) ====",
+                "==== Notifications (4/4) ====", "==== Main screen ====",
+            ])
+        let main = try #require(frames(result.standardOutput).last)
+        #expect(main.contains("Welcome, Anna!"))
+        #expect(main.contains("Theme          dark"))
+        #expect(main.contains("Notifications  on"))
+        #expect(main.contains("Launches       1"))
+
+        let file = try suiteFile(in: directory)
+        #expect(file["has_seen_onboarding"] as? Bool == true)
+        #expect(file["username"] as? String == "Anna")
+        #expect(file["theme"] as? String == "dark")
+        #expect(file["notifications_enabled"] as? Bool == true)
+        #expect(file["launch_count"] as? Int == 1)
+        #expect(file["last_version"] as? String == "1.0.0")
+        let date = try #require(file["first_launch_date"] as? Date)
+        #expect(abs(date.timeIntervalSinceNow) < 120)
+    }
+
+    @Test func secondLaunchSkipsOnboardingWithLaunchCountTwo() throws {
+        let directory = try TemporaryDirectory()
+        let first = try runDemo(input: "Anna\nlight\nno\n", in: directory)
+        #expect(first.status == 0, "\(first.standardError)")
+        let firstDate = try suiteFile(in: directory)["first_launch_date"] as? Date
+
+        let second = try runDemo(input: "", in: directory)
+        #expect(second.status == 0, "\(second.standardError)")
+        #expect(titles(second.standardOutput) == ["==== Main screen ===="])
+        #expect(second.standardOutput.contains("Welcome back, Anna!"))
+        #expect(second.standardOutput.contains("Launches       2"))
+        #expect(second.standardOutput.contains("Theme          light"))
+        #expect(second.standardOutput.contains("Notifications  off"))
+
+        let file = try suiteFile(in: directory)
+        #expect(file["launch_count"] as? Int == 2)
+        #expect(file["first_launch_date"] as? Date == firstDate)
+    }
+
+    @Test func anUnknownThemeIsAskedAgainWithTheChoices() throws {
+        let directory = try TemporaryDirectory()
+        let result = try runDemo(input: "Anna\npurple\nLight\ny\n", in: directory)
+
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(titles(result.standardOutput).filter { $0 == "==== Theme (3/4) ====" }.count == 2)
+        #expect(result.standardOutput.contains("! Unknown theme \"purple\". Choose one of: system, light, dark."))
+        #expect(try suiteFile(in: directory)["theme"] as? String == "light")
+    }
+
+    @Test func inputEndingDuringOnboardingFailsAndWritesNoChoice() throws {
+        let directory = try TemporaryDirectory()
+        let result = try runDemo(input: "Anna\ndark\n", in: directory)
+
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("standard input ended before onboarding was finished"))
+        let file = try suiteFile(in: directory)
+        #expect(file["has_seen_onboarding"] == nil)
+        #expect(file["username"] == nil)
+        #expect(file["theme"] == nil)
+        #expect(file["launch_count"] as? Int == 1, "the launch itself is counted")
+    }
+
+    @Test func resetRunsOnboardingAgainAndKeepsTheLaunchCount() throws {
+        let directory = try TemporaryDirectory()
+        #expect(try runDemo(input: "Anna\ndark\nyes\n", in: directory).status == 0)
+        let result = try runDemo(["--reset"], input: "Bob\n\n\n", in: directory)
+
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(titles(result.standardOutput).first == "==== Welcome (1/4) ====")
+        #expect(result.standardOutput.contains("What should we call you? [Anna]"))
+        let file = try suiteFile(in: directory)
+        #expect(file["username"] as? String == "Bob")
+        #expect(file["theme"] as? String == "dark", "an empty answer keeps the current choice")
+        #expect(file["notifications_enabled"] as? Bool == true)
+        #expect(file["launch_count"] as? Int == 2)
+        #expect(file["has_seen_onboarding"] as? Bool == true)
+    }
+
+    @Test func anArgumentOverridesASettingForOneRunOnly() throws {
+        let directory = try TemporaryDirectory()
+        #expect(try runDemo(input: "Anna\ndark\nyes\n", in: directory).status == 0)
+        let overridden = try runDemo(["-theme", "light"], input: "", in: directory)
+        #expect(overridden.status == 0, "\(overridden.standardError)")
+        #expect(overridden.standardOutput.contains("Theme          light"))
+        #expect(try suiteFile(in: directory)["theme"] as? String == "dark")
+    }
+
+    @Test func aBadOptionPrintsOneLineAndTheUsage() throws {
+        let directory = try TemporaryDirectory()
+        let result = try runDemo(["--bogus"], input: "", in: directory)
+        #expect(result.status == 2)
+        #expect(result.standardOutput.isEmpty)
+        let lines = result.standardError.split(separator: "\n")
+        #expect(lines.first == "onboarding-demo: unknown argument '--bogus'")
+        #expect(lines.dropFirst().first?.hasPrefix("usage: onboarding-demo") == true)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("\(Self.suite).plist").path))
+
+        let help = try runDemo(["--help"], input: "", in: directory)
+        #expect(help.status == 0)
+        #expect(help.standardOutput.hasPrefix("usage: onboarding-demo"))
+    }
+
+    @Test func ctrlCOnTheLiveMainScreenExitsCleanlyAndLosesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let demo = try RunningProduct("onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path])
+        demo.write("Anna\ndark\nyes\n")
+        #expect(await demo.waitForOutput { $0.contains("==== Main screen ====") }, "\(demo.standardOutput)")
+        // At once, before the background flush is due: the exit must write it.
+        demo.send(SIGINT)
+
+        #expect(await demo.waitForExit() == 0, "\(demo.standardError)")
+        let file = try suiteFile(in: directory)
+        #expect(file["has_seen_onboarding"] as? Bool == true)
+        #expect(file["username"] as? String == "Anna")
+        #expect(file["theme"] as? String == "dark")
+    }
+
+    // Relies on the file watcher: another process's writes reach the demo only through it.
+    @Test func liveModeFollowsChangesMadeByAnotherProcess() async throws {
+        let directory = try TemporaryDirectory()
+        let demo = try RunningProduct("onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path])
+        demo.write("Anna\ndark\nyes\n")
+        try #require(await demo.waitForOutput { $0.contains("==== Main screen ====") }, "\(demo.standardOutput)")
+        #expect(demo.process.isRunning, "--live stays on the main screen")
+        #expect(try suiteFile(in: directory)["username"] as? String == "Anna")
+
+        // Another process changes the theme: a new frame shows it.
+        try helper(["set", "theme", "light"], in: directory)
+        try #require(
+            await demo.waitForOutput { frames($0).last?.contains("Theme          light") == true },
+            "no redraw after another process set the theme: \(demo.standardOutput)")
+
+        // Another process clears the flag: the running app goes back to onboarding.
+        try helper(["set", "has_seen_onboarding", "false"], in: directory)
+        try #require(
+            await demo.waitForOutput { frames($0).last?.hasPrefix("==== Your name (2/4) ====") == true },
+            "no onboarding after another process cleared the flag: \(demo.standardOutput)")
+
+        // Answered again from standard input, then deleting the key does the same.
+        demo.write("Bob\n\nno\n")
+        try #require(await demo.waitForOutput { frames($0).last?.contains("Welcome, Bob!") == true })
+        // The choices are on disk before the main screen shows, so the next outside write lands on
+        // top of them (were they still pending, the demo's flush would put the flag back).
+        #expect(try suiteFile(in: directory)["has_seen_onboarding"] as? Bool == true)
+        try helper(["remove", "has_seen_onboarding"], in: directory)
+        try #require(await demo.waitForOutput { frames($0).last?.hasPrefix("==== Your name (2/4) ====") == true })
+
+        demo.send(SIGTERM)
+        #expect(await demo.waitForExit() == 0, "\(demo.standardError)")
+        let file = try suiteFile(in: directory)
+        #expect(file["username"] as? String == "Bob")
+        #expect(file["theme"] as? String == "light")
+        #expect(file["has_seen_onboarding"] == nil)
+    }
+}
