@@ -123,8 +123,11 @@ final class LiveSuite {
 
     @Test func deleteThenRecreateIsOneChangeNotAVanishing() async throws {
         let suite = try LiveSuite(seed: Self.seed)
+        // The new content is ready before the delete; the shell's own printf writes it right after,
+        // well within the deletion grace however loaded the machine is.
         try suite.shell(
-            "rm \"$F\" && " + LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F", replace: false))
+            LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "new.plist", replace: false)
+                + " && X=$(cat new.plist) && rm \"$F\" && printf '%s\\n' \"$X\" > \"$F\"")
         try await suite.drain()
         #expect(suite.changes == Self.themeToLight)
     }

@@ -23,8 +23,10 @@ package final class SuiteStore: Sendable {
     package let location: SuiteLocation
     package let file: SuiteFile
     private let state: Locked<State>
-    /// Serialises flushes and reloads of this store (never held while calling listeners).
-    private let inputOutput = Locked<Void>(())
+    /// Serialises flushes and reloads of this store (never held while calling listeners). It
+    /// counts them: the thread sanitizer mistakes accesses to an empty (`Void`) guarded value in
+    /// two different objects for a race, so the lock guards a real one.
+    private let inputOutput = Locked<Int>(0)
 
     private struct State {
         /// What reads see: the file's values with this process's pending changes applied.
@@ -155,7 +157,8 @@ extension SuiteStore {
     /// Reads the file for the first time. A bad file leaves the store empty and usable, with the
     /// error in ``lastError`` and reported.
     fileprivate func load() {
-        let error: DefaultsError? = inputOutput.withLock { _ -> DefaultsError? in
+        let error: DefaultsError? = inputOutput.withLock { operations -> DefaultsError? in
+            operations += 1
             do throws(DefaultsError) {
                 let contents = try file.read()
                 let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
@@ -215,7 +218,8 @@ extension SuiteStore {
     package func flush() throws(DefaultsError) {
         var externalKeys = Set<String>()
         defer { if !externalKeys.isEmpty { notify(externalKeys, origin: .external) } }
-        try inputOutput.withLock { _ throws(DefaultsError) in
+        try inputOutput.withLock { operations throws(DefaultsError) in
+            operations += 1
             let snapshot = state.withLock { state in
                 (
                     pending: state.pending, whole: state.replacesWholeFile, values: state.values,
@@ -322,7 +326,8 @@ extension SuiteStore {
     package func reload() {
         var changedKeys = Set<String>()
         var problem: DefaultsError?
-        inputOutput.withLock { _ in
+        inputOutput.withLock { operations in
+            operations += 1
             let contents: SuiteFile.Contents?
             do throws(DefaultsError) {
                 contents = try file.read()
