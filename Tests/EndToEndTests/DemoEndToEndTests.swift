@@ -10,7 +10,7 @@ import Testing
     /// Runs the demo once in `directory` (as `XDG_CONFIG_HOME`) with `input` piped in.
     private func runDemo(
         _ arguments: [String] = [], input: String, in directory: borrowing TemporaryDirectory
-    ) throws -> ProductRunner.Result {
+    ) throws -> CommandResult {
         try ProductRunner.run(
             "onboarding-demo", arguments, environment: ["XDG_CONFIG_HOME": directory.path], input: Data(input.utf8))
     }
@@ -151,13 +151,14 @@ import Testing
 
     @Test func ctrlCOnTheLiveMainScreenExitsCleanlyAndLosesNothing() async throws {
         let directory = try TemporaryDirectory()
-        let demo = try RunningProduct("onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path])
+        let demo = try ProductRunner.start(
+            "onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path], keepingInputOpen: true)
         demo.write("Anna\ndark\nyes\n")
         #expect(await demo.waitForOutput { $0.contains("==== Main screen ====") }, "\(demo.standardOutput)")
         // At once, before the background flush is due: the exit must write it.
         demo.send(SIGINT)
 
-        #expect(await demo.waitForExit() == 0, "\(demo.standardError)")
+        #expect(await demo.waitForExit(within: 10) == 0, "\(demo.standardError)")
         let file = try suiteFile(in: directory)
         #expect(file["has_seen_onboarding"] as? Bool == true)
         #expect(file["username"] as? String == "Anna")
@@ -167,7 +168,8 @@ import Testing
     // Relies on the file watcher: another process's writes reach the demo only through it.
     @Test func liveModeFollowsChangesMadeByAnotherProcess() async throws {
         let directory = try TemporaryDirectory()
-        let demo = try RunningProduct("onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path])
+        let demo = try ProductRunner.start(
+            "onboarding-demo", ["--live"], environment: ["XDG_CONFIG_HOME": directory.path], keepingInputOpen: true)
         demo.write("Anna\ndark\nyes\n")
         try #require(await demo.waitForOutput { $0.contains("==== Main screen ====") }, "\(demo.standardOutput)")
         #expect(demo.process.isRunning, "--live stays on the main screen")
@@ -195,7 +197,7 @@ import Testing
         try #require(await demo.waitForOutput { frames($0).last?.hasPrefix("==== Your name (2/4) ====") == true })
 
         demo.send(SIGTERM)
-        #expect(await demo.waitForExit() == 0, "\(demo.standardError)")
+        #expect(await demo.waitForExit(within: 10) == 0, "\(demo.standardError)")
         let file = try suiteFile(in: directory)
         #expect(file["username"] as? String == "Bob")
         #expect(file["theme"] as? String == "light")

@@ -61,8 +61,7 @@ import Testing
                 "TestHelper", ["write-distinct", directory.path, "com.example.many", "p\(index)", "200"])
         }
         for writer in writers {
-            writer.process.waitUntilExit()
-            #expect(writer.process.terminationStatus == 0)
+            #expect(writer.waitForExit().status == 0)
         }
         let bytes = try Data(contentsOf: directory.file("com.example.many.plist"))
         let values = try #require(
@@ -87,9 +86,8 @@ import Testing
                 "TestHelper", ["flush-forever", directory.path, "com.example.crash", "\(keys)"])
             // The kill lands at a random moment: before the first write, mid-write, or between writes.
             usleep(UInt32.random(in: 0...60_000))
-            kill(victim.process.processIdentifier, SIGKILL)
-            victim.process.waitUntilExit()
-            let output = String(decoding: victim.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            victim.send(SIGKILL)
+            let output = victim.waitForExit().standardOutput
             if let last = output.split(separator: "\n").last(where: { $0.hasPrefix("acked ") }) {
                 lastAcknowledged = Int(last.dropFirst(6)) ?? lastAcknowledged
             }

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import TestSupport
 
 /// What a finished process printed and how it exited.
 struct CommandResult: Sendable, CustomStringConvertible {
@@ -34,12 +35,15 @@ struct CommandRunner: Sendable {
         return running.waitForExit()
     }
 
-    /// Starts the process; its output is collected as it arrives.
-    func start(_ arguments: [String], standardInput: Data? = nil) throws -> RunningCommand {
+    /// Starts the process; its output is collected as it arrives. Standard input gets
+    /// `standardInput` and is closed, unless `keepingInputOpen` (then ``RunningCommand/write(_:)``).
+    func start(_ arguments: [String], standardInput: Data? = nil, keepingInputOpen: Bool = false) throws
+        -> RunningCommand
+    {
         try RunningCommand(
             executable: executable, arguments: arguments,
             environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
-            standardInput: standardInput)
+            standardInput: standardInput, keepingInputOpen: keepingInputOpen)
     }
 }
 
@@ -68,10 +72,14 @@ final class RunningCommand: Sendable {
         let arrived = DispatchSemaphore(value: 0)
     }
 
-    private let process = Process()
+    let process = Process()
     private let collected = Collected()
+    private let input = Pipe()
 
-    fileprivate init(executable: URL, arguments: [String], environment: [String: String], standardInput: Data?) throws {
+    fileprivate init(
+        executable: URL, arguments: [String], environment: [String: String], standardInput: Data?,
+        keepingInputOpen: Bool
+    ) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = environment
@@ -79,7 +87,6 @@ final class RunningCommand: Sendable {
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
-        let input = Pipe()
         process.standardInput = input
         for (pipe, stream) in [(output, Stream.output), (error, Stream.error)] {
             pipe.fileHandleForReading.readabilityHandler = { [collected] handle in
@@ -99,7 +106,41 @@ final class RunningCommand: Sendable {
         }
         try process.run()
         if let standardInput { input.fileHandleForWriting.write(standardInput) }
-        try? input.fileHandleForWriting.close()
+        if !keepingInputOpen { try? input.fileHandleForWriting.close() }
+    }
+
+    /// Everything written to standard output so far.
+    var standardOutput: String { text(of: .output) }
+    /// Everything written to standard error so far.
+    var standardError: String { text(of: .error) }
+
+    /// Writes `text` to standard input (started with `keepingInputOpen`).
+    func write(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    /// Closes standard input: the process reads end of file.
+    func closeInput() throws {
+        try input.fileHandleForWriting.close()
+    }
+
+    /// Sends `signal` to the process.
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits until the standard output so far satisfies `condition`, for at most `seconds`.
+    func waitForOutput(within seconds: Double = 10, _ condition: (String) -> Bool) async -> Bool {
+        await eventually(within: seconds) { condition(standardOutput) }
+    }
+
+    /// Waits for the process to exit, for at most `seconds`; its status, or nil (then it is killed).
+    func waitForExit(within seconds: Double) async -> Int32? {
+        guard await eventually(within: seconds, { !process.isRunning }) else {
+            send(SIGKILL)
+            return nil
+        }
+        return waitForExit().status
     }
 
     /// Everything printed so far on `stream`.
