@@ -10,7 +10,7 @@ package enum PropertyListDateFormat {
     package static func string(from date: Date) -> String {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let (days, secondOfDay) = seconds.quotientAndRemainderFlooring(dividingBy: 86_400)
-        let (year, month, day) = civilDate(fromDays: days)
+        let (year, month, day) = CalendarArithmetic.civilFromDays(days)
         let hour = secondOfDay / 3600
         let minute = secondOfDay % 3600 / 60
         let second = secondOfDay % 60
@@ -58,7 +58,7 @@ package enum PropertyListDateFormat {
         guard (1...12).contains(month), (1...daysInMonth(month, year: year)).contains(day),
             (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
         else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CalendarArithmetic.daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
@@ -108,29 +108,6 @@ package enum PropertyListDateFormat {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-    private static func civilDate(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 

@@ -333,32 +333,8 @@ package enum XMLPropertyListReader {
                 let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
                 (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
             else { return nil }
-            let days = CalendarArithmetic.daysFromCivil(year: year, month: month, day: day)
+            let days = Int(CalendarArithmetic.daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day)))
             return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3600 + minute * 60 + second))
         }
-    }
-}
-
-/// Gregorian calendar arithmetic in UTC (Howard Hinnant's days-from-civil), for plist dates.
-enum CalendarArithmetic {
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

@@ -97,8 +97,8 @@ package enum XMLPropertyListWriter {
         let seconds = Int(date.timeIntervalSince1970.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = CalendarArithmetic.civilFromDays(days)
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+        let (year, month, day) = CalendarArithmetic.civilFromDays(Int64(days))
+        func two<Value: BinaryInteger>(_ value: Value) -> String { value < 10 ? "0\(value)" : String(value) }
         let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
         return
             "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))Z"
