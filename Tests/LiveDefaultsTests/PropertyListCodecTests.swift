@@ -236,20 +236,27 @@ enum RandomPropertyList {
         let xml = String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
         let xmlError = try #require(throws: DefaultsError.self) { try XMLPropertyListReader.decode(Data(xml.utf8)) }
         #expect(xmlError.message.contains("nesting deeper than 512"))
-        // Binary: 10,000 arrays each holding the next (two-byte references).
+        let binaryError = try #require(throws: DefaultsError.self) {
+            try BinaryPropertyListReader.decode(Self.nestedBinaryArrays(depth: 10_000))
+        }
+        #expect(binaryError.message.contains("nesting deeper than 512"))
+    }
+
+    /// A binary property list of `depth` arrays each holding the next (two-byte references, so
+    /// at most 65,535 deep).
+    static func nestedBinaryArrays(depth: Int) -> Data {
         var bytes = Array("bplist00".utf8)
         var offsets: [Int] = []
-        for index in 0..<10_000 {
+        for index in 0..<depth {
             offsets.append(bytes.count)
-            bytes += index < 9_999 ? [0xA1, UInt8((index + 1) >> 8), UInt8((index + 1) & 0xFF)] : [0xA0]
+            bytes += index < depth - 1 ? [0xA1, UInt8((index + 1) >> 8), UInt8((index + 1) & 0xFF)] : [0xA0]
         }
         let table = bytes.count
         for offset in offsets { bytes += [UInt8(offset >> 16), UInt8((offset >> 8) & 0xFF), UInt8(offset & 0xFF)] }
         bytes += [0, 0, 0, 0, 0, 0, 3, 2]
         func be(_ value: Int) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
-        bytes += be(10_000) + be(0) + be(table)
-        let binaryError = try #require(throws: DefaultsError.self) { try BinaryPropertyListReader.decode(Data(bytes)) }
-        #expect(binaryError.message.contains("nesting deeper than 512"))
+        bytes += be(depth) + be(0) + be(table)
+        return Data(bytes)
     }
 
     @Test func everyTruncationAndByteFlipIsHandled() throws {

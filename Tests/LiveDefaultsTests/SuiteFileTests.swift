@@ -105,25 +105,46 @@ import Testing
 
     @Test(arguments: badFiles)
     func corruptFileIsKeptAsideWithAClearError(name: String, bytes: Data) throws {
+        try Self.expectKeptAsideWithAClearError(bytes)
+    }
+
+    /// Opens a suite whose file holds `bytes`, which do not parse: a clear error, the store usable,
+    /// the bytes kept aside by the first write. Returns how long opening took.
+    @discardableResult
+    static func expectKeptAsideWithAClearError(
+        _ bytes: Data, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Duration {
         let directory = try TemporaryDirectory()
         let path = directory.file("com.example.corrupt.plist")
         try bytes.write(to: path)
+        let clock = ContinuousClock()
+        let start = clock.now
         let defaults = try Defaults(suiteName: "com.example.corrupt", directory: directory.url, watchesFiles: false)
-        let error = try #require(defaults.lastError)
-        #expect(error.code == .corruptFile)
-        #expect(error.path == path.path)
-        #expect(error.message.contains(path.path) && error.message.contains("com.example.corrupt"))
-        #expect(try Data(contentsOf: path) == bytes, "opening does not touch the bad file")
+        let opening = clock.now - start
+        let error = try #require(defaults.lastError, sourceLocation: sourceLocation)
+        #expect(error.code == .corruptFile, sourceLocation: sourceLocation)
+        #expect(error.path == path.path, sourceLocation: sourceLocation)
+        #expect(
+            error.message.contains(path.path) && error.message.contains("com.example.corrupt"),
+            sourceLocation: sourceLocation)
+        #expect(
+            try Data(contentsOf: path) == bytes, "opening does not touch the bad file", sourceLocation: sourceLocation)
 
         // The store keeps working; the first write keeps the bad file aside before replacing it.
         defaults.set("works", forKey: "k")
-        #expect(defaults.string(forKey: "k") == "works")
+        #expect(defaults.string(forKey: "k") == "works", sourceLocation: sourceLocation)
         try defaults.synchronize()
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        let kept = try #require(names.first { $0.hasPrefix("com.example.corrupt.plist.corrupt-") })
-        #expect(try Data(contentsOf: directory.file(kept)) == bytes, "the original bytes are kept")
-        #expect(try PropertyListCodec.decode(Data(contentsOf: path)).value == ["k": "works"])
-        #expect(defaults.lastError == nil)
+        let kept = try #require(
+            names.first { $0.hasPrefix("com.example.corrupt.plist.corrupt-") }, sourceLocation: sourceLocation)
+        #expect(
+            try Data(contentsOf: directory.file(kept)) == bytes, "the original bytes are kept",
+            sourceLocation: sourceLocation)
+        #expect(
+            try PropertyListCodec.decode(Data(contentsOf: path)).value == ["k": "works"], sourceLocation: sourceLocation
+        )
+        #expect(defaults.lastError == nil, sourceLocation: sourceLocation)
+        return opening
     }
 
     @Test func unwritableDirectoryMakesSynchronizeThrowAndKeepsValues() throws {

@@ -28,8 +28,12 @@ package struct SuiteFile: Sendable {
     }
 
     /// Reads the file; nil when it does not exist.
+    ///
+    /// - Throws: ``DefaultsError/Code/readFailed`` when it cannot be read, or is not a regular file
+    ///   (a FIFO would block the reader forever, a device such as `/dev/zero` never ends).
     package func read() throws(DefaultsError) -> Contents? {
-        let descriptor = open(location.path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, so that opening a FIFO planted at the path returns at once.
+        let descriptor = open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if descriptor < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
@@ -39,6 +43,13 @@ package struct SuiteFile: Sendable {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             throw error(.readFailed, "Could not inspect", SystemError(errno: errno, operation: "fstat"))
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw DefaultsError(
+                .readFailed,
+                "The suite file \(location.path) for suite \"\(location.name)\" is not a regular file (\(Self.kind(of: info))), "
+                    + "so it was not read and will not be replaced. Remove it to use the suite.",
+                suite: location.name, path: location.path)
         }
         do {
             let data = try SystemCall.readAll(descriptor, sizeHint: Int(info.st_size))
@@ -81,12 +92,9 @@ package struct SuiteFile: Sendable {
         let directory = (target as NSString).deletingLastPathComponent
         var existing = stat()
         let mode: mode_t = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o600
-        let temporary = Self.sidecar(
-            of: target, prefix: ".", suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        var temporary = ""
         do throws(SystemError) {
-            let descriptor = try SystemCall.retrying("open") {
-                open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            }
+            let descriptor = try createTemporaryFile(beside: target, path: &temporary)
             do throws(SystemError) {
                 if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
                 try SystemCall.writeAll(descriptor, data)
@@ -98,11 +106,47 @@ package struct SuiteFile: Sendable {
             }
             try SystemCall.retrying("rename") { rename(temporary, target) }
         } catch {
-            unlink(temporary)
+            if !temporary.isEmpty { unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
         Self.syncDirectory(directory)
         return FileIdentity.of(path: target) ?? FileIdentity(stat())
+    }
+
+    /// How many names a write tries for its temporary file before it gives up.
+    static let temporaryNameAttempts = 16
+
+    /// Names the next temporary files beside a suite file take, before random ones: a seam for
+    /// tests that plant a file or a symbolic link at a temporary file's name. Keyed by suite file.
+    package static let plannedTemporaryNames = Locked<[String: [String]]>([:])
+
+    /// Creates a new temporary file beside `target` (exclusive create, no symlink following), and
+    /// sets `path` to it. A name already taken — a planted file or symbolic link, which is never
+    /// written through nor removed — is passed over for another random one.
+    private func createTemporaryFile(beside target: String, path: inout String) throws(SystemError) -> Int32 {
+        for attempt in 1...Self.temporaryNameAttempts {
+            let planned = Self.plannedTemporaryNames.withLock { names -> String? in
+                guard var queue = names[target], !queue.isEmpty else { return nil }
+                let name = queue.removeFirst()
+                names[target] = queue.isEmpty ? nil : queue
+                return name
+            }
+            let candidate =
+                planned
+                ?? Self.sidecar(
+                    of: target, prefix: ".",
+                    suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            do {
+                let descriptor = try SystemCall.retrying("open") {
+                    open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                }
+                path = candidate
+                return descriptor
+            } catch  where error.errno == EEXIST && attempt < Self.temporaryNameAttempts {
+                continue
+            }
+        }
+        throw SystemError(errno: EEXIST, operation: "open")
     }
 
     /// Removes the suite file (the whole persistent domain). A missing file is not an error.
@@ -160,6 +204,18 @@ package struct SuiteFile: Sendable {
     }
 
     static let temporaryMarker = ".tmp-"
+
+    /// What kind of file `info` describes, in words.
+    private static func kind(of info: stat) -> String {
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file"
+        }
+    }
 
     /// The path of a file kept beside `path` (`<prefix><name><suffix>`). When that name would be
     /// over the 255-byte limit of a file name, the suite file's name is replaced by a hash of it.

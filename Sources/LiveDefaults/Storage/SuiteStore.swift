@@ -72,6 +72,7 @@ package final class SuiteStore: Sendable {
         if hasPendingChanges {
             do { try flush() } catch { DefaultsErrorReporting.report(error) }
         }
+        Self.forget(location.path)
     }
 
     // MARK: Reading
@@ -451,6 +452,19 @@ extension SuiteStore {
         }
         if watching { store.startWatching() }
         return store
+    }
+
+    /// Drops the registry's entry for `path` once its store is gone (a new store for the same
+    /// file may have taken the entry meanwhile; that one stays).
+    private static func forget(_ path: String) {
+        registry.withLock { registry in
+            if let entry = registry[path], entry.store == nil { registry[path] = nil }
+        }
+    }
+
+    /// Whether the registry of open stores has an entry for `location` (for tests of leaks).
+    package static func isRegistered(_ location: SuiteLocation) -> Bool {
+        registry.withLock { $0[location.path] != nil }
     }
 
     private func startWatching() {

@@ -1,0 +1,231 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+/// Fault tests that need no second process: hostile files, planted names, leaks of the store
+/// registry, and eight threads at once. `LIVEDEFAULTS_STRESS=<factor>` runs them longer.
+@Suite struct ReliabilityUnitTests {
+    /// Bad suite files of the sizes and depths that break naive readers; each must give a clear
+    /// error quickly, be kept aside, and leave the store usable.
+    static let hostileFiles: [(String, @Sendable () -> Data)] = [
+        (
+            "50 MB of random bytes",
+            {
+                var generator = SystemRandomNumberGenerator()
+                return Data((0..<(50 << 20) / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } })
+            }
+        ),
+        (
+            "50 MB of XML cut off inside a string",
+            {
+                Data(
+                    ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key><string>"
+                        + String(repeating: "a", count: 50 << 20)).utf8)
+            }
+        ),
+        (
+            "50 MB binary file whose trailer points outside it",
+            { Data("bplist00".utf8) + Data(repeating: 0xFF, count: 50 << 20) }
+        ),
+        (
+            "XML nested 10,000 deep",
+            {
+                Data(
+                    ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key>"
+                        + String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
+                        + "</dict></plist>").utf8)
+            }
+        ),
+        ("binary nested 10,000 deep", { PropertyListCodecTests.nestedBinaryArrays(depth: 10_000) }),
+        (
+            "old-style text nested 10,000 deep",
+            {
+                Data(
+                    ("{k = " + String(repeating: "(", count: 10_000) + String(repeating: ")", count: 10_000) + ";}")
+                        .utf8)
+            }
+        ),
+    ]
+
+    @Test(arguments: hostileFiles)
+    func hostileFileGivesAClearErrorInBoundedTime(name: String, make: @Sendable () -> Data) throws {
+        let opening = try SuiteFileTests.expectKeptAsideWithAClearError(make())
+        #expect(opening < .seconds(5), "opening took \(opening)")
+    }
+
+    /// What is not a regular file at the suite's path: reading it would block (a FIFO) or never
+    /// end (`/dev/zero`). Refused with `readFailed`, left in place, the store usable in memory.
+    @Test(arguments: ["FIFO", "symbolic link to /dev/zero", "directory"])
+    func whatIsNotARegularFileIsRefusedAndLeftAlone(kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("com.example.special.plist").path
+        switch kind {
+        case "FIFO": #expect(mkfifo(path, 0o600) == 0)
+        case "directory": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        default: try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero")
+        }
+        let opened = Locked<Defaults?>(nil)
+        let url = directory.url
+        let thread = Thread {
+            let defaults = try? Defaults(suiteName: "com.example.special", directory: url, watchesFiles: false)
+            opened.withLock { $0 = defaults }
+        }
+        thread.start()
+        #expect(await eventually(within: 5) { opened.withLock { $0 != nil } }, "opening returned")
+        let defaults = try #require(opened.withLock { $0 })
+        let error = try #require(defaults.lastError)
+        #expect(error.code == .readFailed)
+        #expect(error.message.contains("not a regular file") && error.message.contains(path))
+        defaults.set("in memory", forKey: "k")
+        #expect(defaults.string(forKey: "k") == "in memory")
+        #expect(throws: DefaultsError.self) { try defaults.synchronize() }
+        var info = stat()
+        #expect(lstat(path, &info) == 0)
+        let expectedType = kind == "FIFO" ? S_IFIFO : kind == "directory" ? S_IFDIR : S_IFLNK
+        #expect(info.st_mode & S_IFMT == expectedType, "the thing at the path was left as it was")
+    }
+
+    /// Symbolic links and files planted at the names a write's temporary file takes: the write
+    /// passes them over (never writing through a link, never removing what it did not create).
+    @Test func namesPlantedAtTemporaryFilesAreNeitherFollowedNorFatal() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.planted", directory: directory.url, watchesFiles: false)
+        let suitePath = directory.file("com.example.planted.plist").path
+        let victim = directory.file("victim")
+        try Data("victim".utf8).write(to: victim)
+        let planted = (0..<3).map { directory.file(".com.example.planted.plist.tmp-planted-\($0)").path }
+        try FileManager.default.createSymbolicLink(atPath: planted[0], withDestinationPath: victim.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: planted[1], withDestinationPath: directory.file("absent").path)
+        try Data("planted".utf8).write(to: URL(fileURLWithPath: planted[2]))
+        SuiteFile.plannedTemporaryNames.withLock { $0[suitePath] = planted }
+
+        defaults.set("value", forKey: "k")
+        try defaults.synchronize()
+        #expect(SuiteFile.plannedTemporaryNames.withLock { $0[suitePath] } == nil, "every planted name was tried")
+        #expect(try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: suitePath))).value == ["k": "value"])
+        #expect(try Data(contentsOf: victim) == Data("victim".utf8), "nothing was written through the link")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("absent").path))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: planted[0]) == victim.path)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: planted[2])) == Data("planted".utf8))
+    }
+
+    @Test func aNameTakenOnEveryAttemptFailsTheWriteAndKeepsTheValue() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.taken", directory: directory.url, watchesFiles: false)
+        let suitePath = directory.file("com.example.taken.plist").path
+        let taken = directory.file("taken").path
+        try Data().write(to: URL(fileURLWithPath: taken))
+        SuiteFile.plannedTemporaryNames.withLock {
+            $0[suitePath] = Array(repeating: taken, count: SuiteFile.temporaryNameAttempts)
+        }
+        defaults.set("kept", forKey: "k")
+        let error = try #require(throws: DefaultsError.self) { try defaults.synchronize() }
+        #expect(error.code == .writeFailed)
+        #expect(defaults.string(forKey: "k") == "kept")
+        #expect(!FileManager.default.fileExists(atPath: suitePath))
+        try defaults.synchronize()
+        #expect(try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: suitePath))).value == ["k": "kept"])
+    }
+
+    /// The registry of open stores forgets a store once it is gone (it used to keep an entry per
+    /// file ever opened: a leak in programs that open many suites).
+    @Test func closedStoresLeaveNoEntryInTheRegistry() throws {
+        let directory = try TemporaryDirectory()
+        var locations: [SuiteLocation] = []
+        for index in 0..<100 {
+            let location = try SuiteLocation(suiteName: "com.example.registry-\(index)", directory: directory.path)
+            locations.append(location)
+            let store = SuiteStore.open(location, watching: false)
+            store.set(.integer(Int64(index)), forKey: "k")
+            #expect(SuiteStore.isRegistered(location))
+        }
+        for location in locations {
+            #expect(!SuiteStore.isRegistered(location), "\(location.name) is still registered")
+        }
+        // A store closed with pending changes wrote them.
+        #expect(
+            try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: locations[99].path))).value == ["k": 99])
+    }
+
+    /// Eight threads read, write, observe (directly, on queues, typed), cancel, synchronize and
+    /// reload from outside for a few seconds. CI runs this under the thread sanitizer (`.ci/run`).
+    @Test func eightThreadsDoingEverythingAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let name = "com.example.threads"
+        let first = try Defaults(suiteName: name, directory: directory.url)
+        let second = try Defaults(suiteName: name, directory: directory.url)
+        let keys = (0..<6).map { "key-\($0)" }
+        let lastSeen = Locked<[String: PropertyListValue?]>([:])
+        let stable = keys.map { key in
+            first.observe(key) { change in lastSeen.withLock { $0[key] = change.newValue } }
+        }
+        let seconds = 3.0 * Double(Stress.factor)
+        let deadline = Date().addingTimeInterval(seconds)
+        let operations = Locked(0)
+        let group = DispatchGroup()
+        let path = directory.file(name + ".plist").path
+        for thread in 0..<8 {
+            group.enter()
+            Thread.detachNewThread {
+                var generator = SystemRandomNumberGenerator()
+                var count = 0
+                let queue = DispatchQueue(label: "observer-\(thread)")
+                while Date() < deadline {
+                    let defaults = Bool.random(using: &generator) ? first : second
+                    let key = keys.randomElement(using: &generator)!
+                    switch Int.random(in: 0..<10, using: &generator) {
+                    case 0, 1, 2:
+                        defaults.set(thread * 1_000_000 + count, forKey: key)
+                    case 3:
+                        defaults.removeObject(forKey: key)
+                    case 4:
+                        _ = defaults.integer(forKey: key)
+                        _ = defaults.dictionaryRepresentation()
+                    case 5:
+                        let token = defaults.observe(key, queue: Bool.random() ? queue : nil) { change in
+                            _ = defaults.string(forKey: change.key)
+                        }
+                        defaults.set("transient-\(thread)", forKey: "scratch")
+                        token.cancel()
+                        token.cancel()
+                    case 6:
+                        let typed = Defaults.Key<Int>(key, default: -1)
+                        var token: ObservationToken? = defaults.observe(typed, options: [.initial, .new]) { _ in }
+                        _ = defaults[typed]
+                        token = nil
+                        _ = token
+                    case 7:
+                        try? defaults.synchronize()
+                    case 8 where thread == 0:
+                        // Another program replaces the file: the watcher reloads it.
+                        let data = try? PropertyListCodec.encode(
+                            ["outside": .integer(Int64(count)), key: "from outside"], format: .binary)
+                        try? data?.write(to: URL(fileURLWithPath: path), options: .atomic)
+                    default:
+                        defaults.register(defaults: ["registered-\(thread)": .integer(Int64(count))])
+                    }
+                    count += 1
+                }
+                operations.withLock { $0 += count }
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: .now() + seconds + 60) == .success)
+        #expect(operations.withLock { $0 } > 1_000)
+        // Writes have stopped: settle (flush and let the watcher's reloads land), then every
+        // observer's last value is the current value.
+        try first.synchronize()
+        try second.synchronize()
+        for key in keys {
+            let settled = await eventually(within: 10) {
+                lastSeen.withLock { $0[key] } == .some(first.propertyList(forKey: key))
+                    && first.propertyList(forKey: key) == second.propertyList(forKey: key)
+            }
+            #expect(settled, "\(key): seen \(String(describing: lastSeen.withLock { $0[key] }))")
+        }
+        stable.forEach { $0.cancel() }
+    }
+}
