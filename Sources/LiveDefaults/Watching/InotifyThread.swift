@@ -214,9 +214,14 @@ final class InotifyThread {
     private func disarmUnwanted() {
         let now = FileWatcherCore.now()
         let linger = WatchRegistry.nanoseconds(Self.lingerInterval)
-        for (directory, since) in unwantedSince where now &- since >= linger {
+        let due = unwantedSince.filter { now &- $0.value >= linger }.map(\.key)
+        guard !due.isEmpty else { return }
+        // One look at the kernel's watches for the whole batch: reading them per directory made
+        // disarming n directories cost n² (thousands of stores closed at once took minutes).
+        let live = inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))
+        for directory in due {
             unwantedSince[directory] = nil
-            disarm(directory)
+            disarm(directory, liveWatches: live)
         }
     }
 
@@ -248,7 +253,8 @@ final class InotifyThread {
         return .directoryArmed(directory)
     }
 
-    private func disarm(_ directory: String) {
+    /// - Parameter liveWatches: The watches the kernel holds, when just read; nil reads them.
+    private func disarm(_ directory: String, liveWatches: Set<Int32>? = nil) {
         unwantedSince[directory] = nil
         guard let removed = armed.removeValue(forKey: directory) else { return }
         directoriesByWatch[removed.watch]?.removeAll { $0 == directory }
@@ -261,7 +267,8 @@ final class InotifyThread {
         let keys = libraryKeysByWatch.removeValue(forKey: removed.watch) ?? []
         // A directory deleted a moment ago has lost its watch already (its IN_IGNORED is still
         // queued); removing it again would fail and make the library print to standard error.
-        let isLive = inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))?.contains(removed.watch) ?? true
+        let live = liveWatches ?? inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))
+        let isLive = live?.contains(removed.watch) ?? true
         if isLive, inotifytools_remove_watch_by_wd(removed.watch) != 0 {
             staleLibraryKeys.formUnion(keys.dropFirst())
         } else {
