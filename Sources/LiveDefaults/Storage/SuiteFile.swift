@@ -190,6 +190,36 @@ package struct SuiteFile: Sendable {
         return kept
     }
 
+    /// Why the directory the suite file is written in is unsafe, or nil when it is not (or does
+    /// not exist yet: it is then created `0700`).
+    ///
+    /// Unsafe is writable by the group or others without the sticky bit — they could replace or
+    /// remove the suite file — or owned by another user than this one or root. In a sticky
+    /// directory such as `/tmp` others cannot replace or remove this user's files, and names they
+    /// plant are never written through (exclusive create, no symlink following).
+    package func directoryInsecurity() -> DefaultsError? {
+        let directory = (resolvedPath() as NSString).deletingLastPathComponent
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return nil }
+        let mode = info.st_mode & 0o7777
+        let problem: String
+        if mode & (S_IWGRP | S_IWOTH) != 0, mode & S_ISVTX == 0 {
+            problem =
+                "can be written by other users (mode \(String(mode, radix: 8))), who could replace or remove "
+                + "the suite file. Make it private (chmod 700)"
+        } else if info.st_uid != geteuid(), info.st_uid != 0 {
+            problem =
+                "belongs to another user (uid \(info.st_uid)), who could replace or remove the suite file. "
+                + "Keep suites in a directory of your own"
+        } else {
+            return nil
+        }
+        return DefaultsError(
+            .insecureDirectory,
+            "The directory \(directory) of suite \"\(location.name)\" \(problem); LiveDefaults uses it anyway.",
+            suite: location.name, path: directory)
+    }
+
     /// Removes temporary files of this suite left by writers that died mid-write.
     package func removeOrphanedTemporaryFiles() {
         let target = resolvedPath()

@@ -182,6 +182,17 @@ extension SuiteStore {
             }
         }
         if let error { DefaultsErrorReporting.report(error) }
+        warnIfDirectoryIsInsecure()
+    }
+
+    /// Directories already warned about (``DefaultsError/Code/insecureDirectory``): once each per process.
+    private static let insecureDirectoriesReported = Locked<Set<String>>([])
+
+    /// Warns once per directory when others could replace the suite file (the store is still used).
+    private func warnIfDirectoryIsInsecure() {
+        guard let warning = file.directoryInsecurity(), let directory = warning.path else { return }
+        let isNew = Self.insecureDirectoriesReported.withLock { $0.insert(directory).inserted }
+        if isNew { DefaultsErrorReporting.report(warning) }
     }
 
     /// Parses suite bytes; an empty file is an empty suite.
