@@ -8,6 +8,12 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+// Started by the tests through Foundation's Process, this process inherits a signal mask that
+// blocks almost everything, SIGTERM included (so `terminate()` would wait forever): clear it.
+var noSignals = sigset_t()
+sigemptyset(&noSignals)
+sigprocmask(SIG_SETMASK, &noSignals, nil)
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 1 else { fail("usage: TestHelper <command> …") }
 
@@ -21,7 +27,7 @@ func open(_ index: Int) -> Defaults {
     }
 }
 
-func say(_ line: String) {
+@Sendable func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
@@ -153,6 +159,161 @@ case "file-size-limit":
         say("unlimited: threw \(error)")
     }
 
+case "open-reporting":
+    // open-reporting <dir> <suite>…: opens each suite, sets "k" and synchronizes; prints every report.
+    guard arguments.count >= 3 else { fail("open-reporting <dir> <suite>…") }
+    DefaultsErrorReporting.setHandler { error in say("reported \(error.code) \(error.path ?? "-")") }
+    for suite in arguments[2...] {
+        do {
+            let defaults = try Defaults(
+                suiteName: suite, directory: URL(fileURLWithPath: arguments[1]), watchesFiles: false)
+            defaults.set("v", forKey: "k")
+            try defaults.synchronize()
+        } catch { fail("\(error)") }
+    }
+    say("done")
+
+case "same-key-writer":
+    // same-key-writer <dir> <suite> <name> <count>: after "go" on standard input, sets "shared" to
+    // <name>-0 … <name>-<count-1>, synchronizing each; then, for each "expect <value>" line, says
+    // whether both this process's observer and its reads end on that value (waiting up to 10 s).
+    guard arguments.count == 5, let count = Int(arguments[4]) else {
+        fail("same-key-writer <dir> <suite> <name> <count>")
+    }
+    let defaults: Defaults
+    do {
+        defaults = try Defaults(suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]))
+    } catch { fail("\(error)") }
+    let observed = Locked<PropertyListValue?>(nil)
+    let token = defaults.observe("shared") { change in observed.withLock { $0 = change.newValue } }
+    say("ready")
+    guard readLine() == "go" else { fail("expected go") }
+    for index in 0..<count {
+        defaults.set("\(arguments[3])-\(index)", forKey: "shared")
+        do { try defaults.synchronize() } catch { fail("\(error)") }
+    }
+    say("done")
+    while let line = readLine(), line.hasPrefix("expect ") {
+        let expected = PropertyListValue.string(String(line.dropFirst(7)))
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline,
+            observed.withLock({ $0 }) != expected || defaults.propertyList(forKey: "shared") != expected
+        {
+            usleep(1_000)
+        }
+        let seen = observed.withLock { $0 }
+        say("observer=\(seen?.stringValue ?? "nil") read=\(defaults.string(forKey: "shared") ?? "nil")")
+    }
+    token.cancel()
+
+case "watch-key":
+    // watch-key <dir> <suite> <key> [<descriptors>]: opens <descriptors> descriptors first (to push the
+    // watcher's past 1024), then watches the suite; prints every report and every change of <key>.
+    guard arguments.count == 4 || arguments.count == 5 else { fail("watch-key <dir> <suite> <key> [<descriptors>]") }
+    var held: [Int32] = []
+    for _ in 0..<(arguments.count == 5 ? Int(arguments[4]) ?? 0 : 0) {
+        let descriptor = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { fail("open /dev/null: \(errno)") }
+        held.append(descriptor)
+    }
+    DefaultsErrorReporting.setHandler { error in say("reported \(error.code): \(error.message)") }
+    let defaults: Defaults
+    do {
+        defaults = try Defaults(suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]))
+    } catch { fail("\(error)") }
+    let token = defaults.observe(arguments[3]) { change in say("changed \(change.newValue?.description ?? "nil")") }
+    say("ready with \(held.count) extra descriptors")
+    while let line = readLine(), line != "quit" {}
+    token.cancel()
+
+case "open-close-stores":
+    // open-close-stores <dir> <count>: opens and closes <count> watched stores, each in its own
+    // directory, each with an observation token (every tenth also writes); prints this process's
+    // descriptors, threads, resident memory and inotify watches before and after, once settled.
+    guard arguments.count == 3, let count = Int(arguments[2]) else { fail("open-close-stores <dir> <count>") }
+    func cycle(_ range: Range<Int>) {
+        for index in range {
+            let directory = URL(fileURLWithPath: arguments[1]).appendingPathComponent("\(index)")
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let defaults = try Defaults(suiteName: "com.example.resources", directory: directory)
+                let token = defaults.observe("k") { _ in }
+                if index % 10 == 0 {
+                    defaults.set(index, forKey: "k")
+                    try defaults.synchronize()
+                }
+                token.cancel()
+            } catch { fail("\(error)") }
+        }
+    }
+    // Warm up (lazy globals, the watcher's threads, dispatch's pool), then measure; two rounds, so
+    // that what the second adds shows a leak apart from the allocator's high-water mark.
+    cycle(0..<100)
+    let before = Resources.settled(toWatches: 1)
+    say("before \(before)")
+    let start = Date()
+    cycle(100..<(100 + count / 2))
+    let middle = Resources.settled(toWatches: 1, descriptors: before.descriptors, threads: before.threads)
+    say("middle \(middle)")
+    cycle((100 + count / 2)..<(100 + count))
+    let after = Resources.settled(toWatches: 1, descriptors: before.descriptors, threads: before.threads)
+    say("after \(after)")
+    say("took \(Int(Date().timeIntervalSince(start) * 1000)) ms")
+
 default:
     fail("unknown command \(arguments[0])")
+}
+
+/// What this process holds, from /proc/self.
+struct Resources: CustomStringConvertible {
+    var descriptors: Int
+    var threads: Int
+    /// Threads other than dispatch's worker pool (which grows and shrinks on its own schedule).
+    var ownThreads: Int
+    var residentBytes: Int
+    var inotifyWatches: Int
+    /// How long the watcher took to let go of unused directories (-1: not within 30 s).
+    var watchesSettledMilliseconds = 0
+
+    var description: String {
+        "descriptors=\(descriptors) threads=\(threads) own-threads=\(ownThreads) rss=\(residentBytes) "
+            + "watches=\(inotifyWatches) watches-settled-ms=\(watchesSettledMilliseconds)"
+    }
+
+    static func now() -> Resources {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var watches = 0
+        for fd in fds {
+            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8)) ?? ""
+            watches += info.split(separator: "\n").count { $0.hasPrefix("inotify wd:") }
+        }
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        let poolThreads = tasks.count { task in
+            // Dispatch names its workers after their root queue: "com.apple.root.default-qos", …
+            let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return name.contains("qos")
+        }
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? -1
+        return Resources(
+            descriptors: fds.count, threads: tasks.count, ownThreads: tasks.count - poolThreads,
+            residentBytes: pages * Int(sysconf(Int32(_SC_PAGESIZE))),
+            inotifyWatches: watches)
+    }
+
+    /// Waits (up to 30 s) until the watcher is down to `watches` watches (it keeps unused directories
+    /// watched for a second) and descriptors and threads are down to the given counts, then measures.
+    static func settled(toWatches watches: Int, descriptors: Int = .max, threads: Int = .max) -> Resources {
+        let start = Date()
+        var current = now()
+        var watchesSettled: Date?
+        while Date() < start.addingTimeInterval(30) {
+            if current.inotifyWatches <= watches, watchesSettled == nil { watchesSettled = Date() }
+            if watchesSettled != nil, current.descriptors <= descriptors, current.threads <= threads { break }
+            usleep(20_000)
+            current = now()
+        }
+        current.watchesSettledMilliseconds = watchesSettled.map { Int($0.timeIntervalSince(start) * 1000) } ?? -1
+        return current
+    }
 }
