@@ -214,7 +214,9 @@ import Testing
             }
         }
         #expect(group.wait(timeout: .now() + seconds + 60) == .success)
-        #expect(operations.withLock { $0 } > 1_000)
+        let total = operations.withLock { $0 }
+        #expect(total > 1_000)
+        Attachment.record("8 threads, \(seconds) s: \(total) operations", named: "threads.txt")
         // Writes have stopped: settle (flush and let the watcher's reloads land), then every
         // observer's last value is the current value.
         try first.synchronize()
