@@ -166,7 +166,7 @@ package enum BinaryPropertyListReader {
                 let (count, start) = try length(nibble: nibble, after: marker)
                 try checkRange(start, count, unit: 1, at: marker)
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<start + count])
-                guard !slice.contains(where: { $0 >= 0x80 }) else {
+                for byte in slice where byte >= 0x80 {
                     throw Self.error("an ASCII string holds a byte above 0x7F", at: marker)
                 }
                 value = .string(String(decoding: slice, as: UTF8.self))
