@@ -113,6 +113,14 @@ public final class Defaults: Sendable {
         state.withLock { $0.effective[key] }
     }
 
+    /// The effective value of `key` converted by `transform` while the lock is held, so the value
+    /// itself is never copied out (the getters' fast path). `transform` must be quick and must not
+    /// call back into this store.
+    @inline(__always)
+    func withEffectiveValue<Result>(forKey key: String, _ transform: (PropertyListValue?) -> Result) -> Result {
+        state.withLock { transform($0.effective[key]) }
+    }
+
     /// The suite's own values (its file and this process's unwritten changes), without the rest of
     /// the search list.
     public func persistentValues() -> [String: PropertyListValue] {
