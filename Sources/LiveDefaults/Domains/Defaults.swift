@@ -100,6 +100,7 @@ public final class Defaults: Sendable {
     deinit {
         suite.removeListener(self)
         global?.removeListener(self)
+        for added in state.withLock({ $0.addedSuites }) { added.removeListener(self) }
     }
 
     /// The last problem with this suite's file — a corrupt file found at load or reload, a flush
