@@ -10,6 +10,9 @@ enum ChildProcess {
             replace(
                 directory: URL(fileURLWithPath: arguments[1]), suite: arguments[2], count: Int(arguments[3]) ?? 0,
                 spacing: UInt32(arguments[4]) ?? 0)
+        case "memory" where arguments.count == 4:
+            residentGrowthHere(
+                library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         case "cold-load" where arguments.count == 4:
             coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         default:
@@ -53,11 +56,46 @@ enum ChildProcess {
         exit(0)
     }
 
+    /// Prints how many bytes of resident memory opening `suite` (and reading one key) added.
+    static func residentGrowthHere(library: String, suite: String, directory: URL) -> Never {
+        // Warm up the library code itself on another, tiny suite first.
+        let warm = directory.appendingPathComponent("bench.memory.warm.plist")
+        _ = FileManager.default.createFile(atPath: warm.path, contents: Data("<plist><dict/></plist>".utf8))
+        if library == "foundation" {
+            blackHole(UserDefaults(suiteName: "bench.memory.warm")?.string(forKey: "x"))
+        } else {
+            blackHole(try? Defaults(suiteName: "bench.memory.warm", directory: directory, watchesFiles: false))
+        }
+        let before = residentBytes()
+        if library == "foundation" {
+            let defaults = UserDefaults(suiteName: suite)
+            blackHole(defaults?.string(forKey: "key-0"))
+            print(residentBytes() - before)
+            blackHole(defaults)
+        } else {
+            let defaults = try? Defaults(suiteName: suite, directory: directory, watchesFiles: false)
+            blackHole(defaults?.string(forKey: "key-0"))
+            print(residentBytes() - before)
+            blackHole(defaults)
+        }
+        exit(0)
+    }
+
+    /// The resident-memory growth measured in a fresh process, in bytes.
+    static func residentGrowth(_ library: String, _ suite: String, _ directory: URL) -> Double? {
+        run(["--child", "memory", library, suite, directory.path])
+    }
+
     /// Runs a cold load in a fresh process and returns its nanoseconds.
     static func coldLoad(_ library: String, _ suite: String, _ directory: URL) -> Double? {
+        run(["--child", "cold-load", library, suite, directory.path])
+    }
+
+    /// Runs this executable with `arguments` and reads the number it prints.
+    private static func run(_ arguments: [String]) -> Double? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--child", "cold-load", library, suite, directory.path]
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
         guard (try? process.run()) != nil else { return nil }

@@ -65,7 +65,8 @@ struct Report {
         for row in rows {
             var ratio = "—"
             if let foundation = row.foundation, row.liveDefaults > 0 {
-                ratio = String(format: "%.1f× faster", foundation / row.liveDefaults)
+                ratio = String(
+                    format: row.unit == "MB" ? "%.1f× smaller" : "%.1f× faster", foundation / row.liveDefaults)
             } else if let limit = row.limit, limit > 0 {
                 ratio = String(format: "%.2f× the limit", row.liveDefaults / limit)
             }

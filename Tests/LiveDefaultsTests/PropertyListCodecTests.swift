@@ -259,6 +259,22 @@ enum RandomPropertyList {
         return Data(bytes)
     }
 
+    @Test func sharedContainersDecodeInLinearTime() throws {
+        // Object i is the array [i+1, i+1]: 60 levels, each referring twice to the next. Decoding
+        // each object once is instant; decoding every reference anew would take 2^60 steps.
+        var objects: [[UInt8]] = (0..<60).map { [0xA2, UInt8($0 + 1), UInt8($0 + 1)] }
+        objects.append([0x09])
+        let value = try BinaryPropertyListReader.decode(Self.binary(objects))
+        var depth = 0
+        var current = value
+        while case .array(let elements) = current {
+            #expect(elements.count == 2)
+            current = elements[0]
+            depth += 1
+        }
+        #expect(depth == 60 && current == .bool(true))
+    }
+
     @Test func everyTruncationAndByteFlipIsHandled() throws {
         var generator = SeededGenerator(state: 7)
         var entries: [String: PropertyListValue] = [:]

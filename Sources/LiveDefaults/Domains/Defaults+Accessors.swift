@@ -10,12 +10,14 @@ extension Defaults {
 
     /// The string value of `key`; a number is given as its text, as UserDefaults does.
     public func string(forKey key: String) -> String? {
-        switch propertyList(forKey: key) {
-        case .string(let value): value
-        case .integer(let value): String(value)
-        case .unsignedInteger(let value): String(value)
-        case .real(let value): String(value)
-        default: nil
+        withEffectiveValue(forKey: key) { value in
+            switch value {
+            case .string(let value): value
+            case .integer(let value): String(value)
+            case .unsignedInteger(let value): String(value)
+            case .real(let value): String(value)
+            default: nil
+            }
         }
     }
 
@@ -50,12 +52,12 @@ extension Defaults {
     /// The integer value of `key`: numbers converted, Booleans as 0 or 1, strings parsed as
     /// UserDefaults does ("12abc" is 12); 0 when absent or not convertible.
     public func integer(forKey key: String) -> Int {
-        propertyList(forKey: key).map(ValueConversion.integer) ?? 0
+        withEffectiveValue(forKey: key) { $0.map(ValueConversion.integer) ?? 0 }
     }
 
     /// The floating-point value of `key`, converted as ``integer(forKey:)``; 0 when absent.
     public func double(forKey key: String) -> Double {
-        propertyList(forKey: key).map(ValueConversion.double) ?? 0
+        withEffectiveValue(forKey: key) { $0.map(ValueConversion.double) ?? 0 }
     }
 
     /// The floating-point value of `key` as a `Float`; 0 when absent.
@@ -66,7 +68,7 @@ extension Defaults {
     /// The Boolean value of `key`: numbers are true when not zero; strings are true when they
     /// start with Y, y, T, t or a digit 1–9 ("YES", "true", "1"), as UserDefaults reads them.
     public func bool(forKey key: String) -> Bool {
-        propertyList(forKey: key).map(ValueConversion.bool) ?? false
+        withEffectiveValue(forKey: key) { $0.map(ValueConversion.bool) ?? false }
     }
 
     /// The URL value of `key`: a stored string with a scheme as that URL, else as a file path

@@ -100,6 +100,7 @@ public final class Defaults: Sendable {
     deinit {
         suite.removeListener(self)
         global?.removeListener(self)
+        for added in state.withLock({ $0.addedSuites }) { added.removeListener(self) }
     }
 
     /// The last problem with this suite's file — a corrupt file found at load or reload, a flush
@@ -111,6 +112,14 @@ public final class Defaults: Sendable {
     /// The effective value of `key` through the search list, as a property-list value.
     public func propertyList(forKey key: String) -> PropertyListValue? {
         state.withLock { $0.effective[key] }
+    }
+
+    /// The effective value of `key` converted by `transform` while the lock is held, so the value
+    /// itself is never copied out (the getters' fast path). `transform` must be quick and must not
+    /// call back into this store.
+    @inline(__always)
+    func withEffectiveValue<Result>(forKey key: String, _ transform: (PropertyListValue?) -> Result) -> Result {
+        state.withLock { transform($0.effective[key]) }
     }
 
     /// The suite's own values (its file and this process's unwritten changes), without the rest of
@@ -135,7 +144,7 @@ public final class Defaults: Sendable {
 
     /// The one path every write of a suite value takes.
     func write(_ value: PropertyListValue?, forKey key: String) {
-        if state.withLock({ $0.observers.wantsPrior(key) }) {
+        if state.withLock({ $0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key) }) {
             announcePrior(of: key, suiteValue: value)
         }
         suite.set(value, forKey: key)
@@ -198,7 +207,8 @@ public final class Defaults: Sendable {
     /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
     /// effective value that differs, and delivers them outside the lock.
     func refresh(_ keys: Set<String>?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
-        let changed = state.withLock { state -> Bool in
+        typealias Batch = [(observer: Observer, change: DefaultsChange<PropertyListValue>)]
+        let claimed = state.withLock { state -> (batch: Batch?, notify: Bool) in
             change(&state)
             var changed = false
             if let keys {
@@ -222,20 +232,27 @@ public final class Defaults: Sendable {
                 }
                 state.effective = all
             }
+            let batch = state.observers.claimBatch()
             if changed, !state.notificationScheduled {
                 state.notificationScheduled = true
-                return true
+                return (batch: batch, notify: true)
             }
-            return false
+            return (batch: batch, notify: false)
         }
-        deliverQueuedChanges()
-        if changed { scheduleChangeNotification() }
+        if let batch = claimed.batch { deliver(batch) }
+        if claimed.notify { scheduleChangeNotification() }
     }
 
     /// Delivers queued changes on this thread, unless another thread already is (it then delivers
     /// these too, in order). Never called with the lock held.
     func deliverQueuedChanges() {
-        guard var batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
+        guard let batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
+        deliver(batch)
+    }
+
+    /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
+    private func deliver(_ first: [(observer: Observer, change: DefaultsChange<PropertyListValue>)]) {
+        var batch = first
         while true {
             for item in batch { item.observer.deliver(item.change) }
             guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else { return }

@@ -55,7 +55,12 @@ struct ObserverTable {
     /// Whether some thread is delivering the queue now.
     var isDelivering = false
 
+    /// How many registered observers asked for prior calls: when none did (the usual case), a
+    /// write need not look for them.
+    private(set) var priorObserverCount = 0
+
     mutating func add(_ observer: Observer) {
+        if observer.options.contains(.prior) { priorObserverCount += 1 }
         if let key = observer.key {
             byKey[key, default: [:]][ObjectIdentifier(observer)] = observer
         } else {
@@ -64,12 +69,14 @@ struct ObserverTable {
     }
 
     mutating func remove(_ observer: Observer) {
+        let removed: Observer?
         if let key = observer.key {
-            byKey[key]?[ObjectIdentifier(observer)] = nil
+            removed = byKey[key]?.removeValue(forKey: ObjectIdentifier(observer))
             if byKey[key]?.isEmpty == true { byKey[key] = nil }
         } else {
-            everyKey[ObjectIdentifier(observer)] = nil
+            removed = everyKey.removeValue(forKey: ObjectIdentifier(observer))
         }
+        if removed != nil, observer.options.contains(.prior) { priorObserverCount -= 1 }
     }
 
     /// Whether anything observes `key`.
@@ -79,7 +86,8 @@ struct ObserverTable {
 
     /// Whether some observer of `key` asked for prior calls.
     func wantsPrior(_ key: String) -> Bool {
-        byKey[key]?.values.contains { $0.options.contains(.prior) } == true
+        guard priorObserverCount > 0 else { return false }
+        return byKey[key]?.values.contains { $0.options.contains(.prior) } == true
             || everyKey.values.contains { $0.options.contains(.prior) }
     }
 
@@ -95,6 +103,13 @@ struct ObserverTable {
             if isPrior && !observer.options.contains(.prior) { continue }
             queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
         }
+    }
+
+    /// Takes the queue for delivery when there is something to deliver and no other thread is
+    /// delivering, marking this thread as the deliverer (to be called under the same lock that
+    /// queued the changes, saving a second acquisition).
+    mutating func claimBatch() -> [(observer: Observer, change: DefaultsChange<PropertyListValue>)]? {
+        takeBatch(claiming: true)
     }
 
     /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the

@@ -30,7 +30,7 @@ package enum BinaryPropertyListReader {
         let objectCount: Int
         let topObject: Int
         let offsetTable: Int
-        /// Objects decoded so far (strings and numbers are often shared: each is decoded once).
+        /// Objects decoded so far: a shared object is decoded once.
         var decoded: [PropertyListValue?]
         /// Containers being decoded now: meeting one again is a reference cycle.
         var inProgress: [Bool]
@@ -166,7 +166,7 @@ package enum BinaryPropertyListReader {
                 let (count, start) = try length(nibble: nibble, after: marker)
                 try checkRange(start, count, unit: 1, at: marker)
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<start + count])
-                guard !slice.contains(where: { $0 >= 0x80 }) else {
+                for byte in slice where byte >= 0x80 {
                     throw Self.error("an ASCII string holds a byte above 0x7F", at: marker)
                 }
                 value = .string(String(decoding: slice, as: UTF8.self))
@@ -206,9 +206,13 @@ package enum BinaryPropertyListReader {
                     "the marker 0x\(String(bytes[marker], radix: 16)) is not a supported property-list type", at: marker
                 )
             }
-            // Strings are what writers share (dictionary keys): remember those; containers are never
-            // shared by well-formed files, so remembering them would only cost.
-            if case .string = value { decoded[index] = value }
+            // Remember what is costly to build again: strings (writers share dictionary keys) and
+            // containers (a hostile file may refer to one container many times, at every level, and
+            // would otherwise cost time exponential in its depth). Numbers are cheaper to re-read.
+            switch value {
+            case .string, .array, .dictionary, .data: decoded[index] = value
+            default: break
+            }
             return value
         }
 

@@ -41,14 +41,16 @@ package enum XMLPropertyListReader {
 
         var atEnd: Bool { position >= bytes.count }
 
+        @inline(__always)
         func peek(_ literal: StaticString) -> Bool {
             let count = literal.utf8CodeUnitCount
-            guard position + count <= bytes.count else { return false }
             let pointer = literal.utf8Start
-            for index in 0..<count where bytes[position + index] != pointer[index] { return false }
+            guard position + count <= bytes.count, bytes[position] == pointer[0] else { return false }
+            for index in 1..<count where bytes[position + index] != pointer[index] { return false }
             return true
         }
 
+        @inline(__always)
         mutating func skip(_ literal: StaticString) -> Bool {
             guard peek(literal) else { return false }
             position += literal.utf8CodeUnitCount
@@ -73,6 +75,10 @@ package enum XMLPropertyListReader {
         mutating func skipMisc() throws(DefaultsError) {
             while true {
                 skipWhitespace()
+                // Most of the time the next thing is a tag: only "<!" and "<?" need a closer look.
+                guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "<"),
+                    bytes[position + 1] == UInt8(ascii: "!") || bytes[position + 1] == UInt8(ascii: "?")
+                else { return }
                 if skip("<!--") {
                     try skip(through: "-->", what: "a comment")
                 } else if skip("<?") {
@@ -115,17 +121,62 @@ package enum XMLPropertyListReader {
         }
 
         /// Reads `<name`, returning the name and whether the tag closed itself (`<true/>`).
-        mutating func openTag() throws(DefaultsError) -> (name: String, empty: Bool, start: Int) {
+        /// The plist elements, recognised from their bytes without making a String.
+        enum Element {
+            case `true`, `false`, string, integer, real, date, data, array, dict, key, other
+        }
+
+        func element(at start: Int, length: Int) -> Element {
+            func named(_ name: StaticString) -> Bool {
+                let pointer = name.utf8Start
+                for index in 0..<length where bytes[start + index] != pointer[index] { return false }
+                return true
+            }
+            switch length {
+            case 3: return named("key") ? .key : .other
+            case 4:
+                switch bytes[start] {
+                case UInt8(ascii: "t"): return named("true") ? .true : .other
+                case UInt8(ascii: "r"): return named("real") ? .real : .other
+                case UInt8(ascii: "d"):
+                    return named("date") ? .date : named("data") ? .data : named("dict") ? .dict : .other
+                default: return .other
+                }
+            case 5: return named("false") ? .false : named("array") ? .array : .other
+            case 6: return named("string") ? .string : .other
+            case 7: return named("integer") ? .integer : .other
+            default: return .other
+            }
+        }
+
+        /// Reads `<name` up to `>` or `/>`: which element, whether it closed itself (`<true/>`), and
+        /// where it starts.
+        mutating func openTag() throws(DefaultsError) -> (element: Element, name: String, empty: Bool, start: Int) {
             try skipMisc()
             let start = position
             guard skip("<") else { throw error(atEnd ? "the file ends where a value was expected" : "expected a tag") }
             let nameStart = position
             while position < bytes.count, Self.isNameByte(bytes[position]) { position += 1 }
-            let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<position]), as: UTF8.self)
+            let element = element(at: nameStart, length: position - nameStart)
+            // The name as text only when it is needed for a message.
+            let name =
+                element == .other
+                ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<position]), as: UTF8.self) : ""
             skipWhitespace()
-            if skip("/>") { return (name, true, start) }
+            if skip("/>") { return (element, name, true, start) }
             guard skip(">") else { throw error("the <\(name)> tag is malformed", at: start) }
-            return (name, false, start)
+            return (element, name, false, start)
+        }
+
+        /// `bytes` as a String, nil when they are not valid UTF-8. ASCII (the common case) takes a
+        /// fast path: the generic validating initialiser costs several times more.
+        static func string(validatingUTF8 bytes: UnsafeRawBufferPointer) -> String? {
+            var isASCII = true
+            for byte in bytes where byte >= 0x80 {
+                isASCII = false
+                break
+            }
+            return isASCII ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
         }
 
         static func isSpace(_ byte: UInt8) -> Bool {
@@ -154,17 +205,21 @@ package enum XMLPropertyListReader {
 
         mutating func value(depth: Int) throws(DefaultsError) -> PropertyListValue {
             let tag = try openTag()
-            switch tag.name {
-            case "true", "false":
-                if !tag.empty { try closeTag(tag.name == "true" ? "true" : "false") }
-                return .bool(tag.name == "true")
-            case "string":
+            switch tag.element {
+            case .true:
+                if !tag.empty { try closeTag("true") }
+                return .bool(true)
+            case .false:
+                if !tag.empty { try closeTag("false") }
+                return .bool(false)
+            case .string:
                 return .string(tag.empty ? "" : try text(closing: "string"))
-            case "integer":
+            case .integer:
                 let text = tag.empty ? "" : try self.text(closing: "integer")
                 return try integer(Self.trimmed(text), at: tag.start)
-            case "real":
+            case .real:
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "real"))
+                if let number = Double(text) { return .real(number) }
                 switch text.lowercased() {
                 case "nan": return .real(.nan)
                 case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
@@ -175,18 +230,18 @@ package enum XMLPropertyListReader {
                     }
                     return .real(number)
                 }
-            case "date":
+            case .date:
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "date"))
                 guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
                 return .date(date)
-            case "data":
+            case .data:
                 let text = tag.empty ? "" : try self.text(closing: "data")
                 let compact = text.filter { !$0.isWhitespace }
                 guard let data = Data(base64Encoded: compact) else {
                     throw error("the data is not valid base64", at: tag.start)
                 }
                 return .data(data)
-            case "array":
+            case .array:
                 guard depth < XMLPropertyListReader.maximumDepth else {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
@@ -200,27 +255,29 @@ package enum XMLPropertyListReader {
                     }
                     elements.append(try value(depth: depth + 1))
                 }
-            case "dict":
+            case .dict:
                 guard depth < XMLPropertyListReader.maximumDepth else {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .dictionary([:]) }
-                var entries: [String: PropertyListValue] = [:]
+                // Collected first, so the dictionary is built once at its final size (a later duplicate
+                // key wins, as in Foundation).
+                var entries: [(String, PropertyListValue)] = []
                 while true {
                     try skipMisc()
                     if peek("</") {
                         try closeTag("dict")
-                        return .dictionary(entries)
+                        return .dictionary(Dictionary(entries, uniquingKeysWith: { _, last in last }))
                     }
                     let keyTag = try openTag()
-                    guard keyTag.name == "key" else {
-                        throw error("expected <key> in a dictionary, found <\(keyTag.name)>", at: keyTag.start)
+                    guard keyTag.element == .key else {
+                        throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
                     }
                     let key = keyTag.empty ? "" : try text(closing: "key")
-                    entries[key] = try value(depth: depth + 1)
+                    entries.append((key, try value(depth: depth + 1)))
                 }
-            default:
-                throw error("<\(tag.name)> is not a property-list element", at: tag.start)
+            case .key, .other:
+                throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
             }
         }
 
@@ -232,7 +289,7 @@ package enum XMLPropertyListReader {
             while end < bytes.count, bytes[end] != UInt8(ascii: "<"), bytes[end] != UInt8(ascii: "&") { end += 1 }
             if end + 1 < bytes.count, bytes[end] == UInt8(ascii: "<"), bytes[end + 1] == UInt8(ascii: "/") {
                 guard
-                    let string = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+                    let string = Self.string(validatingUTF8: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
                 else { throw error("the text is not valid UTF-8", at: start) }
                 position = end
                 try closeTag(name)
@@ -262,7 +319,7 @@ package enum XMLPropertyListReader {
                     }
                     flush(position)
                     try closeTag(name)
-                    guard let string = String(validating: buffer, as: UTF8.self) else {
+                    guard let string = buffer.withUnsafeBytes({ Self.string(validatingUTF8: $0) }) else {
                         throw error("the text is not valid UTF-8", at: start)
                     }
                     return string

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the property-list fuzzer with libFuzzer and AddressSanitizer and runs it for a bounded
+# time (default 30 s). Usage: Fuzz/run.sh [seconds]. Crashing inputs land in Fuzz/artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-30}"
+build=.build/fuzz
+mkdir -p "$build" Fuzz/corpus Fuzz/artifacts
+# The codec and what it needs; the rest of the library (the store, the watcher) is not linked.
+sources=(Fuzz/PropertyListFuzzer.swift Sources/LiveDefaults/PropertyList/*.swift
+    Sources/LiveDefaults/DefaultsError.swift Sources/LiveDefaults/ErrorReporting.swift Sources/LiveDefaults/Locked.swift)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsFuzz -package-name LiveDefaults \
+    -swift-version 6 "${sources[@]}" -o "$build/property-list-fuzzer"
+# Seed the corpus with one file of each format.
+printf 'bplist00\xd1\x01\x02Qa\x10\x01\x08\x0b\x0d\x00\x00\x00\x00\x00\x00\x01\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0f' > Fuzz/corpus/seed.bplist
+printf '<?xml version="1.0"?><plist version="1.0"><dict><key>a</key><array><integer>1</integer><real>2.5</real><true/><date>2024-01-01T00:00:00Z</date><data>AAEC</data><string>x&amp;y</string></array></dict></plist>' > Fuzz/corpus/seed.xml
+printf '{ a = (1, "two", <0102>); b = { c = d; }; }' > Fuzz/corpus/seed.txt
+"$build/property-list-fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=5 \
+    -artifact_prefix=Fuzz/artifacts/ Fuzz/corpus
