@@ -63,6 +63,15 @@ import Testing
         #expect(values == ["source": "suite file", "k": "written"])
     }
 
+    /// A reporting handler may use the library, even when the report comes from opening a suite.
+    @Test func aHandlerThatOpensASuiteWhileABadFileIsReportedDoesNotDeadlock() throws {
+        let directory = try TemporaryDirectory()
+        try Data("garbage".utf8).write(to: directory.file("com.example.bad.plist"))
+        let result = try ProductRunner.run("TestHelper", ["open-from-handler", directory.path, "com.example.bad"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput == "handled corruptFile\nopened\n", "\(result)")
+    }
+
     /// The identifier of a process that has exited (and not been reused).
     private func deadProcessIdentifier() throws -> pid_t {
         let process = Process()

@@ -173,6 +173,26 @@ case "open-reporting":
     }
     say("done")
 
+case "open-from-handler":
+    // open-from-handler <dir> <suite>: a reporting handler that itself opens a suite, while a
+    // (corrupt) suite is being opened. Says "opened" unless that deadlocks (exit 3 after 10 s).
+    guard arguments.count == 3 else { fail("open-from-handler <dir> <suite>") }
+    let directory = URL(fileURLWithPath: arguments[1])
+    DefaultsErrorReporting.setHandler { error in
+        _ = try? Defaults(suiteName: "com.example.from-handler", directory: directory, watchesFiles: false)
+        say("handled \(error.code)")
+    }
+    let opened = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        _ = try? Defaults(suiteName: arguments[2], directory: directory, watchesFiles: false)
+        opened.signal()
+    }
+    guard opened.wait(timeout: .now() + 10) == .success else {
+        say("deadlocked")
+        exit(3)
+    }
+    say("opened")
+
 case "same-key-writer":
     // same-key-writer <dir> <suite> <name> <count>: after "go" on standard input, sets "shared" to
     // <name>-0 … <name>-<count-1>, synchronizing each; then, for each "expect <value>" line, says

@@ -157,7 +157,10 @@ package final class SuiteStore: Sendable {
 extension SuiteStore {
     /// Reads the file for the first time. A bad file leaves the store empty and usable, with the
     /// error in ``lastError`` and reported.
-    fileprivate func load() {
+    ///
+    /// - Returns: The problems to report, which the caller reports once it holds no lock (a
+    ///   handler may open a suite itself).
+    fileprivate func load() -> [DefaultsError] {
         let error: DefaultsError? = inputOutput.withLock { operations -> DefaultsError? in
             operations += 1
             do throws(DefaultsError) {
@@ -181,18 +184,18 @@ extension SuiteStore {
                 return error
             }
         }
-        if let error { DefaultsErrorReporting.report(error) }
-        warnIfDirectoryIsInsecure()
+        return [error, directoryWarning()].compactMap { $0 }
     }
 
     /// Directories already warned about (``DefaultsError/Code/insecureDirectory``): once each per process.
     private static let insecureDirectoriesReported = Locked<Set<String>>([])
 
-    /// Warns once per directory when others could replace the suite file (the store is still used).
-    private func warnIfDirectoryIsInsecure() {
-        guard let warning = file.directoryInsecurity(), let directory = warning.path else { return }
+    /// The warning to give when others could replace the suite file (the store is still used),
+    /// once per directory.
+    private func directoryWarning() -> DefaultsError? {
+        guard let warning = file.directoryInsecurity(), let directory = warning.path else { return nil }
         let isNew = Self.insecureDirectoriesReported.withLock { $0.insert(directory).inserted }
-        if isNew { DefaultsErrorReporting.report(warning) }
+        return isNew ? warning : nil
     }
 
     /// Parses suite bytes; an empty file is an empty suite.
@@ -453,14 +456,17 @@ extension SuiteStore {
     /// - Parameter watching: Whether the store follows outside changes to its file.
     package static func open(_ location: SuiteLocation, watching: Bool) -> SuiteStore {
         installExitFlush
-        // Loaded inside the registry's lock, so no one sees a store before its values are in.
+        // Loaded inside the registry's lock, so no one sees a store before its values are in; its
+        // problems are reported after, since a handler may open a suite (and take that lock).
+        var problems: [DefaultsError] = []
         let store = registry.withLock { registry -> SuiteStore in
             if let existing = registry[location.path]?.store { return existing }
             let store = SuiteStore(location: location)
-            store.load()
+            problems = store.load()
             registry[location.path] = WeakStore(store: store)
             return store
         }
+        for problem in problems { DefaultsErrorReporting.report(problem) }
         if watching { store.startWatching() }
         return store
     }
@@ -468,9 +474,13 @@ extension SuiteStore {
     /// Drops the registry's entry for `path` once its store is gone (a new store for the same
     /// file may have taken the entry meanwhile; that one stays).
     private static func forget(_ path: String) {
-        registry.withLock { registry in
-            if let entry = registry[path], entry.store == nil { registry[path] = nil }
+        let survivor = registry.withLock { registry -> SuiteStore? in
+            let store = registry[path]?.store
+            if store == nil { registry[path] = nil }
+            // Released after the lock: were it the last reference, its deinit would take the lock.
+            return store
         }
+        _ = survivor
     }
 
     /// Whether the registry of open stores has an entry for `location` (for tests of leaks).
