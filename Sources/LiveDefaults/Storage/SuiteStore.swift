@@ -172,7 +172,7 @@ extension SuiteStore {
                     if let parsed {
                         state.diskValues = parsed.values
                         state.values = parsed.values
-                        state.format = parsed.format == .xml ? .xml : .binary
+                        state.format = parsed.format
                     }
                 }
                 return nil
@@ -198,7 +198,7 @@ extension SuiteStore {
         return isNew ? warning : nil
     }
 
-    /// Parses suite bytes; an empty file is an empty suite.
+    /// Parses suite bytes: the values and the format to write them back in.
     private func parse(_ data: Data) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
@@ -214,7 +214,8 @@ extension SuiteStore {
         guard case .dictionary(let values) = decoded.value else {
             throw corruptFileError("holds a \(decoded.value.typeName) at its root, not a dictionary", cause: nil)
         }
-        return (values, decoded.format)
+        // Written back as XML when it was XML, else binary (old-style text is read, not written).
+        return (values, decoded.format == .xml ? .xml : .binary)
     }
 
     private func corruptFileError(_ problem: String, cause: (any Error)?) -> DefaultsError {
@@ -279,7 +280,7 @@ extension SuiteStore {
                 do throws(DefaultsError) {
                     let parsed = try parse(contents.data)
                     base = parsed.values
-                    if !contents.data.isEmpty { format = parsed.format == .xml ? .xml : .binary }
+                    format = parsed.format
                 } catch {
                     // Contract 4: never replace a bad file without keeping it.
                     if let kept = try file.keepAside() {
@@ -358,7 +359,7 @@ extension SuiteStore {
                 do throws(DefaultsError) {
                     let result = try parse(contents.data)
                     parsed = result.values
-                    if !contents.data.isEmpty { format = result.format == .xml ? .xml : .binary }
+                    format = result.format
                 } catch {
                     // Keep the last good values; the file is kept aside only if this process must write
                     // before it is fixed (a person may still be editing it).
