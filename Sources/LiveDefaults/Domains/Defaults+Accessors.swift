@@ -52,7 +52,10 @@ extension Defaults {
     /// The integer value of `key`: numbers converted, Booleans as 0 or 1, strings parsed as
     /// UserDefaults does ("12abc" is 12); 0 when absent or not convertible.
     public func integer(forKey key: String) -> Int {
-        withEffectiveValue(forKey: key) { $0.map(ValueConversion.integer) ?? 0 }
+        withEffectiveValue(forKey: key) { value in
+            if case .integer(let number)? = value { return Int(clamping: number) }
+            return value.map(ValueConversion.integer) ?? 0
+        }
     }
 
     /// The floating-point value of `key`, converted as ``integer(forKey:)``; 0 when absent.
@@ -68,7 +71,11 @@ extension Defaults {
     /// The Boolean value of `key`: numbers are true when not zero; strings are true when they
     /// start with Y, y, T, t or a digit 1–9 ("YES", "true", "1"), as UserDefaults reads them.
     public func bool(forKey key: String) -> Bool {
-        withEffectiveValue(forKey: key) { $0.map(ValueConversion.bool) ?? false }
+        withEffectiveValue(forKey: key) { value in
+            // A stored Boolean is the common case: answered without the general conversion.
+            if case .bool(let flag)? = value { return flag }
+            return value.map(ValueConversion.bool) ?? false
+        }
     }
 
     /// The URL value of `key`: a stored string with a scheme as that URL, else as a file path
