@@ -54,7 +54,7 @@ public final class Defaults: Sendable {
         var addedSuites: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
-        var effective: [String: PropertyListValue] = [:]
+        var effective: [HashedKey: PropertyListValue] = [:]
         var observers = ObserverTable()
         var notificationScheduled = false
     }
@@ -92,7 +92,9 @@ public final class Defaults: Sendable {
                 globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
         }
         self.state = Locked(State(arguments: ArgumentDomain.current))
-        state.withLock { state in state.effective = Self.resolveAll(state, suite: suite, global: global) }
+        state.withLock { state in
+            state.effective = Self.hashedKeys(Self.resolveAll(state, suite: suite, global: global))
+        }
         suite.addListener(self)
         global?.addListener(self)
     }
@@ -111,7 +113,8 @@ public final class Defaults: Sendable {
 
     /// The effective value of `key` through the search list, as a property-list value.
     public func propertyList(forKey key: String) -> PropertyListValue? {
-        state.withLock { $0.effective[key] }
+        let key = HashedKey(key)
+        return state.withLock { $0.effective[key] }
     }
 
     /// The effective value of `key` converted by `transform` while the lock is held, so the value
@@ -119,7 +122,8 @@ public final class Defaults: Sendable {
     /// call back into this store.
     @inline(__always)
     func withEffectiveValue<Result>(forKey key: String, _ transform: (PropertyListValue?) -> Result) -> Result {
-        state.withLock { transform($0.effective[key]) }
+        let key = HashedKey(key)
+        return state.withLock { transform($0.effective[key]) }
     }
 
     /// The suite's own values (its file and this process's unwritten changes), without the rest of
@@ -130,7 +134,9 @@ public final class Defaults: Sendable {
 
     /// Every effective value through the search list, as Foundation objects.
     public func dictionaryRepresentation() -> [String: Any] {
-        state.withLock { $0.effective }.mapValues(\.foundationObject)
+        var values: [String: Any] = [:]
+        for (key, value) in state.withLock({ $0.effective }) { values[key.string] = value.foundationObject }
+        return values
     }
 
     // MARK: Writing
@@ -143,6 +149,7 @@ public final class Defaults: Sendable {
     }
 
     /// The one path every write of a suite value takes.
+    @usableFromInline
     func write(_ value: PropertyListValue?, forKey key: String) {
         if state.withLock({ $0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key) }) {
             announcePrior(of: key, suiteValue: value)
@@ -204,6 +211,13 @@ public final class Defaults: Sendable {
         return values
     }
 
+    /// `values` keyed for the effective-value table.
+    static func hashedKeys(_ values: [String: PropertyListValue]) -> [HashedKey: PropertyListValue] {
+        var keyed: [HashedKey: PropertyListValue] = Dictionary(minimumCapacity: values.count)
+        for (key, value) in values { keyed[HashedKey(key)] = value }
+        return keyed
+    }
+
     /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
     /// effective value that differs, and delivers them outside the lock.
     func refresh(_ keys: Set<String>?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
@@ -214,20 +228,22 @@ public final class Defaults: Sendable {
             if let keys {
                 for key in keys {
                     let new = Self.resolve(key, state, suite: suite, global: global)
-                    let old = state.effective[key]
+                    let hashedKey = HashedKey(key)
+                    let old = state.effective[hashedKey]
                     if old == new { continue }
-                    state.effective[key] = new
+                    state.effective[hashedKey] = new
                     changed = true
                     if state.observers.isObserved(key) {
                         state.observers.enqueue(key: key, old: old, new: new, origin: origin)
                     }
                 }
             } else {
-                let all = Self.resolveAll(state, suite: suite, global: global)
+                let all = Self.hashedKeys(Self.resolveAll(state, suite: suite, global: global))
                 for key in SuiteStore.differingKeys(state.effective, all) {
                     changed = true
-                    if state.observers.isObserved(key) {
-                        state.observers.enqueue(key: key, old: state.effective[key], new: all[key], origin: origin)
+                    if state.observers.isObserved(key.string) {
+                        state.observers.enqueue(
+                            key: key.string, old: state.effective[key], new: all[key], origin: origin)
                     }
                 }
                 state.effective = all
@@ -264,7 +280,7 @@ public final class Defaults: Sendable {
     /// suite's value to `suiteValue` would change the effective value.
     private func announcePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
-            let old = state.effective[key]
+            let old = state.effective[HashedKey(key)]
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) {
                 return
             }

@@ -17,8 +17,14 @@ extension Defaults {
     public class AnyKey: @unchecked Sendable {
         /// The key's name in the suite file.
         public let name: String
+        /// The name as the effective-value table keys it, hashed once for every lookup.
+        let hashedName: HashedKey
 
-        init(name: String) { self.name = name }
+        @usableFromInline
+        init(name: String) {
+            self.name = name
+            self.hashedName = HashedKey(name)
+        }
     }
 
     /// A typed key: a name, a default value, and how values of `Value` are stored.
@@ -30,9 +36,12 @@ extension Defaults {
     public final class Key<Value: Sendable>: AnyKey, @unchecked Sendable {
         /// The value read when the key has none, or when what is stored cannot be read as `Value`.
         public let defaultValue: Value
+        @usableFromInline
         let encode: @Sendable (Value) throws -> PropertyListValue?
+        @usableFromInline
         let decode: @Sendable (PropertyListValue) throws -> Value
 
+        @usableFromInline
         init(
             name: String, defaultValue: Value, encode: @escaping @Sendable (Value) throws -> PropertyListValue?,
             decode: @escaping @Sendable (PropertyListValue) throws -> Value
@@ -50,6 +59,7 @@ extension Defaults {
 extension Defaults.Key where Value: PropertyListRepresentable {
     /// A key of a property-list type (`String`, `Int`, `Bool`, `Double`, `Date`, `Data`, `URL`,
     /// arrays and dictionaries of them).
+    @inlinable
     public convenience init(_ name: String, default defaultValue: Value) {
         self.init(name: name, defaultValue: defaultValue, encode: { $0.propertyListValue }, decode: KeyCoding.plain)
     }
@@ -57,6 +67,7 @@ extension Defaults.Key where Value: PropertyListRepresentable {
 
 extension Defaults.Key where Value: PropertyListRepresentable & Codable {
     /// A key of a property-list type (preferred over the Codable form for types that are both).
+    @inlinable
     public convenience init(_ name: String, default defaultValue: Value) {
         self.init(name: name, defaultValue: defaultValue, encode: { $0.propertyListValue }, decode: KeyCoding.plain)
     }
@@ -65,6 +76,7 @@ extension Defaults.Key where Value: PropertyListRepresentable & Codable {
 extension Defaults.Key where Value: RawRepresentable, Value.RawValue: PropertyListRepresentable {
     /// A key of a `RawRepresentable` type (an enum with `String` or `Int` raw values), stored as
     /// its raw value.
+    @inlinable
     public convenience init(_ name: String, default defaultValue: Value) {
         self.init(
             name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
@@ -73,6 +85,7 @@ extension Defaults.Key where Value: RawRepresentable, Value.RawValue: PropertyLi
 
 extension Defaults.Key where Value: RawRepresentable & Codable, Value.RawValue: PropertyListRepresentable {
     /// A key of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
+    @inlinable
     public convenience init(_ name: String, default defaultValue: Value) {
         self.init(
             name: name, defaultValue: defaultValue, encode: { $0.rawValue.propertyListValue }, decode: KeyCoding.raw)
@@ -81,6 +94,7 @@ extension Defaults.Key where Value: RawRepresentable & Codable, Value.RawValue: 
 
 extension Defaults.Key where Value: Codable {
     /// A key of a `Codable` type, stored as a property-list structure.
+    @inlinable
     public convenience init(_ name: String, default defaultValue: Value) {
         self.init(
             name: name, defaultValue: defaultValue, encode: KeyCoding.encodeCodable, decode: KeyCoding.decodeCodable)
@@ -89,28 +103,33 @@ extension Defaults.Key where Value: Codable {
 
 extension Defaults.Key {
     /// An optional key of a property-list type: nil when absent; setting nil removes it.
+    @inlinable
     public convenience init<Wrapped: PropertyListRepresentable>(_ name: String) where Value == Wrapped? {
         self.init(name: name, defaultValue: nil, encode: { $0?.propertyListValue }, decode: KeyCoding.plain)
     }
 
     /// An optional key of a property-list type that is also Codable.
+    @inlinable
     public convenience init<Wrapped: PropertyListRepresentable & Codable>(_ name: String) where Value == Wrapped? {
         self.init(name: name, defaultValue: nil, encode: { $0?.propertyListValue }, decode: KeyCoding.plain)
     }
 
     /// An optional key of a `RawRepresentable` type.
+    @inlinable
     public convenience init<Wrapped: RawRepresentable>(_ name: String)
     where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
         self.init(name: name, defaultValue: nil, encode: { $0?.rawValue.propertyListValue }, decode: KeyCoding.raw)
     }
 
     /// An optional key of a `RawRepresentable` and `Codable` type, stored as its raw value.
+    @inlinable
     public convenience init<Wrapped: RawRepresentable & Codable>(_ name: String)
     where Value == Wrapped?, Wrapped.RawValue: PropertyListRepresentable {
         self.init(name: name, defaultValue: nil, encode: { $0?.rawValue.propertyListValue }, decode: KeyCoding.raw)
     }
 
     /// An optional key of a `Codable` type, stored as a property-list structure.
+    @inlinable
     public convenience init<Wrapped: Codable & Sendable>(_ name: String) where Value == Wrapped? {
         self.init(
             name: name, defaultValue: nil, encode: { try $0.map(KeyCoding.encodeCodable) ?? nil },
@@ -125,9 +144,10 @@ extension Defaults {
     /// when there is none or when the stored value cannot be read as the key's type (the failure
     /// is then reported through ``DefaultsErrorReporting`` and readable with ``decodingError(for:)``).
     /// Setting writes the suite; setting nil (for an optional key) removes the value.
+    @inlinable
     public subscript<Value>(key: Key<Value>) -> Value {
         get {
-            guard let stored = propertyList(forKey: key.name) else { return key.defaultValue }
+            guard let stored = storedValue(of: key) else { return key.defaultValue }
             do {
                 return try key.decode(stored)
             } catch {
@@ -138,13 +158,25 @@ extension Defaults {
             do {
                 write(try key.encode(newValue), forKey: key.name)
             } catch {
-                DefaultsErrorReporting.report(
-                    DefaultsError(
-                        .encodingFailed,
-                        "The value for key \"\(key.name)\" in suite \"\(suiteName)\" could not be encoded; nothing was written.",
-                        suite: suiteName, underlying: SendableDescription(error)))
+                reportEncodingFailure(of: key, error)
             }
         }
+    }
+
+    /// The effective value of a typed key's name, looked up by the hash the key keeps.
+    @usableFromInline
+    func storedValue(of key: AnyKey) -> PropertyListValue? {
+        let name = key.hashedName
+        return state.withLock { $0.effective[name] }
+    }
+
+    @usableFromInline
+    func reportEncodingFailure(of key: AnyKey, _ error: any Error) {
+        DefaultsErrorReporting.report(
+            DefaultsError(
+                .encodingFailed,
+                "The value for key \"\(key.name)\" in suite \"\(suiteName)\" could not be encoded; nothing was written.",
+                suite: suiteName, underlying: SendableDescription(error)))
     }
 
     /// Why the stored value of `key` cannot be read as the key's type, or nil when it can (or

@@ -1,13 +1,26 @@
 import Foundation
 
 /// How typed keys turn values into property-list values and back.
+///
+/// The conversions for property-list and raw-representable types are inlinable, so that a key made
+/// in an app is specialised for its type there: unspecialised, reading a `Key<Bool>` spent most of
+/// its time fetching the metadata of `Bool?`.
+@usableFromInline
 enum KeyCoding {
+    @usableFromInline
     struct Mismatch: Error, CustomStringConvertible {
         let expected: String
         let found: PropertyListValue
-        var description: String { "expected \(expected), found \(found.typeName) \(found)" }
+        @usableFromInline var description: String { "expected \(expected), found \(found.typeName) \(found)" }
+
+        @usableFromInline
+        init(expected: String, found: PropertyListValue) {
+            self.expected = expected
+            self.found = found
+        }
     }
 
+    @inlinable
     static func plain<Value: PropertyListRepresentable>(_ stored: PropertyListValue) throws -> Value {
         guard let value = Value(propertyListValue: stored) else {
             throw Mismatch(expected: "\(Value.self)", found: stored)
@@ -15,10 +28,12 @@ enum KeyCoding {
         return value
     }
 
+    @inlinable
     static func plain<Wrapped: PropertyListRepresentable>(_ stored: PropertyListValue) throws -> Wrapped? {
         try plain(stored) as Wrapped
     }
 
+    @inlinable
     static func raw<Value: RawRepresentable>(_ stored: PropertyListValue) throws -> Value
     where Value.RawValue: PropertyListRepresentable {
         guard let rawValue = Value.RawValue(propertyListValue: stored), let value = Value(rawValue: rawValue) else {
@@ -27,12 +42,14 @@ enum KeyCoding {
         return value
     }
 
+    @inlinable
     static func raw<Wrapped: RawRepresentable>(_ stored: PropertyListValue) throws -> Wrapped?
     where Wrapped.RawValue: PropertyListRepresentable {
         try raw(stored) as Wrapped
     }
 
     /// Encodes a Codable value as a property-list structure (not opaque data).
+    @usableFromInline
     static func encodeCodable<Value: Encodable>(_ value: Value) throws -> PropertyListValue? {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
@@ -44,6 +61,7 @@ enum KeyCoding {
         return first
     }
 
+    @usableFromInline
     static func decodeCodable<Value: Decodable>(_ stored: PropertyListValue) throws -> Value {
         let data = try PropertyListCodec.encode(.array([stored]), format: .binary)
         guard let value = try PropertyListDecoder().decode([Value].self, from: data).first else {

@@ -79,7 +79,7 @@ extension Defaults {
         state.withLock { state in
             state.observers.add(observer)
             if options.contains(.initial), let key = observer.key {
-                let current = state.effective[key]
+                let current = state.effective[HashedKey(key)]
                 state.observers.queue.append(
                     (
                         observer,
