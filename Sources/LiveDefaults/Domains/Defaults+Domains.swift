@@ -9,7 +9,7 @@ extension Defaults {
     /// defaults.register(defaults: ["theme": "system", "fontSize": 14])
     /// ```
     public func register(defaults: [String: PropertyListValue]) {
-        refresh(Set(defaults.keys), origin: .local) { state in
+        refresh(.many(Set(defaults.keys)), origin: .local) { state in
             state.registration.merge(defaults) { _, new in new }
         }
     }

@@ -220,20 +220,20 @@ public final class Defaults: Sendable {
 
     /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
     /// effective value that differs, and delivers them outside the lock.
-    func refresh(_ keys: Set<String>?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
+    func refresh(_ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
         typealias Batch = [(observer: Observer, change: DefaultsChange<PropertyListValue>)]
         let claimed = state.withLock { state -> (batch: Batch?, notify: Bool) in
             change(&state)
             var changed = false
             if let keys {
-                for key in keys {
+                keys.forEach { key in
                     let new = Self.resolve(key, state, suite: suite, global: global)
                     let hashedKey = HashedKey(key)
                     let old = state.effective[hashedKey]
-                    if old == new { continue }
+                    if old == new { return }
                     state.effective[hashedKey] = new
                     changed = true
-                    if state.observers.isObserved(key) {
+                    if state.observers.isObserved(hashedKey) {
                         state.observers.enqueue(key: key, old: old, new: new, origin: origin)
                     }
                 }
@@ -241,7 +241,7 @@ public final class Defaults: Sendable {
                 let all = Self.hashedKeys(Self.resolveAll(state, suite: suite, global: global))
                 for key in SuiteStore.differingKeys(state.effective, all) {
                     changed = true
-                    if state.observers.isObserved(key.string) {
+                    if state.observers.isObserved(key) {
                         state.observers.enqueue(
                             key: key.string, old: state.effective[key], new: all[key], origin: origin)
                     }
@@ -308,7 +308,7 @@ public final class Defaults: Sendable {
 }
 
 extension Defaults: SuiteStoreListener {
-    package func suiteStore(_ store: SuiteStore, didChange keys: Set<String>, origin: ChangeOrigin) {
+    package func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) {
         refresh(keys, origin: origin)
     }
 }

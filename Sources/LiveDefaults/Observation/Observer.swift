@@ -48,7 +48,7 @@ package final class Observer: Sendable {
 /// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
 /// key cost the same whatever the number of observers of other keys.
 struct ObserverTable {
-    private var byKey: [String: [ObjectIdentifier: Observer]] = [:]
+    private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
     var queue: [(observer: Observer, change: DefaultsChange<PropertyListValue>)] = []
@@ -62,7 +62,7 @@ struct ObserverTable {
     mutating func add(_ observer: Observer) {
         if observer.options.contains(.prior) { priorObserverCount += 1 }
         if let key = observer.key {
-            byKey[key, default: [:]][ObjectIdentifier(observer)] = observer
+            byKey[HashedKey(key), default: [:]][ObjectIdentifier(observer)] = observer
         } else {
             everyKey[ObjectIdentifier(observer)] = observer
         }
@@ -71,6 +71,7 @@ struct ObserverTable {
     mutating func remove(_ observer: Observer) {
         let removed: Observer?
         if let key = observer.key {
+            let key = HashedKey(key)
             removed = byKey[key]?.removeValue(forKey: ObjectIdentifier(observer))
             if byKey[key]?.isEmpty == true { byKey[key] = nil }
         } else {
@@ -80,14 +81,14 @@ struct ObserverTable {
     }
 
     /// Whether anything observes `key`.
-    func isObserved(_ key: String) -> Bool {
-        byKey[key] != nil || !everyKey.isEmpty
+    func isObserved(_ key: HashedKey) -> Bool {
+        !everyKey.isEmpty || byKey[key] != nil
     }
 
     /// Whether some observer of `key` asked for prior calls.
     func wantsPrior(_ key: String) -> Bool {
         guard priorObserverCount > 0 else { return false }
-        return byKey[key]?.values.contains { $0.options.contains(.prior) } == true
+        return byKey[HashedKey(key)]?.values.contains { $0.options.contains(.prior) } == true
             || everyKey.values.contains { $0.options.contains(.prior) }
     }
 
@@ -95,7 +96,7 @@ struct ObserverTable {
     mutating func enqueue(
         key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false
     ) {
-        for observer in byKey[key]?.values ?? [:].values {
+        for observer in byKey[HashedKey(key)]?.values ?? [:].values {
             if isPrior && !observer.options.contains(.prior) { continue }
             queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
         }

@@ -11,7 +11,23 @@ public enum ChangeOrigin: Sendable, Hashable {
 /// Hears which keys of a suite store changed. Called outside every lock of the store.
 package protocol SuiteStoreListener: AnyObject, Sendable {
     /// - Parameter keys: The keys whose stored value changed.
-    func suiteStore(_ store: SuiteStore, didChange keys: Set<String>, origin: ChangeOrigin)
+    func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin)
+}
+
+/// The keys a change touched: one key for a write (the common case, without building a set),
+/// a set for a reload or a replaced domain.
+package enum ChangedKeys: Sendable {
+    case one(String)
+    case many(Set<String>)
+
+    /// Calls `body` with each key.
+    @inline(__always)
+    func forEach(_ body: (String) -> Void) {
+        switch self {
+        case .one(let key): body(key)
+        case .many(let keys): for key in keys { body(key) }
+        }
+    }
 }
 
 /// One suite file's values in this process: the cache, this process's changes not yet written,
@@ -105,7 +121,7 @@ package final class SuiteStore: Sendable {
             scheduleFlush(&state)
             return changed
         }
-        if changed { notify([key], origin: .local) }
+        if changed { notify(.one(key), origin: .local) }
     }
 
     /// Replaces every value of the suite (nil or empty removes them all).
@@ -119,7 +135,7 @@ package final class SuiteStore: Sendable {
             scheduleFlush(&state)
             return changed
         }
-        if !changedKeys.isEmpty { notify(changedKeys, origin: .local) }
+        if !changedKeys.isEmpty { notify(.many(changedKeys), origin: .local) }
     }
 
     // MARK: Listeners
@@ -137,7 +153,7 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    private func notify(_ keys: Set<String>, origin: ChangeOrigin) {
+    private func notify(_ keys: ChangedKeys, origin: ChangeOrigin) {
         let listeners = state.withLock { $0.listeners }
         for entry in listeners {
             entry.listener?.suiteStore(self, didChange: keys, origin: origin)
@@ -235,7 +251,7 @@ extension SuiteStore {
     ///   memory and pending, and a later flush writes them.
     package func flush() throws(DefaultsError) {
         var externalKeys = Set<String>()
-        defer { if !externalKeys.isEmpty { notify(externalKeys, origin: .external) } }
+        defer { if !externalKeys.isEmpty { notify(.many(externalKeys), origin: .external) } }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
             let snapshot = state.withLock { state in
@@ -395,7 +411,7 @@ extension SuiteStore {
             }
         }
         if let problem { DefaultsErrorReporting.report(problem) }
-        if !changedKeys.isEmpty { notify(changedKeys, origin: .external) }
+        if !changedKeys.isEmpty { notify(.many(changedKeys), origin: .external) }
     }
 
     /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
