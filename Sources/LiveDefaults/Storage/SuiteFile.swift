@@ -18,10 +18,11 @@ package struct SuiteFile: Sendable {
     package func resolvedPath() -> String {
         var path = location.path
         for _ in 0..<32 {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(path, &buffer, buffer.count - 1)
-            guard count > 0 else { return path }
-            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let target = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { buffer in
+                let count = readlink(path, buffer.baseAddress!, buffer.count - 1)
+                return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+            }
+            guard let target else { return path }
             path = target.hasPrefix("/") ? target : (path as NSString).deletingLastPathComponent + "/" + target
         }
         return path
@@ -87,11 +88,13 @@ package struct SuiteFile: Sendable {
     /// - Returns: The identity of the file now in place.
     @discardableResult
     package func replace(with data: Data) throws(DefaultsError) -> FileIdentity {
-        try createDirectoryIfNeeded()
         let target = resolvedPath()
         let directory = (target as NSString).deletingLastPathComponent
         var existing = stat()
-        let mode: mode_t = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o600
+        let exists = stat(target, &existing) == 0
+        // A file in place means its directory is there.
+        if !exists { try createDirectoryIfNeeded() }
+        let mode: mode_t = exists ? existing.st_mode & 0o7777 : 0o600
         var temporary = ""
         do throws(SystemError) {
             let descriptor = try createTemporaryFile(beside: target, path: &temporary)

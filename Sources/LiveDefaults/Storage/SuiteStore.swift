@@ -291,7 +291,8 @@ extension SuiteStore {
         }
         var base = known.values
         var format = known.format
-        if FileIdentity.of(path: location.path) != known.identity || known.corrupt {
+        let rereads = FileIdentity.of(path: location.path) != known.identity || known.corrupt
+        if rereads {
             // Someone else wrote since we last looked (or the file is bad): start from what is there now.
             let contents = try file.read()
             if let contents {
@@ -345,6 +346,9 @@ extension SuiteStore {
             for (key, change) in pending where state.pending[key]?.generation == change.generation {
                 state.pending[key] = nil
             }
+            // When the file was not re-read, what reads see is already the written values plus the
+            // changes made since: nothing to compare (a thousand-key comparison on every flush).
+            if !rereads && wholeFile == nil && !state.replacesWholeFile { return [] }
             // Values other processes wrote, plus this process's changes made during the write.
             var values = merged
             for (key, change) in state.pending { values[key] = change.value }
