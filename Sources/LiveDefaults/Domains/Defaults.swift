@@ -54,7 +54,7 @@ public final class Defaults: Sendable {
         var addedSuites: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
-        var effective: [HashedKey: PropertyListValue] = [:]
+        var effective = EffectiveValues()
         var observers = ObserverTable()
         var notificationScheduled = false
     }
@@ -93,7 +93,8 @@ public final class Defaults: Sendable {
         }
         self.state = Locked(State(arguments: ArgumentDomain.current))
         state.withLock { state in
-            state.effective = Self.hashedKeys(Self.resolveAll(state, suite: suite, global: global))
+            state.effective = EffectiveValues(
+                Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
         }
         suite.addListener(self)
         global?.addListener(self)
@@ -135,7 +136,7 @@ public final class Defaults: Sendable {
     /// Every effective value through the search list, as Foundation objects.
     public func dictionaryRepresentation() -> [String: Any] {
         var values: [String: Any] = [:]
-        for (key, value) in state.withLock({ $0.effective }) { values[key.string] = value.foundationObject }
+        for (key, value) in state.withLock({ $0.effective.values }) { values[key] = value.foundationObject }
         return values
     }
 
@@ -211,13 +212,6 @@ public final class Defaults: Sendable {
         return values
     }
 
-    /// `values` keyed for the effective-value table.
-    static func hashedKeys(_ values: [String: PropertyListValue]) -> [HashedKey: PropertyListValue] {
-        var keyed: [HashedKey: PropertyListValue] = Dictionary(minimumCapacity: values.count)
-        for (key, value) in values { keyed[HashedKey(key)] = value }
-        return keyed
-    }
-
     /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
     /// effective value that differs, and delivers them outside the lock.
     func refresh(_ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
@@ -228,22 +222,20 @@ public final class Defaults: Sendable {
             if let keys {
                 keys.forEach { key in
                     let new = Self.resolve(key, state, suite: suite, global: global)
-                    let hashedKey = HashedKey(key)
-                    let old = state.effective[hashedKey]
-                    if old == new { return }
-                    state.effective[hashedKey] = new
+                    guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
                     changed = true
-                    if state.observers.isObserved(hashedKey) {
-                        state.observers.enqueue(key: key, old: old, new: new, origin: origin)
+                    if change.isObserved || state.observers.observesEveryKey {
+                        state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
                     }
                 }
             } else {
-                let all = Self.hashedKeys(Self.resolveAll(state, suite: suite, global: global))
-                for key in SuiteStore.differingKeys(state.effective, all) {
+                let all = EffectiveValues(
+                    Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
+                for change in state.effective.differences(from: all) {
                     changed = true
-                    if state.observers.isObserved(key) {
+                    if all.isObserved(change.key) || state.observers.observesEveryKey {
                         state.observers.enqueue(
-                            key: key.string, old: state.effective[key], new: all[key], origin: origin)
+                            key: change.key.string, old: change.old, new: change.new, origin: origin)
                     }
                 }
                 state.effective = all

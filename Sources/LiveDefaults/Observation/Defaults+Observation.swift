@@ -78,6 +78,7 @@ extension Defaults {
         let options = requestedOptions ?? observer.options
         state.withLock { state in
             state.observers.add(observer)
+            if let key = observer.key { state.effective.setObserved(HashedKey(key), true) }
             if options.contains(.initial), let key = observer.key {
                 let current = state.effective[HashedKey(key)]
                 state.observers.queue.append(
@@ -90,7 +91,12 @@ extension Defaults {
         deliverQueuedChanges()
         return ObservationToken { [weak self] in
             observer.isActive.store(false, ordering: .releasing)
-            self?.state.withLock { $0.observers.remove(observer) }
+            self?.state.withLock { state in
+                state.observers.remove(observer)
+                if let key = observer.key.map(HashedKey.init), !state.observers.hasObservers(of: key) {
+                    state.effective.setObserved(key, false)
+                }
+            }
         }
     }
 }

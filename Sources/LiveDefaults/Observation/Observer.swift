@@ -80,6 +80,15 @@ struct ObserverTable {
         if removed != nil, observer.options.contains(.prior) { priorObserverCount -= 1 }
     }
 
+    /// The keys that have observers of their own.
+    var observedKeys: Dictionary<HashedKey, [ObjectIdentifier: Observer]>.Keys { byKey.keys }
+
+    /// Whether some observer observes every key.
+    var observesEveryKey: Bool { !everyKey.isEmpty }
+
+    /// Whether `key` has observers of its own.
+    func hasObservers(of key: HashedKey) -> Bool { byKey[key] != nil }
+
     /// Whether anything observes `key`.
     func isObserved(_ key: HashedKey) -> Bool {
         !everyKey.isEmpty || byKey[key] != nil
