@@ -275,6 +275,20 @@ enum RandomPropertyList {
         #expect(depth == 60 && current == .bool(true))
     }
 
+    @Test func objectsReferencedFromManyPlacesDecodeTheSameEverywhere() throws {
+        // Object 1 is a string, 2 an array holding it and a dictionary (4) that uses it as key and
+        // value, 3 a data object; the top array refers to each three times.
+        let objects: [[UInt8]] = [
+            [0xA9, 1, 1, 1, 2, 2, 2, 3, 3, 3], [0x56] + Array("shared".utf8), [0xA2, 1, 4], [0x43, 1, 2, 3],
+            [0xD1, 1, 1],
+        ]
+        let string = PropertyListValue.string("shared")
+        let array = PropertyListValue.array([string, .dictionary(["shared": string])])
+        let data = PropertyListValue.data(Data([1, 2, 3]))
+        let value = try BinaryPropertyListReader.decode(Self.binary(objects))
+        #expect(value == .array([string, string, string, array, array, array, data, data, data]))
+    }
+
     @Test func everyTruncationAndByteFlipIsHandled() throws {
         var generator = SeededGenerator(state: 7)
         var entries: [String: PropertyListValue] = [:]
