@@ -242,9 +242,7 @@ package enum BinaryPropertyListReader {
                 let valuesStart = start + count * referenceSize
                 for entry in 0..<count {
                     let keyPosition = start + entry * referenceSize
-                    guard case .string(let key) = try object(try reference(at: keyPosition), depth: depth + 1) else {
-                        throw Self.error("a dictionary key is not a string", at: keyPosition)
-                    }
+                    let key = try key(try reference(at: keyPosition), depth: depth + 1, at: keyPosition)
                     entries[key] = try object(try reference(at: valuesStart + entry * referenceSize), depth: depth + 1)
                 }
                 value = .dictionary(entries)
@@ -260,6 +258,27 @@ package enum BinaryPropertyListReader {
                 state[index] = flags | Self.seen
             }
             return value
+        }
+
+        /// Decodes object `index` as a dictionary key, which must be a string.
+        @inline(__always)
+        func key(_ index: Int, depth: Int, at position: Int) throws(Malformed) -> String {
+            // The usual key, a short ASCII string met for the first time, without the general path.
+            if state[index] == 0 {
+                let marker = try offset(of: index)
+                let byte = base[marker]
+                let count = Int(byte & 0xF)
+                if byte >> 4 == 0x5, count != 0xF, marker + 1 + count <= offsetTable,
+                    PropertyListText.isASCII(base + marker + 1, count: count)
+                {
+                    state[index] = Self.seen
+                    return PropertyListText.string(ascii: base + marker + 1, count: count)
+                }
+            }
+            guard case .string(let key) = try object(index, depth: depth) else {
+                throw Self.error("a dictionary key is not a string", at: position)
+            }
+            return key
         }
 
         func remember(_ value: PropertyListValue, at index: Int) {
