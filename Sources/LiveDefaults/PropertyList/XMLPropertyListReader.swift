@@ -206,6 +206,23 @@ package enum XMLPropertyListReader {
         mutating func openTag() throws(Malformed) -> (element: Element, name: String, empty: Bool, start: Int) {
             try skipMisc()
             let start = position
+            // The usual tags, written plainly, recognised whole.
+            if position + 1 < count, base[position] == UInt8(ascii: "<") {
+                let element: Element?
+                switch base[position + 1] {
+                case UInt8(ascii: "k"): element = skip("<key>") ? .key : nil
+                case UInt8(ascii: "s"): element = skip("<string>") ? .string : nil
+                case UInt8(ascii: "i"): element = skip("<integer>") ? .integer : nil
+                case UInt8(ascii: "r"): element = skip("<real>") ? .real : nil
+                case UInt8(ascii: "d"):
+                    element = skip("<dict>") ? .dict : skip("<date>") ? .date : skip("<data>") ? .data : nil
+                case UInt8(ascii: "a"): element = skip("<array>") ? .array : nil
+                case UInt8(ascii: "t"): if skip("<true/>") { return (.true, "", true, start) } else { element = nil }
+                case UInt8(ascii: "f"): if skip("<false/>") { return (.false, "", true, start) } else { element = nil }
+                default: element = nil
+                }
+                if let element { return (element, "", false, start) }
+            }
             guard skip(UInt8(ascii: "<")) else {
                 throw error(atEnd ? "the file ends where a value was expected" : "expected a tag")
             }
@@ -239,6 +256,18 @@ package enum XMLPropertyListReader {
         /// Reads `</name>` for `expected`.
         @inline(__always)
         mutating func closeTag(_ expected: Element) throws(Malformed) {
+            // The usual closing tags, written plainly, recognised whole.
+            let plain: Bool
+            switch expected {
+            case .key: plain = skip("</key>")
+            case .string: plain = skip("</string>")
+            case .integer: plain = skip("</integer>")
+            case .real: plain = skip("</real>")
+            case .array: plain = skip("</array>")
+            case .dict: plain = skip("</dict>")
+            default: plain = false
+            }
+            if plain { return }
             let start = position
             if position + 1 < count, base[position] == UInt8(ascii: "<"), base[position + 1] == UInt8(ascii: "/") {
                 position += 2
@@ -371,8 +400,7 @@ package enum XMLPropertyListReader {
         mutating func text(closing name: Element) throws(Malformed) -> String {
             let start = position
             // The common case: plain text up to the closing tag, made into a String in one step.
-            var end = position
-            while end < count, base[end] != UInt8(ascii: "<"), base[end] != UInt8(ascii: "&") { end += 1 }
+            let end = markup(from: position)
             if end + 1 < count, base[end] == UInt8(ascii: "<"), base[end + 1] == UInt8(ascii: "/") {
                 guard let string = PropertyListText.string(validatingUTF8: base + start, count: end - start) else {
                     throw error("the text is not valid UTF-8", at: start)
@@ -382,6 +410,27 @@ package enum XMLPropertyListReader {
                 return string
             }
             return try textWithMarkup(closing: name)
+        }
+
+        /// Where the first `<` or `&` at or after `start` is (`count` if none), eight bytes at a time.
+        @inline(__always)
+        func markup(from start: Int) -> Int {
+            var index = start
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                // A byte of `word ^ pattern` is zero where `word` holds the pattern's byte; the
+                // lowest flagged byte is exact (a borrow can only flag bytes above a zero one).
+                let lessThan = word ^ 0x3C3C_3C3C_3C3C_3C3C
+                let ampersand = word ^ 0x2626_2626_2626_2626
+                let flags =
+                    ((lessThan &- 0x0101_0101_0101_0101) & ~lessThan | (ampersand &- 0x0101_0101_0101_0101) & ~ampersand)
+                    & 0x8080_8080_8080_8080
+                if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
+                index += 8
+            }
+            while index < count, base[index] != UInt8(ascii: "<"), base[index] != UInt8(ascii: "&") { index += 1 }
+            return index
         }
 
         /// Reads character data holding entities, CDATA sections or comments up to `</name>`.
@@ -461,11 +510,16 @@ package enum XMLPropertyListReader {
 
         /// `text` without leading and trailing XML white space.
         static func trimmed(_ text: String) -> String {
-            let utf8 = text.utf8
-            guard let first = utf8.firstIndex(where: { !isSpace($0) }) else { return "" }
-            let last = utf8.lastIndex(where: { !isSpace($0) })!
-            if first == utf8.startIndex && last == utf8.index(before: utf8.endIndex) { return text }
-            return String(text[first...last])
+            var text = text
+            let trimmed: String? = text.withUTF8 { utf8 in
+                var start = 0
+                var end = utf8.count
+                while start < end, isSpace(utf8[start]) { start += 1 }
+                while end > start, isSpace(utf8[end - 1]) { end -= 1 }
+                if start == 0 && end == utf8.count { return nil }  // the usual case: nothing to trim
+                return String(decoding: UnsafeBufferPointer(rebasing: utf8[start..<end]), as: UTF8.self)
+            }
+            return trimmed ?? text
         }
 
         func integer(_ text: String, at offset: Int) throws(Malformed) -> PropertyListValue {
