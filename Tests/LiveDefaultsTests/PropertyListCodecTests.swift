@@ -225,6 +225,24 @@ enum RandomPropertyList {
         }
     }
 
+    @Test func xmlWrittenByHandIsReadLikeFoundationsOwn() throws {
+        // Spaces inside tags and around numbers, signs, hex, the extremes of 64 bits, entities,
+        // CDATA and comments inside text, an explicitly closed <true>: none of the usual shapes.
+        let xml = """
+            <plist><dict><key >a</key ><integer> 12 </integer><key>b</key><integer>+5</integer>
+            <key>c</key><integer>0x1F</integer><key>d</key><string>x &amp; <![CDATA[<y>]]><!-- c -->z</string >
+            <key>e</key><true></true><key>f</key><integer>-9223372036854775808</integer>
+            <key>g</key><integer>18446744073709551615</integer><key>h</key><real> 2.5 </real>
+            <key>i</key><integer>9223372036854775808</integer></dict></plist>
+            """
+        let value = try XMLPropertyListReader.decode(Data(xml.utf8))
+        #expect(
+            value == [
+                "a": 12, "b": 5, "c": 31, "d": "x & <y>z", "e": true, "f": .integer(.min), "g": .unsignedInteger(.max),
+                "h": 2.5, "i": .unsignedInteger(UInt64(Int64.max) + 1),
+            ])
+    }
+
     @Test func invalidUTF8InXMLIsAnError() {
         var bytes = Array("<plist><string>".utf8)
         bytes += [0xC3, 0x28]
@@ -273,6 +291,20 @@ enum RandomPropertyList {
             depth += 1
         }
         #expect(depth == 60 && current == .bool(true))
+    }
+
+    @Test func objectsReferencedFromManyPlacesDecodeTheSameEverywhere() throws {
+        // Object 1 is a string, 2 an array holding it and a dictionary (4) that uses it as key and
+        // value, 3 a data object; the top array refers to each three times.
+        let objects: [[UInt8]] = [
+            [0xA9, 1, 1, 1, 2, 2, 2, 3, 3, 3], [0x56] + Array("shared".utf8), [0xA2, 1, 4], [0x43, 1, 2, 3],
+            [0xD1, 1, 1],
+        ]
+        let string = PropertyListValue.string("shared")
+        let array = PropertyListValue.array([string, .dictionary(["shared": string])])
+        let data = PropertyListValue.data(Data([1, 2, 3]))
+        let value = try BinaryPropertyListReader.decode(Self.binary(objects))
+        #expect(value == .array([string, string, string, array, array, array, data, data, data]))
     }
 
     @Test func everyTruncationAndByteFlipIsHandled() throws {

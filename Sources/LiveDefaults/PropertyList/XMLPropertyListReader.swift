@@ -11,42 +11,58 @@ package enum XMLPropertyListReader {
     package static let maximumDepth = 512
 
     package static func decode(_ data: Data) throws(DefaultsError) -> PropertyListValue {
-        let result: Result<PropertyListValue, DefaultsError> = data.withUnsafeBytes { buffer in
-            do throws(DefaultsError) {
-                var scanner = Scanner(bytes: buffer)
+        let result: Result<PropertyListValue, Malformed> = data.withUnsafeBytes { buffer in
+            do throws(Malformed) {
+                // An empty file has no address; any address will do, as nothing is read from it.
+                let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+                var scanner = Scanner(base: base.assumingMemoryBound(to: UInt8.self), count: buffer.count)
                 return .success(try scanner.document())
             } catch {
                 return .failure(error)
             }
         }
-        return try result.get()
+        switch result {
+        case .success(let value): return value
+        case .failure(let malformed): throw DefaultsError(.malformedPropertyList, malformed.message)
+        }
+    }
+
+    /// What the scanner throws: a message, made a ``DefaultsError`` once at the end (a small error
+    /// keeps the scanner's stack frames small: each place that may throw reserves room for one).
+    private struct Malformed: Error {
+        let message: String
     }
 
     private struct Scanner {
-        let bytes: UnsafeRawBufferPointer
+        let base: UnsafePointer<UInt8>
+        let count: Int
         var position = 0
 
-        init(bytes: UnsafeRawBufferPointer) {
-            self.bytes = bytes
+        init(base: UnsafePointer<UInt8>, count: Int) {
+            self.base = base
+            self.count = count
             // A UTF-8 byte-order mark.
-            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
+            if count >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF { position = 3 }
         }
 
-        func error(_ problem: String, at offset: Int? = nil) -> DefaultsError {
-            let end = min(offset ?? position, bytes.count)
+        /// The error for `problem` at `offset` (by default where the scanner is), naming the line:
+        /// out of line, so that the message is built only on this cold path.
+        @inline(never)
+        func error(_ problem: @autoclosure () -> String, at offset: Int? = nil) -> Malformed {
+            let end = min(offset ?? position, count)
             var line = 1
-            for index in 0..<end where bytes[index] == 0x0A { line += 1 }
-            return DefaultsError(.malformedPropertyList, "XML property list, line \(line): \(problem)")
+            for index in 0..<end where base[index] == 0x0A { line += 1 }
+            return Malformed(message: "XML property list, line \(line): \(problem())")
         }
 
-        var atEnd: Bool { position >= bytes.count }
+        var atEnd: Bool { position >= count }
 
         @inline(__always)
         func peek(_ literal: StaticString) -> Bool {
-            let count = literal.utf8CodeUnitCount
+            let length = literal.utf8CodeUnitCount
             let pointer = literal.utf8Start
-            guard position + count <= bytes.count, bytes[position] == pointer[0] else { return false }
-            for index in 1..<count where bytes[position + index] != pointer[index] { return false }
+            guard position + length <= count, base[position] == pointer[0] else { return false }
+            for index in 1..<length where base[position + index] != pointer[index] { return false }
             return true
         }
 
@@ -57,14 +73,22 @@ package enum XMLPropertyListReader {
             return true
         }
 
+        @inline(__always)
+        mutating func skip(_ byte: UInt8) -> Bool {
+            guard position < count, base[position] == byte else { return false }
+            position += 1
+            return true
+        }
+
+        @inline(__always)
         mutating func skipWhitespace() {
-            while position < bytes.count, Self.isSpace(bytes[position]) { position += 1 }
+            while position < count, Self.isSpace(base[position]) { position += 1 }
         }
 
         /// Moves past the next occurrence of `terminator`.
-        mutating func skip(through terminator: StaticString, what: String) throws(DefaultsError) {
+        mutating func skip(through terminator: StaticString, what: String) throws(Malformed) {
             let start = position
-            while position < bytes.count {
+            while position < count {
                 if skip(terminator) { return }
                 position += 1
             }
@@ -72,12 +96,22 @@ package enum XMLPropertyListReader {
         }
 
         /// Skips white space, comments and processing instructions.
-        mutating func skipMisc() throws(DefaultsError) {
+        @inline(__always)
+        mutating func skipMisc() throws(Malformed) {
+            skipWhitespace()
+            // Most of the time the next thing is a tag: only "<!" and "<?" need a closer look.
+            if position + 1 < count, base[position] == UInt8(ascii: "<"),
+                base[position + 1] == UInt8(ascii: "!") || base[position + 1] == UInt8(ascii: "?")
+            {
+                try skipCommentsAndInstructions()
+            }
+        }
+
+        mutating func skipCommentsAndInstructions() throws(Malformed) {
             while true {
                 skipWhitespace()
-                // Most of the time the next thing is a tag: only "<!" and "<?" need a closer look.
-                guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "<"),
-                    bytes[position + 1] == UInt8(ascii: "!") || bytes[position + 1] == UInt8(ascii: "?")
+                guard position + 1 < count, base[position] == UInt8(ascii: "<"),
+                    base[position + 1] == UInt8(ascii: "!") || base[position + 1] == UInt8(ascii: "?")
                 else { return }
                 if skip("<!--") {
                     try skip(through: "-->", what: "a comment")
@@ -89,11 +123,11 @@ package enum XMLPropertyListReader {
             }
         }
 
-        mutating func document() throws(DefaultsError) -> PropertyListValue {
+        mutating func document() throws(Malformed) -> PropertyListValue {
             try skipMisc()
             if skip("<!DOCTYPE") {
-                while position < bytes.count, bytes[position] != UInt8(ascii: ">") {
-                    if bytes[position] == UInt8(ascii: "[") {
+                while position < count, base[position] != UInt8(ascii: ">") {
+                    if base[position] == UInt8(ascii: "[") {
                         throw error("internal DTD subsets (entity declarations) are not accepted")
                     }
                     position += 1
@@ -103,8 +137,7 @@ package enum XMLPropertyListReader {
             }
             var wrapped = false
             if skip("<plist") {
-                guard position < bytes.count, Self.isSpace(bytes[position]) || bytes[position] == UInt8(ascii: ">")
-                else {
+                guard position < count, Self.isSpace(base[position]) || base[position] == UInt8(ascii: ">") else {
                     throw error("expected <plist>")
                 }
                 try skip(through: ">", what: "the <plist> tag")
@@ -120,22 +153,39 @@ package enum XMLPropertyListReader {
             return value
         }
 
-        /// Reads `<name`, returning the name and whether the tag closed itself (`<true/>`).
         /// The plist elements, recognised from their bytes without making a String.
         enum Element {
             case `true`, `false`, string, integer, real, date, data, array, dict, key, other
+
+            var name: StaticString {
+                switch self {
+                case .true: "true"
+                case .false: "false"
+                case .string: "string"
+                case .integer: "integer"
+                case .real: "real"
+                case .date: "date"
+                case .data: "data"
+                case .array: "array"
+                case .dict: "dict"
+                case .key: "key"
+                case .other: ""
+                }
+            }
         }
 
+        @inline(__always)
         func element(at start: Int, length: Int) -> Element {
+            @inline(__always)
             func named(_ name: StaticString) -> Bool {
                 let pointer = name.utf8Start
-                for index in 0..<length where bytes[start + index] != pointer[index] { return false }
+                for index in 0..<length where base[start + index] != pointer[index] { return false }
                 return true
             }
             switch length {
             case 3: return named("key") ? .key : .other
             case 4:
-                switch bytes[start] {
+                switch base[start] {
                 case UInt8(ascii: "t"): return named("true") ? .true : .other
                 case UInt8(ascii: "r"): return named("real") ? .real : .other
                 case UInt8(ascii: "d"):
@@ -150,75 +200,107 @@ package enum XMLPropertyListReader {
         }
 
         /// Reads `<name` up to `>` or `/>`: which element, whether it closed itself (`<true/>`), and
-        /// where it starts.
-        mutating func openTag() throws(DefaultsError) -> (element: Element, name: String, empty: Bool, start: Int) {
+        /// where it starts. `name` is the element's name as text only when it is not a plist
+        /// element (for a message).
+        @inline(__always)
+        mutating func openTag() throws(Malformed) -> (element: Element, name: String, empty: Bool, start: Int) {
             try skipMisc()
             let start = position
-            guard skip("<") else { throw error(atEnd ? "the file ends where a value was expected" : "expected a tag") }
+            // The usual tags, written plainly, recognised whole.
+            if position + 1 < count, base[position] == UInt8(ascii: "<") {
+                let element: Element?
+                switch base[position + 1] {
+                case UInt8(ascii: "k"): element = skip("<key>") ? .key : nil
+                case UInt8(ascii: "s"): element = skip("<string>") ? .string : nil
+                case UInt8(ascii: "i"): element = skip("<integer>") ? .integer : nil
+                case UInt8(ascii: "r"): element = skip("<real>") ? .real : nil
+                case UInt8(ascii: "d"):
+                    element = skip("<dict>") ? .dict : skip("<date>") ? .date : skip("<data>") ? .data : nil
+                case UInt8(ascii: "a"): element = skip("<array>") ? .array : nil
+                case UInt8(ascii: "t"): if skip("<true/>") { return (.true, "", true, start) } else { element = nil }
+                case UInt8(ascii: "f"): if skip("<false/>") { return (.false, "", true, start) } else { element = nil }
+                default: element = nil
+                }
+                if let element { return (element, "", false, start) }
+            }
+            guard skip(UInt8(ascii: "<")) else {
+                throw error(atEnd ? "the file ends where a value was expected" : "expected a tag")
+            }
             let nameStart = position
-            while position < bytes.count, Self.isNameByte(bytes[position]) { position += 1 }
+            while position < count, Self.isNameByte(base[position]) { position += 1 }
             let element = element(at: nameStart, length: position - nameStart)
             // The name as text only when it is needed for a message.
             let name =
                 element == .other
-                ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<position]), as: UTF8.self) : ""
+                ? String(
+                    decoding: UnsafeBufferPointer(start: base + nameStart, count: position - nameStart), as: UTF8.self)
+                : ""
+            if position < count, base[position] == UInt8(ascii: ">") {
+                position += 1
+                return (element, name, false, start)
+            }
             skipWhitespace()
             if skip("/>") { return (element, name, true, start) }
-            guard skip(">") else { throw error("the <\(name)> tag is malformed", at: start) }
+            guard skip(UInt8(ascii: ">")) else { throw error("the <\(name)> tag is malformed", at: start) }
             return (element, name, false, start)
-        }
-
-        /// `bytes` as a String, nil when they are not valid UTF-8. ASCII (the common case) takes a
-        /// fast path: the generic validating initialiser costs several times more.
-        static func string(validatingUTF8 bytes: UnsafeRawBufferPointer) -> String? {
-            var isASCII = true
-            for byte in bytes where byte >= 0x80 {
-                isASCII = false
-                break
-            }
-            return isASCII ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
         }
 
         static func isSpace(_ byte: UInt8) -> Bool {
             byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
         }
 
-        /// `text` without leading and trailing XML white space.
-        static func trimmed(_ text: String) -> String {
-            let utf8 = text.utf8
-            guard let first = utf8.firstIndex(where: { !isSpace($0) }) else { return "" }
-            let last = utf8.lastIndex(where: { !isSpace($0) })!
-            if first == utf8.startIndex && last == utf8.index(before: utf8.endIndex) { return text }
-            return String(text[first...last])
-        }
-
         static func isNameByte(_ byte: UInt8) -> Bool {
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
         }
 
-        mutating func closeTag(_ name: StaticString) throws(DefaultsError) {
-            guard skip("</"), skip(name) else { throw error("expected </\(name)>") }
-            skipWhitespace()
-            guard skip(">") else { throw error("expected > to close </\(name)>") }
+        /// Reads `</name>` for `expected`.
+        @inline(__always)
+        mutating func closeTag(_ expected: Element) throws(Malformed) {
+            // The usual closing tags, written plainly, recognised whole.
+            let plain: Bool
+            switch expected {
+            case .key: plain = skip("</key>")
+            case .string: plain = skip("</string>")
+            case .integer: plain = skip("</integer>")
+            case .real: plain = skip("</real>")
+            case .array: plain = skip("</array>")
+            case .dict: plain = skip("</dict>")
+            default: plain = false
+            }
+            if plain { return }
+            let start = position
+            if position + 1 < count, base[position] == UInt8(ascii: "<"), base[position + 1] == UInt8(ascii: "/") {
+                position += 2
+                let nameStart = position
+                while position < count, Self.isNameByte(base[position]) { position += 1 }
+                if element(at: nameStart, length: position - nameStart) == expected {
+                    if skip(UInt8(ascii: ">")) { return }
+                    skipWhitespace()
+                    if skip(UInt8(ascii: ">")) { return }
+                    throw error("expected > to close </\(expected.name)>")
+                }
+            }
+            position = start
+            throw error("expected </\(expected.name)>")
         }
 
-        mutating func value(depth: Int) throws(DefaultsError) -> PropertyListValue {
+        mutating func value(depth: Int) throws(Malformed) -> PropertyListValue {
             let tag = try openTag()
             switch tag.element {
             case .true:
-                if !tag.empty { try closeTag("true") }
+                if !tag.empty { try closeTag(.true) }
                 return .bool(true)
             case .false:
-                if !tag.empty { try closeTag("false") }
+                if !tag.empty { try closeTag(.false) }
                 return .bool(false)
             case .string:
-                return .string(tag.empty ? "" : try text(closing: "string"))
+                return .string(tag.empty ? "" : try text(closing: .string))
             case .integer:
-                let text = tag.empty ? "" : try self.text(closing: "integer")
+                if !tag.empty, let value = try plainInteger() { return value }
+                let text = tag.empty ? "" : try self.text(closing: .integer)
                 return try integer(Self.trimmed(text), at: tag.start)
             case .real:
-                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "real"))
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .real))
                 if let number = Double(text) { return .real(number) }
                 switch text.lowercased() {
                 case "nan": return .real(.nan)
@@ -231,11 +313,11 @@ package enum XMLPropertyListReader {
                     return .real(number)
                 }
             case .date:
-                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: "date"))
+                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .date))
                 guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
                 return .date(date)
             case .data:
-                let text = tag.empty ? "" : try self.text(closing: "data")
+                let text = tag.empty ? "" : try self.text(closing: .data)
                 let compact = text.filter { !$0.isWhitespace }
                 guard let data = Data(base64Encoded: compact) else {
                     throw error("the data is not valid base64", at: tag.start)
@@ -250,7 +332,7 @@ package enum XMLPropertyListReader {
                 while true {
                     try skipMisc()
                     if peek("</") {
-                        try closeTag("array")
+                        try closeTag(.array)
                         return .array(elements)
                     }
                     elements.append(try value(depth: depth + 1))
@@ -266,14 +348,14 @@ package enum XMLPropertyListReader {
                 while true {
                     try skipMisc()
                     if peek("</") {
-                        try closeTag("dict")
+                        try closeTag(.dict)
                         return .dictionary(Dictionary(entries, uniquingKeysWith: { _, last in last }))
                     }
                     let keyTag = try openTag()
                     guard keyTag.element == .key else {
                         throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
                     }
-                    let key = keyTag.empty ? "" : try text(closing: "key")
+                    let key = keyTag.empty ? "" : try text(closing: .key)
                     entries.append((key, try value(depth: depth + 1)))
                 }
             case .key, .other:
@@ -281,33 +363,94 @@ package enum XMLPropertyListReader {
             }
         }
 
+        /// The common integer, decimal digits with an optional sign up to `</integer>` that fit in
+        /// an `Int64`, read from the bytes; nil (having read nothing) for anything else.
+        @inline(__always)
+        mutating func plainInteger() throws(Malformed) -> PropertyListValue? {
+            var index = position
+            let negative = index < count && base[index] == UInt8(ascii: "-")
+            if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
+            let digitsStart = index
+            // Accumulated as a negative number, so that Int64.min fits.
+            var value: Int64 = 0
+            while index < count, base[index] &- UInt8(ascii: "0") < 10 {
+                let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+                let (next, overflow2) = times10.subtractingReportingOverflow(Int64(base[index] &- UInt8(ascii: "0")))
+                if overflow1 || overflow2 { return nil }
+                value = next
+                index += 1
+            }
+            guard index > digitsStart, index < count, base[index] == UInt8(ascii: "<") else { return nil }
+            if !negative {
+                guard value != .min else { return nil }
+                value = -value
+            }
+            let start = position
+            position = index
+            do {
+                try closeTag(.integer)
+            } catch {
+                position = start
+                return nil
+            }
+            return .integer(value)
+        }
+
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.
-        mutating func text(closing name: StaticString) throws(DefaultsError) -> String {
+        mutating func text(closing name: Element) throws(Malformed) -> String {
             let start = position
             // The common case: plain text up to the closing tag, made into a String in one step.
-            var end = position
-            while end < bytes.count, bytes[end] != UInt8(ascii: "<"), bytes[end] != UInt8(ascii: "&") { end += 1 }
-            if end + 1 < bytes.count, bytes[end] == UInt8(ascii: "<"), bytes[end + 1] == UInt8(ascii: "/") {
-                guard
-                    let string = Self.string(validatingUTF8: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-                else { throw error("the text is not valid UTF-8", at: start) }
+            let end = markup(from: position)
+            if end + 1 < count, base[end] == UInt8(ascii: "<"), base[end + 1] == UInt8(ascii: "/") {
+                guard let string = PropertyListText.string(validatingUTF8: base + start, count: end - start) else {
+                    throw error("the text is not valid UTF-8", at: start)
+                }
                 position = end
                 try closeTag(name)
                 return string
             }
+            return try textWithMarkup(closing: name)
+        }
+
+        /// Where the first `<` or `&` at or after `start` is (`count` if none), eight bytes at a time.
+        @inline(__always)
+        func markup(from start: Int) -> Int {
+            var index = start
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                // A byte of `word ^ pattern` is zero where `word` holds the pattern's byte; the
+                // lowest flagged byte is exact (a borrow can only flag bytes above a zero one).
+                let lessThan = word ^ 0x3C3C_3C3C_3C3C_3C3C
+                let ampersand = word ^ 0x2626_2626_2626_2626
+                let flags =
+                    ((lessThan &- 0x0101_0101_0101_0101) & ~lessThan | (ampersand &- 0x0101_0101_0101_0101) & ~ampersand)
+                    & 0x8080_8080_8080_8080
+                if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
+                index += 8
+            }
+            while index < count, base[index] != UInt8(ascii: "<"), base[index] != UInt8(ascii: "&") { index += 1 }
+            return index
+        }
+
+        /// Reads character data holding entities, CDATA sections or comments up to `</name>`.
+        mutating func textWithMarkup(closing name: Element) throws(Malformed) -> String {
+            let start = position
             var buffer: [UInt8] = []
             var plainStart = position
             func flush(_ end: Int) {
-                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[plainStart..<end]))
+                buffer.append(contentsOf: UnsafeBufferPointer(start: base + plainStart, count: end - plainStart))
             }
-            while position < bytes.count {
-                let byte = bytes[position]
+            while position < count {
+                let byte = base[position]
                 if byte == UInt8(ascii: "<") {
                     if skip("<![CDATA[") {
                         flush(position - 9)
                         let contentStart = position
                         try skip(through: "]]>", what: "a CDATA section")
-                        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[contentStart..<position - 3]))
+                        buffer.append(
+                            contentsOf: UnsafeBufferPointer(
+                                start: base + contentStart, count: position - 3 - contentStart))
                         plainStart = position
                         continue
                     }
@@ -319,18 +462,25 @@ package enum XMLPropertyListReader {
                     }
                     flush(position)
                     try closeTag(name)
-                    guard let string = buffer.withUnsafeBytes({ Self.string(validatingUTF8: $0) }) else {
+                    guard
+                        let string = buffer.withUnsafeBufferPointer({
+                            PropertyListText.string(validatingUTF8: $0.baseAddress ?? base, count: $0.count)
+                        })
+                    else {
                         throw error("the text is not valid UTF-8", at: start)
                     }
                     return string
                 } else if byte == UInt8(ascii: "&") {
                     flush(position)
                     let entityStart = position
-                    guard let end = bytes[position...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
+                    var end = position + 1
+                    while end < min(position + 12, count), base[end] != UInt8(ascii: ";") { end += 1 }
+                    guard end < min(position + 12, count) else {
                         throw error("an & is not the start of an entity", at: entityStart)
                     }
                     let entity = String(
-                        decoding: UnsafeRawBufferPointer(rebasing: bytes[position + 1..<end]), as: UTF8.self)
+                        decoding: UnsafeBufferPointer(start: base + position + 1, count: end - position - 1),
+                        as: UTF8.self)
                     let scalar: Unicode.Scalar?
                     switch entity {
                     case "lt": scalar = "<"
@@ -355,10 +505,24 @@ package enum XMLPropertyListReader {
                     position += 1
                 }
             }
-            throw error("the <\(name)> element is not closed", at: start)
+            throw error("the <\(name.name)> element is not closed", at: start)
         }
 
-        func integer(_ text: String, at offset: Int) throws(DefaultsError) -> PropertyListValue {
+        /// `text` without leading and trailing XML white space.
+        static func trimmed(_ text: String) -> String {
+            var text = text
+            let trimmed: String? = text.withUTF8 { utf8 in
+                var start = 0
+                var end = utf8.count
+                while start < end, isSpace(utf8[start]) { start += 1 }
+                while end > start, isSpace(utf8[end - 1]) { end -= 1 }
+                if start == 0 && end == utf8.count { return nil }  // the usual case: nothing to trim
+                return String(decoding: UnsafeBufferPointer(rebasing: utf8[start..<end]), as: UTF8.self)
+            }
+            return trimmed ?? text
+        }
+
+        func integer(_ text: String, at offset: Int) throws(Malformed) -> PropertyListValue {
             if let value = Int64(text) { return .integer(value) }
             if let value = UInt64(text.hasPrefix("+") ? String(text.dropFirst()) : text) {
                 return PropertyListValue(integer: value)
