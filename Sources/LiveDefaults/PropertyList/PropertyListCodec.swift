@@ -18,7 +18,7 @@ public enum PropertyListFormat: String, Sendable, Hashable {
 package enum PropertyListCodec {
     /// Detects the format of `data` from its first bytes.
     package static func detectFormat(of data: Data) -> PropertyListFormat {
-        if data.starts(with: Array("bplist".utf8)) { return .binary }
+        if data.starts(with: "bplist".utf8) { return .binary }
         // Skip a UTF-8 byte-order mark and leading white space.
         var index = data.startIndex
         if data.starts(with: [0xEF, 0xBB, 0xBF]) { index += 3 }
