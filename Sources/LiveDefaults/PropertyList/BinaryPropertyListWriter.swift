@@ -41,20 +41,29 @@ package enum BinaryPropertyListWriter {
         count < 15 ? 1 : 2 + byteCount(for: UInt64(count))
     }
 
-    /// Whether `bytes` are all ASCII (checked eight at a time).
+    /// Whether `bytes` are all ASCII: checked eight at a time, the last (partial) group by loads
+    /// that overlap the ones before rather than byte by byte.
     @inline(__always)
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let start = bytes.baseAddress else { return true }
+        let count = bytes.count
+        guard let start = bytes.baseAddress, count > 0 else { return true }
         let raw = UnsafeRawPointer(start)
-        var bits: UInt64 = 0
-        var index = 0
-        while index + 8 <= bytes.count {
-            bits |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < bytes.count {
-            bits |= UInt64(start[index])
-            index += 1
+        var bits: UInt64
+        if count >= 8 {
+            bits = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            var index = 0
+            while index + 8 < count {
+                bits |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+        } else if count >= 4 {
+            bits = UInt64(
+                raw.loadUnaligned(as: UInt32.self) | raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+        } else if count >= 2 {
+            bits = UInt64(
+                raw.loadUnaligned(as: UInt16.self) | raw.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self))
+        } else {
+            bits = UInt64(start[0])
         }
         return bits & 0x8080_8080_8080_8080 == 0
     }
@@ -163,6 +172,7 @@ package enum BinaryPropertyListWriter {
             position += size
         }
 
+        @inline(__always)
         mutating func putMarker(_ type: UInt8, count: Int) {
             if count < 15 {
                 put(type << 4 | UInt8(count))
