@@ -2,94 +2,248 @@ import Foundation
 
 /// Writes Apple's binary property-list format (`bplist00`).
 ///
-/// One pass writes every object after the objects it refers to (so a container's references are
-/// known when it is written) and the top object last; a counting pass before it fixes the
-/// reference size. Integers take the fewest bytes; strings are not shared between places (the
-/// format allows both, and sharing would cost a hash table on every write).
+/// A sizing pass counts the objects, their references and the exact bytes they take, which fixes
+/// the reference size, the offset size and the length of the whole file. One pass then writes
+/// every object after the objects it refers to (so a container's references are known when it is
+/// written) and the top object last, straight into the one allocation the returned `Data` owns,
+/// each object's offset going into the offset table as the object begins. Integers take the
+/// fewest bytes; strings are not shared between places (the format allows both, and sharing would
+/// cost a hash table on every write).
 package enum BinaryPropertyListWriter {
     package static func encode(_ value: PropertyListValue) -> Data {
-        let objectCount = count(value)
-        var writer = Writer(referenceSize: byteCount(for: UInt64(objectCount)), capacity: objectCount * 16 + 64)
+        var size = Size()
+        size.add(value)
+        let referenceSize = byteCount(for: UInt64(size.objects))
+        let offsetTable = 8 + size.bytes + size.references * referenceSize
+        let offsetSize = byteCount(for: UInt64(offsetTable))
+        let total = offsetTable + size.objects * offsetSize + 32
+        guard let base = malloc(total) else { fatalError("out of memory for a \(total)-byte property list") }
+        let scratch = UnsafeMutablePointer<Int>.allocate(capacity: max(size.references, 1))
+        defer { scratch.deallocate() }
+        var writer = Writer(
+            base: base, referenceSize: referenceSize, offsetTable: offsetTable, offsetSize: offsetSize,
+            references: scratch)
+        base.storeBytes(of: (0x6270_6C69_7374_3030 as UInt64).bigEndian, as: UInt64.self)  // "bplist00"
         let top = writer.write(value)
-        return writer.finish(top: top)
-    }
-
-    /// The number of objects `value` is written as (one per value and per dictionary key).
-    static func count(_ value: PropertyListValue) -> Int {
-        switch value {
-        case .array(let elements):
-            var total = 1
-            for element in elements { total += count(element) }
-            return total
-        case .dictionary(let entries):
-            var total = 1 + entries.count
-            for element in entries.values { total += count(element) }
-            return total
-        default:
-            return 1
-        }
+        // The sizing pass and the writing pass read the same immutable value the same way.
+        precondition(writer.position == offsetTable && writer.objectIndex == size.objects)
+        writer.finish(objects: size.objects, top: top)
+        return Data(bytesNoCopy: base, count: total, deallocator: .free)
     }
 
     static func byteCount(for value: UInt64) -> Int {
         value <= 0xFF ? 1 : value <= 0xFFFF ? 2 : value <= 0xFFFF_FFFF ? 4 : 8
     }
 
-    private struct Writer {
-        let referenceSize: Int
-        var output: [UInt8]
-        var offsets: [Int] = []
+    /// The bytes of a marker holding `count` (its own byte, and an integer object when 15 or more).
+    @inline(__always)
+    static func markerSize(count: Int) -> Int {
+        count < 15 ? 1 : 2 + byteCount(for: UInt64(count))
+    }
 
-        init(referenceSize: Int, capacity: Int) {
+    /// Whether `bytes` are all ASCII: checked eight at a time, the last (partial) group by loads
+    /// that overlap the ones before rather than byte by byte.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = bytes.count
+        guard let start = bytes.baseAddress, count > 0 else { return true }
+        let raw = UnsafeRawPointer(start)
+        var bits: UInt64
+        if count >= 8 {
+            bits = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            var index = 0
+            while index + 8 < count {
+                bits |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+        } else if count >= 4 {
+            bits = UInt64(
+                raw.loadUnaligned(as: UInt32.self) | raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+        } else if count >= 2 {
+            bits = UInt64(
+                raw.loadUnaligned(as: UInt16.self) | raw.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self))
+        } else {
+            bits = UInt64(start[0])
+        }
+        return bits & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// How `string` is written: ASCII as its bytes, anything else as UTF-16 (big-endian).
+    static func form(of string: String) -> (isASCII: Bool, count: Int) {
+        let isASCII =
+            string.utf8.withContiguousStorageIfAvailable(BinaryPropertyListWriter.isASCII)
+            ?? string.utf8.allSatisfy { $0 < 0x80 }
+        return isASCII ? (true, string.utf8.count) : (false, string.utf16.count)
+    }
+
+    /// What the objects of a value take: objects, bytes (without references) and references.
+    private struct Size {
+        var objects = 0
+        var bytes = 0
+        var references = 0
+
+        mutating func add(string: String) {
+            let (isASCII, count) = BinaryPropertyListWriter.form(of: string)
+            objects += 1
+            bytes += BinaryPropertyListWriter.markerSize(count: count) + (isASCII ? count : 2 * count)
+        }
+
+        mutating func add(_ value: PropertyListValue) {
+            switch value {
+            case .string(let string):
+                add(string: string)
+            case .array(let elements):
+                objects += 1
+                bytes += BinaryPropertyListWriter.markerSize(count: elements.count)
+                references += elements.count
+                for element in elements { add(element) }
+            case .dictionary(let entries):
+                objects += 1
+                bytes += BinaryPropertyListWriter.markerSize(count: entries.count)
+                references += 2 * entries.count
+                for (key, element) in entries {
+                    add(string: key)
+                    add(element)
+                }
+            case .bool:
+                objects += 1
+                bytes += 1
+            case .integer(let number):
+                objects += 1
+                bytes += number < 0 ? 9 : 1 + BinaryPropertyListWriter.byteCount(for: UInt64(number))
+            case .unsignedInteger:
+                objects += 1
+                bytes += 17
+            case .real, .date:
+                objects += 1
+                bytes += 9
+            case .data(let data):
+                objects += 1
+                bytes += BinaryPropertyListWriter.markerSize(count: data.count) + data.count
+            }
+        }
+    }
+
+    /// Writes objects into memory sized by ``Size``: no bounds or capacity checks per byte.
+    private struct Writer {
+        let base: UnsafeMutableRawPointer
+        let referenceSize: Int
+        let offsetTable: Int
+        let offsetSize: Int
+        /// Room for the references of the containers being written (children before their container).
+        let references: UnsafeMutablePointer<Int>
+        var referenceTop = 0
+        var position = 8
+        var objectIndex = 0
+
+        init(
+            base: UnsafeMutableRawPointer, referenceSize: Int, offsetTable: Int, offsetSize: Int,
+            references: UnsafeMutablePointer<Int>
+        ) {
+            self.base = base
             self.referenceSize = referenceSize
-            output = Array("bplist00".utf8)
-            output.reserveCapacity(capacity)
+            self.offsetTable = offsetTable
+            self.offsetSize = offsetSize
+            self.references = references
+        }
+
+        /// Stores `value` big-endian in `size` bytes at `offset`.
+        @inline(__always)
+        func store(_ value: UInt64, size: Int, at offset: Int) {
+            switch size {
+            case 1: base.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: offset, as: UInt8.self)
+            case 2:
+                base.storeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian, toByteOffset: offset, as: UInt16.self)
+            case 4:
+                base.storeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian, toByteOffset: offset, as: UInt32.self)
+            default: base.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
+            }
         }
 
         @inline(__always)
-        mutating func append(_ value: UInt64, size: Int) {
-            switch size {
-            case 1: output.append(UInt8(truncatingIfNeeded: value))
-            case 2: withUnsafeBytes(of: UInt16(truncatingIfNeeded: value).bigEndian) { output.append(contentsOf: $0) }
-            case 4: withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).bigEndian) { output.append(contentsOf: $0) }
-            default: withUnsafeBytes(of: value.bigEndian) { output.append(contentsOf: $0) }
-            }
+        mutating func put(_ byte: UInt8) {
+            base.storeBytes(of: byte, toByteOffset: position, as: UInt8.self)
+            position += 1
         }
 
-        mutating func appendMarker(_ type: UInt8, count: Int) {
+        @inline(__always)
+        mutating func put(_ value: UInt64, size: Int) {
+            store(value, size: size, at: position)
+            position += size
+        }
+
+        @inline(__always)
+        mutating func putMarker(_ type: UInt8, count: Int) {
             if count < 15 {
-                output.append(type << 4 | UInt8(count))
+                put(type << 4 | UInt8(count))
             } else {
-                output.append(type << 4 | 0xF)
+                put(type << 4 | 0xF)
                 let size = BinaryPropertyListWriter.byteCount(for: UInt64(count))
-                output.append(0x10 | UInt8(size.trailingZeroBitCount))
-                append(UInt64(count), size: size)
+                put(0x10 | UInt8(size.trailingZeroBitCount))
+                put(UInt64(count), size: size)
             }
         }
 
-        /// Starts a new object: records where it begins and returns its index.
+        mutating func putReferences(_ start: UnsafeMutablePointer<Int>, count: Int) {
+            switch referenceSize {
+            case 1:
+                for index in 0..<count {
+                    base.storeBytes(
+                        of: UInt8(truncatingIfNeeded: start[index]), toByteOffset: position + index, as: UInt8.self)
+                }
+            case 2:
+                for index in 0..<count {
+                    base.storeBytes(
+                        of: UInt16(truncatingIfNeeded: start[index]).bigEndian, toByteOffset: position + 2 * index,
+                        as: UInt16.self)
+                }
+            default:
+                for index in 0..<count {
+                    store(UInt64(start[index]), size: referenceSize, at: position + referenceSize * index)
+                }
+            }
+            position += count * referenceSize
+        }
+
+        /// Starts a new object: enters where it begins in the offset table and returns its index.
+        @inline(__always)
         mutating func begin() -> Int {
-            offsets.append(output.count)
-            return offsets.count - 1
+            store(UInt64(position), size: offsetSize, at: offsetTable + objectIndex * offsetSize)
+            objectIndex += 1
+            return objectIndex - 1
         }
 
         mutating func write(string: String) -> Int {
             let index = begin()
-            var text = string
-            let isASCII = text.withUTF8 { utf8 in
-                for byte in utf8 where byte >= 0x80 { return false }
-                appendMarker(0x5, count: utf8.count)
-                output.append(contentsOf: utf8)
+            // ASCII as its bytes (the common case: checked and copied from the string's own storage).
+            let wroteASCII: Bool? = string.utf8.withContiguousStorageIfAvailable { utf8 in
+                guard BinaryPropertyListWriter.isASCII(utf8) else { return false }
+                putMarker(0x5, count: utf8.count)
+                UnsafeMutableRawBufferPointer(start: base + position, count: utf8.count)
+                    .copyMemory(from: UnsafeRawBufferPointer(utf8))
+                position += utf8.count
                 return true
             }
-            if !isASCII {
-                let units = Array(string.utf16)
-                appendMarker(0x6, count: units.count)
-                for unit in units {
-                    output.append(UInt8(unit >> 8))
-                    output.append(UInt8(truncatingIfNeeded: unit))
+            switch wroteASCII {
+            case true?:
+                break
+            case false?:
+                putUTF16(string)
+            case nil:  // not stored as contiguous UTF-8
+                if string.utf8.allSatisfy({ $0 < 0x80 }) {
+                    putMarker(0x5, count: string.utf8.count)
+                    for byte in string.utf8 { put(byte) }
+                } else {
+                    putUTF16(string)
                 }
             }
             return index
+        }
+
+        /// Writes `string` as UTF-16 (big-endian), the form of strings that are not ASCII.
+        mutating func putUTF16(_ string: String) {
+            putMarker(0x6, count: string.utf16.count)
+            for unit in string.utf16 { put(UInt64(unit), size: 2) }
         }
 
         /// Writes `value` (children first) and returns its object index.
@@ -98,77 +252,83 @@ package enum BinaryPropertyListWriter {
             case .string(let string):
                 return write(string: string)
             case .array(let elements):
-                var references: [Int] = []
-                references.reserveCapacity(elements.count)
-                for element in elements { references.append(write(element)) }
+                let count = elements.count
+                let children = references + referenceTop
+                referenceTop += count
+                for (offset, element) in elements.enumerated() { children[offset] = write(element) }
+                referenceTop -= count
                 let index = begin()
-                appendMarker(0xA, count: references.count)
-                for reference in references { append(UInt64(reference), size: referenceSize) }
+                putMarker(0xA, count: count)
+                putReferences(children, count: count)
                 return index
             case .dictionary(let entries):
-                var keys: [Int] = []
-                var values: [Int] = []
-                keys.reserveCapacity(entries.count)
-                values.reserveCapacity(entries.count)
+                let count = entries.count
+                let children = references + referenceTop  // the keys' references, then the values'
+                referenceTop += 2 * count
+                var offset = 0
                 for (key, element) in entries {
-                    keys.append(write(string: key))
-                    values.append(write(element))
+                    children[offset] = write(string: key)
+                    children[count + offset] = write(element)
+                    offset += 1
                 }
+                referenceTop -= 2 * count
                 let index = begin()
-                appendMarker(0xD, count: keys.count)
-                for reference in keys { append(UInt64(reference), size: referenceSize) }
-                for reference in values { append(UInt64(reference), size: referenceSize) }
+                putMarker(0xD, count: count)
+                putReferences(children, count: 2 * count)
                 return index
             case .bool(let flag):
                 let index = begin()
-                output.append(flag ? 0x09 : 0x08)
+                put(flag ? 0x09 : 0x08)
                 return index
             case .integer(let number):
                 let index = begin()
                 if number < 0 {
-                    output.append(0x13)
-                    append(UInt64(bitPattern: number), size: 8)
+                    put(0x13)
+                    put(UInt64(bitPattern: number), size: 8)
                 } else {
                     let size = BinaryPropertyListWriter.byteCount(for: UInt64(number))
-                    output.append(0x10 | UInt8(size.trailingZeroBitCount))
-                    append(UInt64(number), size: size)
+                    put(0x10 | UInt8(size.trailingZeroBitCount))
+                    put(UInt64(number), size: size)
                 }
                 return index
             case .unsignedInteger(let number):
                 let index = begin()
-                output.append(0x14)  // 128-bit, as CoreFoundation writes values above Int64.max
-                append(0, size: 8)
-                append(number, size: 8)
+                put(0x14)  // 128-bit, as CoreFoundation writes values above Int64.max
+                put(0, size: 8)
+                put(number, size: 8)
                 return index
             case .real(let number):
                 let index = begin()
-                output.append(0x23)
-                append(number.bitPattern, size: 8)
+                put(0x23)
+                put(number.bitPattern, size: 8)
                 return index
             case .date(let date):
                 let index = begin()
-                output.append(0x33)
-                append(date.timeIntervalSinceReferenceDate.bitPattern, size: 8)
+                put(0x33)
+                put(date.timeIntervalSinceReferenceDate.bitPattern, size: 8)
                 return index
             case .data(let data):
                 let index = begin()
-                appendMarker(0x4, count: data.count)
-                output.append(contentsOf: data)
+                putMarker(0x4, count: data.count)
+                let target = UnsafeMutableRawBufferPointer(start: base + position, count: data.count)
+                data.withUnsafeBytes { target.copyMemory(from: $0) }
+                position += data.count
                 return index
             }
         }
 
-        mutating func finish(top: Int) -> Data {
-            let offsetTable = output.count
-            let offsetSize = BinaryPropertyListWriter.byteCount(for: UInt64(offsetTable))
-            for offset in offsets { append(UInt64(offset), size: offsetSize) }
-            output.append(contentsOf: [0, 0, 0, 0, 0, 0])  // unused, sort version
-            output.append(UInt8(offsetSize))
-            output.append(UInt8(referenceSize))
-            append(UInt64(offsets.count), size: 8)
-            append(UInt64(top), size: 8)
-            append(UInt64(offsetTable), size: 8)
-            return Data(output)
+        /// Writes the trailer after the offset table (which `begin()` filled).
+        func finish(objects: Int, top: Int) {
+            var at = offsetTable + objects * offsetSize
+            for _ in 0..<6 {  // unused, sort version
+                base.storeBytes(of: 0 as UInt8, toByteOffset: at, as: UInt8.self)
+                at += 1
+            }
+            base.storeBytes(of: UInt8(offsetSize), toByteOffset: at, as: UInt8.self)
+            base.storeBytes(of: UInt8(referenceSize), toByteOffset: at + 1, as: UInt8.self)
+            store(UInt64(objects), size: 8, at: at + 2)
+            store(UInt64(top), size: 8, at: at + 10)
+            store(UInt64(offsetTable), size: 8, at: at + 18)
         }
     }
 }
