@@ -22,7 +22,7 @@ package enum BinaryPropertyListWriter {
         defer { scratch.deallocate() }
         var writer = Writer(
             base: base, referenceSize: referenceSize, offsetTable: offsetTable, offsetSize: offsetSize,
-            references: scratch)
+            references: scratch, referenceCapacity: max(size.references, 1), objects: size.objects)
         base.storeBytes(of: (0x6270_6C69_7374_3030 as UInt64).bigEndian, as: UInt64.self)  // "bplist00"
         let top = writer.write(value)
         // The sizing pass and the writing pass read the same immutable value the same way.
@@ -132,19 +132,37 @@ package enum BinaryPropertyListWriter {
         let offsetSize: Int
         /// Room for the references of the containers being written (children before their container).
         let references: UnsafeMutablePointer<Int>
+        let referenceCapacity: Int
+        let objectLimit: Int
         var referenceTop = 0
         var position = 8
         var objectIndex = 0
 
         init(
             base: UnsafeMutableRawPointer, referenceSize: Int, offsetTable: Int, offsetSize: Int,
-            references: UnsafeMutablePointer<Int>
+            references: UnsafeMutablePointer<Int>, referenceCapacity: Int, objects: Int
         ) {
             self.base = base
             self.referenceSize = referenceSize
             self.offsetTable = offsetTable
             self.offsetSize = offsetSize
             self.references = references
+            self.referenceCapacity = referenceCapacity
+            self.objectLimit = objects
+        }
+
+        /// Stops before `count` more bytes would run past the objects' area (see ``begin()``).
+        @inline(__always)
+        func reserve(_ count: Int) {
+            precondition(position + count <= offsetTable, "binary writer: sizing disagrees")
+        }
+
+        /// Takes room for `count` references on the scratch stack.
+        @inline(__always)
+        mutating func pushReferences(_ count: Int) -> UnsafeMutablePointer<Int> {
+            precondition(referenceTop + count <= referenceCapacity, "binary writer: sizing disagrees")
+            defer { referenceTop += count }
+            return references + referenceTop
         }
 
         /// Stores `value` big-endian in `size` bytes at `offset`.
@@ -185,6 +203,7 @@ package enum BinaryPropertyListWriter {
         }
 
         mutating func putReferences(_ start: UnsafeMutablePointer<Int>, count: Int) {
+            reserve(count * referenceSize)
             switch referenceSize {
             case 1:
                 for index in 0..<count {
@@ -208,6 +227,10 @@ package enum BinaryPropertyListWriter {
         /// Starts a new object: enters where it begins in the offset table and returns its index.
         @inline(__always)
         mutating func begin() -> Int {
+            // The sizing pass decided where the objects end; stopping here if it were ever wrong
+            // keeps every store inside the buffer (an object's fixed part is shorter than the
+            // offset table and trailer that follow; its variable part is checked in `reserve`).
+            precondition(position < offsetTable && objectIndex < objectLimit, "binary writer: sizing disagrees")
             store(UInt64(position), size: offsetSize, at: offsetTable + objectIndex * offsetSize)
             objectIndex += 1
             return objectIndex - 1
@@ -219,6 +242,7 @@ package enum BinaryPropertyListWriter {
             let wroteASCII: Bool? = string.utf8.withContiguousStorageIfAvailable { utf8 in
                 guard BinaryPropertyListWriter.isASCII(utf8) else { return false }
                 putMarker(0x5, count: utf8.count)
+                reserve(utf8.count)
                 UnsafeMutableRawBufferPointer(start: base + position, count: utf8.count)
                     .copyMemory(from: UnsafeRawBufferPointer(utf8))
                 position += utf8.count
@@ -243,6 +267,7 @@ package enum BinaryPropertyListWriter {
         /// Writes `string` as UTF-16 (big-endian), the form of strings that are not ASCII.
         mutating func putUTF16(_ string: String) {
             putMarker(0x6, count: string.utf16.count)
+            reserve(2 * string.utf16.count)
             for unit in string.utf16 { put(UInt64(unit), size: 2) }
         }
 
@@ -253,8 +278,7 @@ package enum BinaryPropertyListWriter {
                 return write(string: string)
             case .array(let elements):
                 let count = elements.count
-                let children = references + referenceTop
-                referenceTop += count
+                let children = pushReferences(count)
                 for (offset, element) in elements.enumerated() { children[offset] = write(element) }
                 referenceTop -= count
                 let index = begin()
@@ -263,8 +287,7 @@ package enum BinaryPropertyListWriter {
                 return index
             case .dictionary(let entries):
                 let count = entries.count
-                let children = references + referenceTop  // the keys' references, then the values'
-                referenceTop += 2 * count
+                let children = pushReferences(2 * count)  // the keys' references, then the values'
                 var offset = 0
                 for (key, element) in entries {
                     children[offset] = write(string: key)
@@ -310,6 +333,7 @@ package enum BinaryPropertyListWriter {
             case .data(let data):
                 let index = begin()
                 putMarker(0x4, count: data.count)
+                reserve(data.count)
                 let target = UnsafeMutableRawBufferPointer(start: base + position, count: data.count)
                 data.withUnsafeBytes { target.copyMemory(from: $0) }
                 position += data.count
