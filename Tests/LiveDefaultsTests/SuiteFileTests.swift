@@ -47,6 +47,16 @@ import Testing
         #expect(try PropertyListValue(foundationObject: foundation) == .dictionary(expected))
     }
 
+    @Test func pathsSplitIntoDirectoryAndName() {
+        #expect(SuiteFile.directory(of: "/home/u/.config/app.plist") == "/home/u/.config")
+        #expect(SuiteFile.name(of: "/home/u/.config/app.plist") == "app.plist")
+        #expect(SuiteFile.directory(of: "/app.plist") == "/")
+        #expect(SuiteFile.name(of: "/app.plist") == "app.plist")
+        #expect(SuiteFile.directory(of: "/d\u{E9}j\u{E0}/vu.plist") == "/d\u{E9}j\u{E0}")
+        #expect(SuiteFile.name(of: "/d\u{E9}j\u{E0}/v\u{FC}.plist") == "v\u{FC}.plist")
+        #expect(SuiteFile.directory(of: "app.plist") == ".")
+    }
+
     @Test func newFilesAreBinaryWithPrivateModes() throws {
         let directory = try TemporaryDirectory()
         let nested = directory.url.appendingPathComponent("config/sub")
