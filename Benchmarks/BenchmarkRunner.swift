@@ -102,35 +102,50 @@ struct BenchmarkRunner {
             try? workspace.makeSuite(foundationName, keys: size)
             let foundation = UserDefaults(suiteName: foundationName)!
             _ = foundation.object(forKey: "key-0")
-            let rounds = options.quick ? 5 : max(10, 2_000 / max(size / 10, 1))
-            var counter = 0
-            let ours = medianNanoseconds(rounds) {
-                counter += 1
-                defaults.set(counter, forKey: "key-0")
-                try? defaults.synchronize()
-            }
-            let theirs = medianNanoseconds(rounds) {
-                counter += 1
-                foundation.set(counter, forKey: "key-0")
-                foundation.synchronize()
-            }
+            let rounds = options.quick ? 5 : max(21, 2_000 / max(size / 10, 1))
             // The limit: encoding the same dictionary with Foundation's binary encoder and writing it.
             let values = Workspace.sampleDictionary(keys: size)
             let objects = values.mapValues(\.foundationObject)
             let scratch = directory.appendingPathComponent("limit.plist")
-            let limit = medianNanoseconds(rounds) {
-                let data = try? PropertyListSerialization.data(fromPropertyList: objects, format: .binary, options: 0)
-                try? data?.write(to: scratch)
-            }
-            report.add(
-                "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: limit,
-                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil)
             // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
             let bytes = try! PropertyListCodec.encode(.dictionary(values), format: .binary)
-            let durable = medianNanoseconds(rounds) {
-                durablyReplace(directory.appendingPathComponent("floor.plist"), bytes)
+            // Round by round, each variant in turn, so that all of them meet the same disk (an
+            // fsync's time moves a lot from one second to the next); the median of each.
+            var samples: [String: [Double]] = [:]
+            func sample(_ name: String, _ body: () -> Void) {
+                let start = monotonicNanoseconds()
+                body()
+                samples[name, default: []].append(Double(monotonicNanoseconds() - start))
             }
+            var counter = 0
+            for _ in 0..<rounds {
+                counter += 1
+                sample("ours") {
+                    defaults.set(counter, forKey: "key-0")
+                    try? defaults.synchronize()
+                }
+                sample("theirs") {
+                    foundation.set(counter, forKey: "key-0")
+                    foundation.synchronize()
+                }
+                sample("limit") {
+                    let data = try? PropertyListSerialization.data(
+                        fromPropertyList: objects, format: .binary, options: 0)
+                    try? data?.write(to: scratch)
+                }
+                sample("floor") { durablyReplace(directory.appendingPathComponent("floor.plist"), bytes) }
+            }
+            func median(_ name: String) -> Double {
+                let sorted = samples[name]!.sorted()
+                return sorted[sorted.count / 2]
+            }
+            let ours = median("ours")
+            let theirs = median("theirs")
+            let durable = median("floor")
+            report.add(
+                "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: median("limit"),
+                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil)
             report.add(
                 "flush", "\(size) keys: write ▸ fsync ▸ rename ▸ fsync dir alone (floor)", durable, foundation: theirs)
         }
