@@ -240,10 +240,10 @@ final class Recorder<Value: Sendable>: Sendable {
         #expect(await eventually { received.withLock { $0 } == [.system] })
         defaults[.theme] = .dark
         #expect(await eventually { received.withLock { $0 } == [.system, .dark] })
-        #expect(defaults.state.withLock { $0.observers.isObserved(HashedKey("theme")) })
+        #expect(defaults.state.withLock { $0.observers.hasObservers(of: HashedKey("theme")) })
         task.cancel()
         #expect(await task.value == "ended")
-        #expect(await eventually { !defaults.state.withLock { $0.observers.isObserved(HashedKey("theme")) } })
+        #expect(await eventually { !defaults.state.withLock { $0.observers.hasObservers(of: HashedKey("theme")) } })
     }
 
     @Test func observationBridgeFiresWithObservationTracking() async throws {
@@ -308,7 +308,7 @@ final class Recorder<Value: Sendable>: Sendable {
         #expect(calls.withLock { $0 } == 0)
         tokens.forEach { $0.cancel() }
         token.cancel()
-        #expect(!defaults.state.withLock { $0.observers.isObserved(HashedKey("other-5")) })
+        #expect(!defaults.state.withLock { $0.observers.hasObservers(of: HashedKey("other-5")) })
     }
 
     @Test func eightThreadsWritingWhileObserversComeAndGo() throws {

@@ -66,8 +66,7 @@ struct EffectiveValues {
         }
     }
 
-    /// The keys whose values differ between `self` and `other`, with whether each is observed in
-    /// `other`.
+    /// The keys whose values differ between `self` and `other`, with the value in each.
     func differences(from other: EffectiveValues) -> [(
         key: HashedKey, old: PropertyListValue?, new: PropertyListValue?
     )] {

@@ -89,11 +89,6 @@ struct ObserverTable {
     /// Whether `key` has observers of its own.
     func hasObservers(of key: HashedKey) -> Bool { byKey[key] != nil }
 
-    /// Whether anything observes `key`.
-    func isObserved(_ key: HashedKey) -> Bool {
-        !everyKey.isEmpty || byKey[key] != nil
-    }
-
     /// Whether some observer of `key` asked for prior calls.
     func wantsPrior(_ key: String) -> Bool {
         guard priorObserverCount > 0 else { return false }

@@ -160,10 +160,8 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    static func differingKeys<Key: Hashable>(_ old: [Key: PropertyListValue], _ new: [Key: PropertyListValue]) -> Set<
-        Key
-    > {
-        var keys = Set<Key>()
+    static func differingKeys(_ old: [String: PropertyListValue], _ new: [String: PropertyListValue]) -> Set<String> {
+        var keys = Set<String>()
         for (key, value) in old where new[key] != value { keys.insert(key) }
         for key in new.keys where old[key] == nil { keys.insert(key) }
         return keys
