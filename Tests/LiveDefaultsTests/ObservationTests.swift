@@ -311,7 +311,7 @@ final class Recorder<Value: Sendable>: Sendable {
         #expect(!defaults.state.withLock { $0.observers.hasObservers(of: HashedKey("other-5")) })
     }
 
-    @Test func eightThreadsWritingWhileObserversComeAndGo() throws {
+    @Test func eightThreadsWritingWhileObserversComeAndGo() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
         let lastSeen = Locked<[String: PropertyListValue?]>([:])
@@ -337,7 +337,7 @@ final class Recorder<Value: Sendable>: Sendable {
                 group.leave()
             }
         }
-        #expect(group.wait(timeout: .now() + 120) == .success)
+        #expect(await wait(for: group, within: 120))
         // Once writes stop, every observer's last value is the current value.
         for key in keys {
             #expect(lastSeen.withLock { $0[key] } == .some(defaults.propertyList(forKey: key)))

@@ -216,7 +216,7 @@ import Testing
                 group.leave()
             }
         }
-        #expect(group.wait(timeout: .now() + seconds + 60) == .success)
+        #expect(await wait(for: group, within: seconds + 60))
         let total = operations.withLock { $0 }
         #expect(total > 1_000)
         Attachment.record("8 threads, \(seconds) s: \(total) operations", named: "threads.txt")

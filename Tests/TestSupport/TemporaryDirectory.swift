@@ -26,3 +26,15 @@ public func eventually(within seconds: Double = 5, _ condition: () -> Bool) asyn
     }
     return condition()
 }
+
+/// Waits up to `seconds` for `group`, without holding a thread of Swift's cooperative pool: on
+/// a 2-core machine it has two threads, and a test blocking one in `DispatchGroup.wait` (while
+/// its own threads run for seconds) starves other tests' tasks running in parallel. The wait
+/// happens on a Dispatch thread instead.
+public func wait(for group: DispatchGroup, within seconds: Double) async -> Bool {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(returning: group.wait(timeout: .now() + seconds) == .success)
+        }
+    }
+}
