@@ -116,8 +116,14 @@ package final class SuiteStore: Sendable {
         let changed = state.withLock { state -> Bool in
             state.generation += 1
             state.pending[key] = (value, state.generation)
-            let changed = state.values[key] != value
-            state.values[key] = value
+            // One lookup, not a comparison and then a store (a SipHash each).
+            let old: PropertyListValue?
+            if let value {
+                old = state.values.updateValue(value, forKey: key)
+            } else {
+                old = state.values.removeValue(forKey: key)
+            }
+            let changed = old != value
             scheduleFlush(&state)
             return changed
         }
