@@ -22,7 +22,7 @@ package enum BinaryPropertyListWriter {
         defer { scratch.deallocate() }
         var writer = Writer(
             base: base, referenceSize: referenceSize, offsetTable: offsetTable, offsetSize: offsetSize,
-            references: scratch, referenceCapacity: max(size.references, 1), objects: size.objects)
+            references: scratch, referenceCapacity: max(size.references, 1), objectLimit: size.objects)
         base.storeBytes(of: (0x6270_6C69_7374_3030 as UInt64).bigEndian, as: UInt64.self)  // "bplist00"
         let top = writer.write(value)
         // The sizing pass and the writing pass read the same immutable value the same way.
@@ -137,19 +137,6 @@ package enum BinaryPropertyListWriter {
         var referenceTop = 0
         var position = 8
         var objectIndex = 0
-
-        init(
-            base: UnsafeMutableRawPointer, referenceSize: Int, offsetTable: Int, offsetSize: Int,
-            references: UnsafeMutablePointer<Int>, referenceCapacity: Int, objects: Int
-        ) {
-            self.base = base
-            self.referenceSize = referenceSize
-            self.offsetTable = offsetTable
-            self.offsetSize = offsetSize
-            self.references = references
-            self.referenceCapacity = referenceCapacity
-            self.objectLimit = objects
-        }
 
         /// Stops before `count` more bytes would run past the objects' area (see ``begin()``).
         @inline(__always)
