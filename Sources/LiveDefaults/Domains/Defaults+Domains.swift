@@ -39,10 +39,13 @@ extension Defaults {
             return true
         }
         guard added else { return }
-        store.addListener(self)
-        refresh(nil, origin: .local) { state in
-            if !state.addedSuites.contains(where: { $0 === store }) { state.addedSuites.append(store) }
+        let followUp = ChangeLock.withLock {
+            store.addListener(self)
+            return applyRefresh(nil, origin: .local) { state in
+                if !state.addedSuites.contains(where: { $0 === store }) { state.addedSuites.append(store) }
+            }
         }
+        followUp?()
     }
 
     /// Removes a suite added with ``addSuite(named:)``.
@@ -131,14 +134,30 @@ extension Defaults {
     ///
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` or ``DefaultsError/Code/notAPropertyList``;
     ///   nothing changes then.
+    ///
+    /// Posts ``Defaults/didChangeNotification`` (object: this instance) once before returning, for
+    /// any domain, as Foundation does.
     public func setPersistentDomain(_ domain: [String: Any], forName domainName: String) throws {
         guard case .dictionary(let values) = try PropertyListValue(foundationObject: domain) else { return }
-        try persistentStore(named: domainName).replaceAll(with: values)
+        try replacePersistentDomain(named: domainName, with: values)
     }
 
     /// Removes the suite `domainName` entirely; its file is deleted at the next flush.
+    ///
+    /// Posts ``Defaults/didChangeNotification`` (object: this instance) once before returning, for
+    /// any domain — even one that had no values — as Foundation does.
     public func removePersistentDomain(forName domainName: String) {
-        (try? persistentStore(named: domainName))?.replaceAll(with: [:])
+        try? replacePersistentDomain(named: domainName, with: [:])
+    }
+
+    private func replacePersistentDomain(named domainName: String, with values: [String: PropertyListValue]) throws {
+        let store = try persistentStore(named: domainName)
+        store.replaceAll(with: values) {
+            self.state.withLock { $0.notificationPostedByCaller = true }
+        }
+        // Cleared in case the change touched no value this instance sees.
+        state.withLock { $0.notificationPostedByCaller = false }
+        NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
     }
 
     /// Replaces this suite's stored values (nil or empty removes the file at the next flush).

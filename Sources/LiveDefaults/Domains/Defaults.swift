@@ -57,6 +57,9 @@ public final class Defaults: Sendable {
         var effective = EffectiveValues()
         var observers = ObserverTable()
         var notificationScheduled = false
+        /// Set while a persistent-domain call of this instance changes a store: the call posts the
+        /// notification itself, at once, as Foundation does.
+        var notificationPostedByCaller = false
     }
 
     /// Opens the suite `suiteName`, stored in `$XDG_CONFIG_HOME/<suiteName>.plist` (else
@@ -92,12 +95,15 @@ public final class Defaults: Sendable {
                 globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
         }
         self.state = Locked(State(arguments: ArgumentDomain.current))
-        state.withLock { state in
-            state.effective = EffectiveValues(
-                Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
+        // One step of the change order: no change can fall between the values read and listening.
+        ChangeLock.withLock {
+            state.withLock { state in
+                state.effective = EffectiveValues(
+                    Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
+            }
+            suite.addListener(self)
+            global?.addListener(self)
         }
-        suite.addListener(self)
-        global?.addListener(self)
     }
 
     deinit {
@@ -153,9 +159,12 @@ public final class Defaults: Sendable {
     @usableFromInline
     func write(_ value: PropertyListValue?, forKey key: String) {
         if state.withLock({ $0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key) }) {
-            announcePrior(of: key, suiteValue: value)
+            // Queued in the same step as the change, so it comes right before it, with its old value.
+            suite.set(value, forKey: key) { self.queuePrior(of: key, suiteValue: value) }
+            deliverQueuedChanges()
+        } else {
+            suite.set(value, forKey: key)
         }
-        suite.set(value, forKey: key)
     }
 
     /// Removes the suite's value of `key`; a value from lower in the search list (a registered
@@ -212,9 +221,21 @@ public final class Defaults: Sendable {
         return values
     }
 
-    /// Re-resolves `keys` (all keys when nil) after a layer changed, queues a change for each
-    /// effective value that differs, and delivers them outside the lock.
+    /// Changes this instance's own layers with `change`, re-resolves `keys` (all keys when nil),
+    /// and delivers the changes outside every lock.
     func refresh(_ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
+        let followUp = ChangeLock.withLock { applyRefresh(keys, origin: origin, changingState: change) }
+        followUp?()
+    }
+
+    /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
+    /// effective value that differs. Called under the ``ChangeLock``, so changes are applied (and
+    /// queued) in the order they were made.
+    ///
+    /// - Returns: What to run once the change lock is released (delivery, the notification), or nil.
+    func applyRefresh(
+        _ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }
+    ) -> (() -> Void)? {
         typealias Batch = [(observer: Observer, change: DefaultsChange<PropertyListValue>)]
         let claimed = state.withLock { state -> (batch: Batch?, notify: Bool) in
             change(&state)
@@ -241,14 +262,23 @@ public final class Defaults: Sendable {
                 state.effective = all
             }
             let batch = state.observers.claimBatch()
-            if changed, !state.notificationScheduled {
+            guard changed else { return (batch: batch, notify: false) }
+            if state.notificationPostedByCaller {
+                // A persistent-domain call posts its own notification.
+                state.notificationPostedByCaller = false
+                return (batch: batch, notify: false)
+            }
+            if !state.notificationScheduled {
                 state.notificationScheduled = true
                 return (batch: batch, notify: true)
             }
             return (batch: batch, notify: false)
         }
-        if let batch = claimed.batch { deliver(batch) }
-        if claimed.notify { scheduleChangeNotification() }
+        if claimed.batch == nil && !claimed.notify { return nil }
+        return { [self] in
+            if let batch = claimed.batch { deliver(batch) }
+            if claimed.notify { scheduleChangeNotification() }
+        }
     }
 
     /// Delivers queued changes on this thread, unless another thread already is (it then delivers
@@ -268,9 +298,9 @@ public final class Defaults: Sendable {
         }
     }
 
-    /// Queues and delivers a prior call for observers of `key` that asked for one, when setting the
-    /// suite's value to `suiteValue` would change the effective value.
-    private func announcePrior(of key: String, suiteValue: PropertyListValue?) {
+    /// Queues a prior call for observers of `key` that asked for one, when setting the suite's value
+    /// to `suiteValue` would change the effective value. Called under the ``ChangeLock``.
+    private func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) {
@@ -282,7 +312,6 @@ public final class Defaults: Sendable {
                 ?? global?.value(forKey: key) ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
-        deliverQueuedChanges()
     }
 
     private func scheduleChangeNotification() {
@@ -300,7 +329,7 @@ public final class Defaults: Sendable {
 }
 
 extension Defaults: SuiteStoreListener {
-    package func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) {
-        refresh(keys, origin: origin)
+    package func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) -> (() -> Void)? {
+        applyRefresh(keys, origin: origin)
     }
 }

@@ -8,10 +8,14 @@ public enum ChangeOrigin: Sendable, Hashable {
     case external
 }
 
-/// Hears which keys of a suite store changed. Called outside every lock of the store.
+/// Hears which keys of a suite store changed, in the order the changes were applied.
 package protocol SuiteStoreListener: AnyObject, Sendable {
+    /// Called under the ``ChangeLock``, right after the store's values changed (its own state lock
+    /// is released): update what depends on them and queue observers' changes, calling no user code.
+    ///
     /// - Parameter keys: The keys whose stored value changed.
-    func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin)
+    /// - Returns: What to run once the change lock is released (delivering to observers), or nil.
+    func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) -> (() -> Void)?
 }
 
 /// The keys a change touched: one key for a write (the common case, without building a set),
@@ -85,8 +89,10 @@ package final class SuiteStore: Sendable {
 
     deinit {
         // The last user is gone: write what it changed rather than lose it.
+        // No one listens any more, and this may run under the change lock (the last reference
+        // to a `Defaults` dropped there): the flush does not take it.
         if hasPendingChanges {
-            do { try flush() } catch { DefaultsErrorReporting.report(error) }
+            do { try flush(tellingListeners: false) } catch { DefaultsErrorReporting.report(error) }
         }
         Self.forget(location.path)
     }
@@ -112,36 +118,51 @@ package final class SuiteStore: Sendable {
     // MARK: Writing
 
     /// Sets (or, with nil, removes) `key`: memory at once, the file at the next flush.
-    package func set(_ value: PropertyListValue?, forKey key: String) {
-        let changed = state.withLock { state -> Bool in
-            state.generation += 1
-            state.pending[key] = (value, state.generation)
-            // One lookup, not a comparison and then a store (a SipHash each).
-            let old: PropertyListValue?
-            if let value {
-                old = state.values.updateValue(value, forKey: key)
-            } else {
-                old = state.values.removeValue(forKey: key)
+    ///
+    /// - Parameter beforeApplying: Run under the change lock just before the value changes (a
+    ///   `Defaults` queues its prior calls there, so they come right before their change).
+    package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
+        let followUps = ChangeLock.withLock { () -> FollowUps in
+            beforeApplying?()
+            var listeners: [WeakListener] = []
+            let changed = state.withLock { state -> Bool in
+                state.generation += 1
+                state.pending[key] = (value, state.generation)
+                // One lookup, not a comparison and then a store (a SipHash each).
+                let old: PropertyListValue?
+                if let value {
+                    old = state.values.updateValue(value, forKey: key)
+                } else {
+                    old = state.values.removeValue(forKey: key)
+                }
+                scheduleFlush(&state)
+                guard old != value else { return false }
+                listeners = state.listeners
+                return true
             }
-            let changed = old != value
-            scheduleFlush(&state)
-            return changed
+            return changed ? tell(listeners, .one(key), origin: .local) : FollowUps()
         }
-        if changed { notify(.one(key), origin: .local) }
+        followUps.run()
     }
 
     /// Replaces every value of the suite (nil or empty removes them all).
-    package func replaceAll(with values: [String: PropertyListValue]) {
-        let changedKeys = state.withLock { state -> Set<String> in
-            let changed = Self.differingKeys(state.values, values)
-            state.values = values
-            state.pending = [:]
-            state.replacesWholeFile = true
-            state.generation += 1
-            scheduleFlush(&state)
-            return changed
+    ///
+    /// - Parameter beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
+    package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
+        let followUps = ChangeLock.withLock { () -> FollowUps in
+            beforeApplying?()
+            let (changedKeys, listeners) = state.withLock { state in
+                let changed = Self.differingKeys(state.values, values)
+                state.values = values
+                state.pending = [:]
+                state.replacesWholeFile = true
+                state.generation += 1
+                scheduleFlush(&state)
+                return (changed, state.listeners)
+            }
+            return changedKeys.isEmpty ? FollowUps() : tell(listeners, .many(changedKeys), origin: .local)
         }
-        if !changedKeys.isEmpty { notify(.many(changedKeys), origin: .local) }
+        followUps.run()
     }
 
     // MARK: Listeners
@@ -159,10 +180,24 @@ package final class SuiteStore: Sendable {
         }
     }
 
-    private func notify(_ keys: ChangedKeys, origin: ChangeOrigin) {
-        let listeners = state.withLock { $0.listeners }
+    /// Tells `listeners` that `keys` changed. Called under the change lock, in the same step as the
+    /// change itself, so every listener sees every change in the order it was applied.
+    private func tell(_ listeners: [WeakListener], _ keys: ChangedKeys, origin: ChangeOrigin) -> FollowUps {
+        var followUps = FollowUps()
         for entry in listeners {
-            entry.listener?.suiteStore(self, didChange: keys, origin: origin)
+            followUps.append(entry.listener?.suiteStore(self, didChange: keys, origin: origin))
+        }
+        return followUps
+    }
+
+    /// Changes the store's values with `body` and tells the listeners which keys changed, as one
+    /// step under the change lock.
+    ///
+    /// - Returns: The listeners' follow-ups, for the caller to run once it holds no lock.
+    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> Set<String>) -> FollowUps {
+        ChangeLock.withLock {
+            let (keys, listeners) = state.withLock { state in (body(&state), state.listeners) }
+            return keys.isEmpty ? FollowUps() : tell(listeners, .many(keys), origin: origin)
         }
     }
 
@@ -254,8 +289,12 @@ extension SuiteStore {
     /// - Throws: ``DefaultsError`` when the file cannot be locked or written. The values stay in
     ///   memory and pending, and a later flush writes them.
     package func flush() throws(DefaultsError) {
-        var externalKeys = Set<String>()
-        defer { if !externalKeys.isEmpty { notify(.many(externalKeys), origin: .external) } }
+        try flush(tellingListeners: true)
+    }
+
+    private func flush(tellingListeners: Bool) throws(DefaultsError) {
+        var followUps = FollowUps()
+        defer { followUps.run() }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
             let snapshot = state.withLock { state in
@@ -271,7 +310,9 @@ extension SuiteStore {
             }
             do throws(DefaultsError) {
                 try file.withLock { () throws(DefaultsError) in
-                    externalKeys = try flushLocked(snapshot.pending, wholeFile: snapshot.whole ? snapshot.values : nil)
+                    followUps = try flushLocked(
+                        snapshot.pending, wholeFile: snapshot.whole ? snapshot.values : nil,
+                        tellingListeners: tellingListeners)
                 }
                 state.withLock { state in
                     state.retryDelay = 0
@@ -286,10 +327,14 @@ extension SuiteStore {
         }
     }
 
-    /// The part of a flush done under the file lock. Returns the keys other processes changed.
+    /// The part of a flush done under the file lock.
+    ///
+    /// - Returns: What the listeners ask to run for the values other processes changed, once no
+    ///   lock is held.
     private func flushLocked(
-        _ pending: [String: (value: PropertyListValue?, generation: UInt64)], wholeFile: [String: PropertyListValue]?
-    ) throws(DefaultsError) -> Set<String> {
+        _ pending: [String: (value: PropertyListValue?, generation: UInt64)], wholeFile: [String: PropertyListValue]?,
+        tellingListeners: Bool
+    ) throws(DefaultsError) -> FollowUps {
         let known = state.withLock {
             (identity: $0.diskIdentity, values: $0.diskValues, corrupt: $0.diskIsCorrupt, format: $0.format)
         }
@@ -339,7 +384,7 @@ extension SuiteStore {
             }
             identity = try file.replace(with: data!)
         }
-        return state.withLock { state -> Set<String> in
+        let update = { (state: inout State) -> Set<String> in
             state.diskBytes = data
             state.diskIdentity = identity
             state.diskValues = merged
@@ -361,12 +406,17 @@ extension SuiteStore {
             state.values = values
             return changed
         }
+        guard tellingListeners else {
+            _ = state.withLock(update)
+            return FollowUps()
+        }
+        return applyChange(origin: .external, update)
     }
 
     /// Re-reads the file after an outside change and delivers the difference (origin `.external`).
     /// Keys this process changed and has not written keep their local value.
     package func reload() {
-        var changedKeys = Set<String>()
+        var followUps = FollowUps()
         var problem: DefaultsError?
         inputOutput.withLock { operations in
             operations += 1
@@ -403,7 +453,7 @@ extension SuiteStore {
             } else {
                 parsed = [:]
             }
-            changedKeys = state.withLock { state in
+            followUps = applyChange(origin: .external) { state in
                 state.diskBytes = contents?.data
                 state.diskIdentity = contents?.identity
                 state.diskValues = parsed
@@ -419,7 +469,7 @@ extension SuiteStore {
             }
         }
         if let problem { DefaultsErrorReporting.report(problem) }
-        if !changedKeys.isEmpty { notify(.many(changedKeys), origin: .external) }
+        followUps.run()
     }
 
     /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
