@@ -32,6 +32,7 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
 private func containsNaN(_ value: PropertyListValue) -> Bool {
     switch value {
     case .real(let number): number.isNaN
+    case .float(let number): number.isNaN
     case .array(let elements): elements.contains(where: containsNaN)
     case .dictionary(let entries): entries.values.contains(where: containsNaN)
     default: false

@@ -84,7 +84,7 @@ extension Defaults.Keys {
         defaults.set(true, forKey: "bool")
         #expect(defaults.string(forKey: "real") == "3.7")
         #expect(defaults.string(forKey: "int") == "7")
-        #expect(defaults.string(forKey: "bool") == nil)
+        #expect(defaults.string(forKey: "bool") == "1")
     }
 
     @Test func dynamicSetRejectsWhatIsNotAPropertyList() throws {

@@ -90,6 +90,35 @@ case "foundation-read":
     }
     if let url = defaults.url(forKey: "url") { say("url()=\(url.path)") }
 
+case "foundation-domain-notifications":
+    // foundation-domain-notifications <suite> <other>: Foundation's UserDefaults removes, sets and
+    // removes the persistent domain <other>, then sets and removes its own; after each call it
+    // prints how many didChangeNotifications were posted so far and whether each named the instance.
+    guard arguments.count == 3, let defaults = UserDefaults(suiteName: arguments[1]) else {
+        fail("foundation-domain-notifications <suite> <other>")
+    }
+    let posts = Locked<[String]>([])
+    let identity = ObjectIdentifier(defaults)
+    let observer = NotificationCenter.default.addObserver(
+        forName: UserDefaults.didChangeNotification, object: nil, queue: nil
+    ) { note in
+        let isSelf = (note.object as AnyObject?).map(ObjectIdentifier.init) == identity
+        posts.withLock { $0.append(isSelf ? "self" : "other") }
+    }
+    let other = arguments[2]
+    let report = { (step: String) in say("\(step) \(posts.withLock { $0.joined(separator: ",") })") }
+    defaults.removePersistentDomain(forName: other)
+    report("remove-other")
+    defaults.setPersistentDomain(["a": 1], forName: other)
+    report("set-other")
+    defaults.removePersistentDomain(forName: other)
+    report("remove-other")
+    defaults.setPersistentDomain(["b": 2], forName: arguments[1])
+    report("set-own")
+    defaults.removePersistentDomain(forName: arguments[1])
+    report("remove-own")
+    NotificationCenter.default.removeObserver(observer)
+
 case "standard-set":
     // standard-set <key> <value>: writes through Defaults.standard (suite = process name).
     guard arguments.count == 3 else { fail("standard-set <key> <value>") }

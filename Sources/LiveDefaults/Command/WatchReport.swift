@@ -43,7 +43,8 @@ package struct WatchReport: Sendable, Hashable {
         case .string(let string): return json(string)
         case .integer(let integer): return String(integer)
         case .unsignedInteger(let integer): return String(integer)
-        case .real(let real):
+        case .real, .float:
+            let real = value.widenedReal ?? 0
             guard real.isFinite else { return json(real.isNaN ? "nan" : real < 0 ? "-inf" : "inf") }
             return "\(real)"
         case .bool(let bool): return bool ? "true" : "false"

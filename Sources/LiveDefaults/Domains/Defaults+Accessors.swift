@@ -8,7 +8,8 @@ extension Defaults {
         propertyList(forKey: key)?.foundationObject
     }
 
-    /// The string value of `key`; a number is given as its text, as UserDefaults does.
+    /// The string value of `key`; a number is given as its text and a Boolean as "1" or "0", as
+    /// UserDefaults does (a `Float` as its own text: "12.34").
     public func string(forKey key: String) -> String? {
         withEffectiveValue(forKey: key) { value in
             switch value {
@@ -16,6 +17,8 @@ extension Defaults {
             case .integer(let value): String(value)
             case .unsignedInteger(let value): String(value)
             case .real(let value): String(value)
+            case .float(let value): String(value)
+            case .bool(let value): value ? "1" : "0"
             default: nil
             }
         }
@@ -92,7 +95,7 @@ extension Defaults {
     /// Sets `key` to a floating-point number.
     public func set(_ value: Double, forKey key: String) { write(.real(value), forKey: key) }
     /// Sets `key` to a floating-point number.
-    public func set(_ value: Float, forKey key: String) { write(.real(Double(value)), forKey: key) }
+    public func set(_ value: Float, forKey key: String) { write(.float(value), forKey: key) }
     /// Sets `key` to a string.
     public func set(_ value: String, forKey key: String) { write(.string(value), forKey: key) }
 
@@ -129,11 +132,16 @@ package enum ValueConversion {
         switch value {
         case .integer(let number): Int(clamping: number)
         case .unsignedInteger(let number): Int(clamping: number)
-        case .real(let number): number.isFinite ? Int(clamping: Int64(number.rounded(.towardZero).clamped)) : 0
+        case .real(let number): truncated(number)
+        case .float(let number): truncated(Double(number))
         case .bool(let flag): flag ? 1 : 0
         case .string(let text): Int(clamping: Int64(leadingNumber(in: text).rounded(.towardZero).clamped))
         default: 0
         }
+    }
+
+    private static func truncated(_ number: Double) -> Int {
+        number.isFinite ? Int(clamping: Int64(number.rounded(.towardZero).clamped)) : 0
     }
 
     package static func double(_ value: PropertyListValue) -> Double {
@@ -141,6 +149,7 @@ package enum ValueConversion {
         case .integer(let number): Double(number)
         case .unsignedInteger(let number): Double(number)
         case .real(let number): number
+        case .float(let number): Double(number)
         case .bool(let flag): flag ? 1 : 0
         case .string(let text): leadingNumber(in: text)
         default: 0
@@ -153,6 +162,7 @@ package enum ValueConversion {
         case .integer(let number): return number != 0
         case .unsignedInteger(let number): return number != 0
         case .real(let number): return number != 0
+        case .float(let number): return number != 0
         case .string(let text):
             // NSString.boolValue: skip white space, a sign and leading zeros; then Y, T or 1–9.
             var characters = text.unicodeScalars.drop { $0 == " " || $0 == "\t" || $0 == "\n" }

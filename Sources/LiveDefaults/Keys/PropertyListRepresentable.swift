@@ -50,6 +50,7 @@ extension PropertyListRepresentable where Self: FixedWidthInteger {
         case .integer(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
         case .unsignedInteger(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
         case .real(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
+        case .float(let value): guard let exact = Self(exactly: value) else { return nil }; self = exact
         case .string(let text):
             guard let parsed = Self(text.trimmingCharacters(in: .whitespaces)) else { return nil }; self = parsed
         default: return nil
@@ -73,6 +74,7 @@ extension Double: PropertyListRepresentable {
     public init?(propertyListValue: PropertyListValue) {
         switch propertyListValue {
         case .real(let value): self = value
+        case .float(let value): self = Double(value)
         case .integer(let value): self = Double(value)
         case .unsignedInteger(let value): self = Double(value)
         case .string(let text):
@@ -83,8 +85,13 @@ extension Double: PropertyListRepresentable {
 }
 
 extension Float: PropertyListRepresentable {
-    public var propertyListValue: PropertyListValue { .real(Double(self)) }
+    /// Stored as a 4-byte real, as Foundation stores a `Float` (``PropertyListValue/float(_:)``).
+    public var propertyListValue: PropertyListValue { .float(self) }
     public init?(propertyListValue: PropertyListValue) {
+        if case .float(let value) = propertyListValue {
+            self = value
+            return
+        }
         guard let value = Double(propertyListValue: propertyListValue) else { return nil }
         self = Float(value)
     }

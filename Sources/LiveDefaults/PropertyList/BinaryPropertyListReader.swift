@@ -203,7 +203,8 @@ package enum BinaryPropertyListReader {
                 let size = 1 << Int(nibble)
                 guard marker + 1 + size <= offsetTable else { throw Self.error("a real is cut off", at: marker) }
                 let raw = Self.bigEndian(base, at: marker + 1, size: size)
-                return .real(size == 4 ? Double(Float(bitPattern: UInt32(raw))) : Double(bitPattern: raw))
+                return size == 4
+                    ? .float(Float(bitPattern: UInt32(truncatingIfNeeded: raw))) : .real(Double(bitPattern: raw))
             case 0x3:
                 guard nibble == 3, marker + 9 <= offsetTable else { throw Self.error("a malformed date", at: marker) }
                 let seconds = Double(bitPattern: Self.bigEndian(base, at: marker + 1, size: 8))

@@ -117,6 +117,9 @@ package enum BinaryPropertyListWriter {
             case .real, .date:
                 objects += 1
                 bytes += 9
+            case .float:
+                objects += 1
+                bytes += 5
             case .data(let data):
                 objects += 1
                 bytes += BinaryPropertyListWriter.markerSize(count: data.count) + data.count
@@ -311,6 +314,11 @@ package enum BinaryPropertyListWriter {
                 let index = begin()
                 put(0x23)
                 put(number.bitPattern, size: 8)
+                return index
+            case .float(let number):
+                let index = begin()
+                put(0x22)  // a 4-byte real, as CoreFoundation writes a Float
+                put(UInt64(number.bitPattern), size: 4)
                 return index
             case .date(let date):
                 let index = begin()

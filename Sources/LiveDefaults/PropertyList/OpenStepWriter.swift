@@ -135,12 +135,14 @@ package enum OpenStepWriter {
         case (.defaultsRead, .integer(let integer)): String(integer)
         case (.defaultsRead, .unsignedInteger(let integer)): String(integer)
         case (.defaultsRead, .real(let real)): String(format: "%.16g", real)
+        case (.defaultsRead, .float(let real)): String(format: "%.7g", Double(real))
         case (.defaultsRead, .bool(let bool)): bool ? "1" : "0"
         case (.defaultsRead, .date(let date)): PropertyListDateFormat.string(from: date)
         case (.defaultsRead, .data(let data)): dataDescription(data)
         case (.typed, .integer(let integer)): "<*I\(integer)>"
         case (.typed, .unsignedInteger(let integer)): "<*I\(integer)>"
         case (.typed, .real(let real)): "<*R\(real)>"
+        case (.typed, .float(let real)): "<*R\(real)>"
         case (.typed, .bool(let bool)): bool ? "<*BY>" : "<*BN>"
         case (.typed, .date(let date)): "<*D\(PropertyListDateFormat.string(from: date))>"
         case (.typed, .data(let data)): "<" + hexGroups(data[...]).joined(separator: " ") + ">"

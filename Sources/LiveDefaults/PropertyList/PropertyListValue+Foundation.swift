@@ -33,7 +33,7 @@ extension PropertyListValue {
         case let value as UInt32: return .integer(Int64(value))
         case let value as UInt64: return PropertyListValue(integer: value)
         case let value as Double: return .real(value)
-        case let value as Float: return .real(Double(value))
+        case let value as Float: return .float(value)
         case let value as Date: return .date(value)
         case let value as Data: return .data(value)
         case let value as URL: return .string(URL.storedString(value))
@@ -66,7 +66,8 @@ extension PropertyListValue {
     private static func convert(number: NSNumber) -> PropertyListValue {
         switch String(cString: number.objCType) {
         case "c", "B": return .bool(number.boolValue)  // CFBoolean reports "c"; no other NSNumber does here
-        case "f", "d": return .real(number.doubleValue)
+        case "f": return .float(number.floatValue)
+        case "d": return .real(number.doubleValue)
         case "Q", "L", "I", "S", "C":
             return PropertyListValue(integer: number.uint64Value)
         default: return .integer(number.int64Value)
@@ -81,6 +82,7 @@ extension PropertyListValue {
         case .integer(let value): Int(value)
         case .unsignedInteger(let value): value
         case .real(let value): value
+        case .float(let value): value
         case .bool(let value): value
         case .date(let value): value
         case .data(let value): value

@@ -15,6 +15,10 @@ public enum PropertyListValue: Sendable, Hashable {
     /// An integer above `Int64.max`. Smaller unsigned values are stored as ``integer(_:)``.
     case unsignedInteger(UInt64)
     case real(Double)
+    /// A 32-bit real, as a `Float` is stored: kept apart from ``real(_:)`` so that it reads back as
+    /// the `Float`'s own text ("12.34"), as Foundation's UserDefaults does. A binary file keeps it
+    /// as a 4-byte real; XML has one kind of real, so it comes back from XML as ``real(_:)``.
+    case float(Float)
     case bool(Bool)
     case date(Date)
     case data(Data)
@@ -35,7 +39,7 @@ public enum PropertyListValue: Sendable, Hashable {
         switch self {
         case .string: "string"
         case .integer, .unsignedInteger: "integer"
-        case .real: "float"
+        case .real, .float: "float"
         case .bool: "boolean"
         case .date: "date"
         case .data: "data"
@@ -56,6 +60,15 @@ extension PropertyListValue {
     public var dictionaryValue: [String: PropertyListValue]? {
         if case .dictionary(let value) = self { return value }
         return nil
+    }
+
+    /// The number, widened to a `Double`, if this is a real of either width.
+    var widenedReal: Double? {
+        switch self {
+        case .real(let value): value
+        case .float(let value): Double(value)
+        default: nil
+        }
     }
 
     /// The array, if this is an array.
@@ -85,6 +98,7 @@ extension PropertyListValue: CustomStringConvertible {
         case .integer(let value): String(value)
         case .unsignedInteger(let value): String(value)
         case .real(let value): String(value)
+        case .float(let value): String(value)
         case .bool(let value): value ? "true" : "false"
         case .date(let value): value.formatted(.iso8601)
         case .data(let value): "<\(value.map { String(format: "%02x", $0) }.joined())>"

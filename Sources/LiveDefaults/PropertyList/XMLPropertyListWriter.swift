@@ -49,7 +49,9 @@ package enum XMLPropertyListWriter {
             element("integer", String(number), depth: depth, &output)
         case .unsignedInteger(let number):
             element("integer", String(number), depth: depth, &output)
-        case .real(let number):
+        case .real, .float:
+            // Foundation writes a Float as the Double it widens to; XML has one kind of real.
+            let number = value.widenedReal ?? 0
             let text =
                 number.isNaN ? "nan" : number.isInfinite ? (number < 0 ? "-infinity" : "+infinity") : realText(number)
             element("real", text, depth: depth, &output)
