@@ -149,4 +149,87 @@ import Testing
         #expect(mismatched == 0, "\(mismatched) prior calls were not followed by their own change")
         token.cancel()
     }
+
+    /// Runs `writers` threads of `count` writes each; counts the writes that returned.
+    static func startWriters(
+        _ defaults: Defaults, writers: Int, count: Int, completed: Locked<Int>, base: Int = 1_000
+    ) -> DispatchGroup {
+        let group = DispatchGroup()
+        for thread in 0..<writers {
+            group.enter()
+            Thread.detachNewThread {
+                for step in 0..<count {
+                    defaults.set(base + thread * count + step, forKey: "k")
+                    completed.withLock { $0 += 1 }
+                }
+                group.leave()
+            }
+        }
+        return group
+    }
+
+    @Test func aSlowObserverMakesWritersWaitAtTheBacklogLimit() async throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.backlog", directory: directory.url, watchesFiles: false)
+        let limit = 64
+        defaults.setObservationBacklogLimit(limit)
+        let chain = Chain()
+        let release = DispatchSemaphore(value: 0)
+        let blocked = Locked(false)
+        let token = defaults.observe("k") { change in
+            chain.record(old: Self.integer(change.oldValue), new: Self.integer(change.newValue))
+            if blocked.withLock({ state in
+                defer { state = true }; return !state
+            }) {
+                release.wait()
+            }
+        }
+        // The first write's thread delivers, and stays in the observer until released.
+        let first = DispatchGroup()
+        first.enter()
+        Thread.detachNewThread {
+            defaults.set(1, forKey: "k")
+            first.leave()
+        }
+        #expect(await eventually { blocked.withLock { $0 } })
+        let completed = Locked(0)
+        let writers = Self.startWriters(defaults, writers: 4, count: 200, completed: completed)
+        let queued = { defaults.state.withLock { $0.observers.queue.count } }
+        #expect(await eventually(within: 30) { queued() >= limit })
+        // The writers wait: at most one change each beyond the limit, and no more writes return.
+        #expect(queued() <= limit + 4)
+        #expect(completed.withLock { $0 } <= limit)
+        release.signal()
+        #expect(await wait(for: writers, within: 60))
+        #expect(await wait(for: first, within: 60))
+        #expect(chain.values.count == 801)
+        #expect(chain.brokenLinks == 0)
+        #expect(chain.last == defaults.integer(forKey: "k"))
+        token.cancel()
+    }
+
+    @Test func aQueueThatDoesNotRunMakesWritersWaitAtTheBacklogLimit() async throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.backlogq", directory: directory.url, watchesFiles: false)
+        let limit = 32
+        defaults.setObservationBacklogLimit(limit)
+        let chain = Chain()
+        let queue = DispatchQueue(label: "stalled-observer")
+        queue.suspend()
+        let token = defaults.observe("k", queue: queue) { change in
+            chain.record(old: Self.integer(change.oldValue), new: Self.integer(change.newValue))
+        }
+        let completed = Locked(0)
+        let writers = Self.startWriters(defaults, writers: 4, count: 100, completed: completed)
+        // The deliverer waits for the stalled queue; then the observers' queue fills and writers wait.
+        let queued = { defaults.state.withLock { $0.observers.queue.count } }
+        #expect(await eventually(within: 30) { queued() >= limit })
+        #expect(completed.withLock { $0 } <= 2 * limit + 4)
+        queue.resume()
+        #expect(await wait(for: writers, within: 60))
+        #expect(await eventually(within: 30) { chain.values.count == 400 })
+        #expect(chain.brokenLinks == 0)
+        #expect(chain.last == defaults.integer(forKey: "k"))
+        token.cancel()
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A settings store with the UserDefaults model: one property-list file per suite, a layered
 /// search list, registered defaults — plus observation, live reload and crash-safe writes.
@@ -47,6 +48,10 @@ public final class Defaults: Sendable {
     let suite: SuiteStore
     let global: SuiteStore?
     let state: Locked<State>
+    /// Where writers wait while the observers' queue is full.
+    let backlogGate = BacklogGate()
+    /// The most changes the observers' queue holds before writers wait (``ObservationBacklog``).
+    let backlogLimit = Atomic<Int>(ObservationBacklog.defaultLimit)
 
     struct State {
         var arguments: [String: PropertyListValue]
@@ -237,7 +242,7 @@ public final class Defaults: Sendable {
         _ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }
     ) -> (() -> Void)? {
         typealias Batch = [(observer: Observer, change: DefaultsChange<PropertyListValue>)]
-        let claimed = state.withLock { state -> (batch: Batch?, notify: Bool) in
+        let claimed = state.withLock { state -> (batch: Batch?, notify: Bool, waits: Bool) in
             change(&state)
             var changed = false
             if let keys {
@@ -262,23 +267,43 @@ public final class Defaults: Sendable {
                 state.effective = all
             }
             let batch = state.observers.claimBatch()
-            guard changed else { return (batch: batch, notify: false) }
-            if state.notificationPostedByCaller {
-                // A persistent-domain call posts its own notification.
-                state.notificationPostedByCaller = false
-                return (batch: batch, notify: false)
-            }
-            if !state.notificationScheduled {
-                state.notificationScheduled = true
-                return (batch: batch, notify: true)
-            }
-            return (batch: batch, notify: false)
+            // Another thread delivers, and its observers have fallen this far behind: wait for them.
+            let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
+            return (batch: batch, notify: changed && Self.claimNotification(&state), waits: waits)
         }
-        if claimed.batch == nil && !claimed.notify { return nil }
+        if claimed.batch == nil && !claimed.notify && !claimed.waits { return nil }
         return { [self] in
             if let batch = claimed.batch { deliver(batch) }
             if claimed.notify { scheduleChangeNotification() }
+            if claimed.waits { waitForObservers() }
         }
+    }
+
+    /// Whether this change should schedule the notification: once per burst, and not when a
+    /// persistent-domain call posts its own.
+    private static func claimNotification(_ state: inout State) -> Bool {
+        if state.notificationPostedByCaller {
+            state.notificationPostedByCaller = false
+            return false
+        }
+        if state.notificationScheduled { return false }
+        state.notificationScheduled = true
+        return true
+    }
+
+    /// Waits while the observers' queue is at its limit and another thread delivers it
+    /// (``ObservationBacklog``).
+    private func waitForObservers() {
+        let limit = backlogLimit.load(ordering: .relaxed)
+        backlogGate.wait {
+            state.withLock { $0.observers.isDelivering && $0.observers.queue.count >= limit / 2 }
+        }
+    }
+
+    /// Sets how many changes the observers' queue, and each `queue:` observer registered after this,
+    /// may hold before writers wait (for tests of the bound; ``ObservationBacklog/defaultLimit`` otherwise).
+    package func setObservationBacklogLimit(_ limit: Int) {
+        backlogLimit.store(max(1, limit), ordering: .relaxed)
     }
 
     /// Delivers queued changes on this thread, unless another thread already is (it then delivers
@@ -292,8 +317,13 @@ public final class Defaults: Sendable {
     private func deliver(_ first: [(observer: Observer, change: DefaultsChange<PropertyListValue>)]) {
         var batch = first
         while true {
+            // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
+            if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
             for item in batch { item.observer.deliver(item.change) }
-            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else { return }
+            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else {
+                backlogGate.wake()
+                return
+            }
             batch = next
         }
     }

@@ -30,7 +30,7 @@ extension Defaults {
         _ key: String, options: ObservationOptions = [.old, .new], queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
     ) -> ObservationToken {
-        register(Observer(key: key, options: options, queue: queue, handler: handler))
+        register(Observer(key: key, options: options, queue: queue, backlogLimit: queueLimit, handler: handler))
     }
 
     /// Observes every key's effective value (as `defaults watch` does): one call per changed key.
@@ -38,7 +38,7 @@ extension Defaults {
         options: ObservationOptions = [.old, .new], queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
     ) -> ObservationToken {
-        register(Observer(key: nil, options: options, queue: queue, handler: handler))
+        register(Observer(key: nil, options: options, queue: queue, backlogLimit: queueLimit, handler: handler))
     }
 
     /// Observes a typed key: the change's values are of the key's type. A stored value that cannot
@@ -60,7 +60,9 @@ extension Defaults {
             }
         }
         // Decoding needs both values even when the caller asked for neither, to drop equal ones.
-        let observer = Observer(key: key.name, options: options.union([.old, .new]), queue: queue) { change in
+        let observer = Observer(
+            key: key.name, options: options.union([.old, .new]), queue: queue, backlogLimit: queueLimit
+        ) { change in
             let old = decode(change.oldValue)
             let new = decode(change.newValue)
             if !change.isPrior, !change.isInitial, Equality.areEqual(old, new) { return }
@@ -73,6 +75,9 @@ extension Defaults {
         }
         return register(observer, requestedOptions: options)
     }
+
+    /// The backlog limit for a `queue:` observer registered now.
+    private var queueLimit: Int { backlogLimit.load(ordering: .relaxed) }
 
     private func register(_ observer: Observer, requestedOptions: ObservationOptions? = nil) -> ObservationToken {
         let options = requestedOptions ?? observer.options

@@ -9,25 +9,39 @@ package final class Observer: Sendable {
     let queue: DispatchQueue?
     let handler: @Sendable (DefaultsChange<PropertyListValue>) -> Void
     let isActive = Atomic<Bool>(true)
+    /// The most changes waiting on `queue` before the deliverer waits.
+    let backlogLimit: Int
+    /// Changes handed to `queue` and not yet run there (``ObservationBacklog``).
+    private let inFlight = Atomic<Int>(0)
+    private let gate = BacklogGate()
 
     init(
         key: String?, options: ObservationOptions, queue: DispatchQueue?,
+        backlogLimit: Int = ObservationBacklog.defaultLimit,
         handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
     ) {
+        self.backlogLimit = backlogLimit
         self.key = key
         self.options = options
         self.queue = queue
         self.handler = handler
     }
 
-    /// Calls the handler (on its queue when it has one) unless it was cancelled meanwhile.
+    /// Calls the handler (on its queue when it has one) unless it was cancelled meanwhile. With a
+    /// queue, waits first while the queue holds `backlogLimit` of its changes (``ObservationBacklog``).
     func deliver(_ change: DefaultsChange<PropertyListValue>) {
         if let queue {
+            let limit = backlogLimit
+            if inFlight.load(ordering: .relaxed) >= limit {
+                gate.wait { isActive.load(ordering: .acquiring) && inFlight.load(ordering: .acquiring) > limit / 2 }
+            }
+            inFlight.add(1, ordering: .relaxed)
             queue.async { [self] in
-                if isActive.load(ordering: .acquiring) { handler(change) }
+                if isActive.load(ordering: .acquiring) { ObservationBacklog.runCallback { handler(change) } }
+                if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == limit / 2 { gate.wake() }
             }
         } else if isActive.load(ordering: .acquiring) {
-            handler(change)
+            ObservationBacklog.runCallback { handler(change) }
         }
     }
 

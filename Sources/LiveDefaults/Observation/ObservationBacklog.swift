@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How far observers may fall behind writers, and what a writer does then
+/// (docs/design.md, "Observation: one order for every change").
+///
+/// Changes wait for delivery in two places: a `Defaults`' queue, which the thread delivering it
+/// drains in order while it calls direct observers, and a `queue:` observer's dispatch queue. Each
+/// holds at most ``limit`` changes. A thread that would add to a full one waits until it has
+/// drained to half, so a slow observer slows writers rather than grow memory without bound.
+///
+/// A thread running an observer's callback never waits: the backlog it would wait for may be
+/// its own, so a callback that writes can take a backlog past the limit.
+package enum ObservationBacklog {
+    /// The most changes waiting in one place before writers wait (tests set a smaller one on an
+    /// instance: ``Defaults/setObservationBacklogLimit(_:)``).
+    package static let defaultLimit = 65_536
+
+    private static let insideCallbackKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Whether this thread is running an observer's callback.
+    static var isInsideCallback: Bool { pthread_getspecific(insideCallbackKey) != nil }
+
+    /// Runs an observer's callback, marking the thread for its duration.
+    @inline(__always)
+    static func runCallback(_ body: () -> Void) {
+        if isInsideCallback { return body() }
+        pthread_setspecific(insideCallbackKey, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(insideCallbackKey, nil) }
+        body()
+    }
+}
+
+/// Where writers wait for a backlog to drain.
+// Safe as Sendable: NSCondition is a lock, and the count is atomic.
+final class BacklogGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    /// Threads waiting: changed under the condition's lock, read without it by ``wake()``.
+    private let waiters = Atomic<Int>(0)
+
+    /// Waits while `isFull()` holds (checked under the gate, re-checked after every wake-up) unless
+    /// this thread runs an observer's callback.
+    func wait(while isFull: () -> Bool) {
+        if ObservationBacklog.isInsideCallback { return }
+        condition.lock()
+        defer { condition.unlock() }
+        waiters.add(1, ordering: .sequentiallyConsistent)
+        defer { waiters.subtract(1, ordering: .sequentiallyConsistent) }
+        // A timed wait as well: a wake-up is never needed for progress, only for speed.
+        while isFull() { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+    }
+
+    /// Wakes the waiters, if any, to check again (after a backlog shrank).
+    func wake() {
+        guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
