@@ -532,6 +532,7 @@ private struct DefaultsFixture: ~Copyable {
                 "Could not parse: Local (OpenAI-compatible).  Try single-quoting it.\n"
             ),
             (["write", "com.x", "k", "(a, b"], "Could not parse: (a, b.  Try single-quoting it.\n"),
+            (["write", "com.x", "k", "a[0]"], "Could not parse: a[0].  Try single-quoting it.\n"),
             (["write", "com.x", "k", "{ a = 1"], "Could not parse: { a = 1.  Try single-quoting it.\n"),
             (["write", "com.x", "{ a = 1; "], "Could not parse: { a = 1; .  Try single-quoting it.\n"),
             (["write", "com.x", "k", "<0fb>"], "Could not parse: <0fb>.  Try single-quoting it.\n"),
