@@ -567,6 +567,21 @@ private struct DefaultsFixture: ~Copyable {
         #expect(result.standardError == message, "\(result)")
     }
 
+    @Test func aFailedWriteGivesMacOSLineThenTheReason() throws {
+        let fixture = try DefaultsFixture()
+        // A domain whose directory is a regular file cannot be written, even by root.
+        let notADirectory = fixture.directory.file("plain-file")
+        try Data("x".utf8).write(to: notADirectory)
+        let domain = notADirectory.appendingPathComponent("prefs").path
+        let write = try fixture.defaults("write", domain, "k", "v")
+        #expect(write.status == 1, "\(write)")
+        #expect(write.standardOutput.isEmpty, "\(write)")
+        let lines = write.standardError.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first == "Could not write domain \(domain); exiting", "\(write)")
+        #expect(lines.count == 3 && lines[1].hasPrefix("defaults: ") && lines[2].isEmpty, "\(write)")
+        #expect(try Data(contentsOf: notADirectory) == Data("x".utf8))
+    }
+
     @Test func aCorruptDomainIsAnErrorToReadAndIsLeftAlone() throws {
         let fixture = try DefaultsFixture()
         let garbage = Data("{ this is = not a plist".utf8)

@@ -116,3 +116,37 @@ import Testing
         #expect(try JSONSerialization.jsonObject(with: Data(report.jsonLine.utf8)) is [String: Any])
     }
 }
+
+/// The runner against a domain whose every write fails: the messages a failed write prints.
+@Suite struct DefaultsCommandWriteFailureTests {
+    private final class UnwritableDomain: CommandDomain, @unchecked Sendable {
+        let lastError: DefaultsError? = nil
+        func persistentValues() -> [String: PropertyListValue] { ["a": "1"] }
+        func set(_ value: PropertyListValue?, forKey key: String) {}
+        func replacePersistentValues(_ values: [String: PropertyListValue]?) {}
+        func synchronize() throws { throw DefaultsError(.writeFailed, "the disk is full") }
+        func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
+            -> any AnyObject & Sendable
+        { self }
+    }
+
+    private func run(_ arguments: [String]) -> (status: Int32?, error: String) {
+        let errors = Locked("")
+        let runner = DefaultsCommandRunner(
+            domains: CommandDomains(directory: URL(fileURLWithPath: "/nonexistent")) { _, _, _ in UnwritableDomain() },
+            io: CommandIO(
+                standardOutput: { _ in }, standardError: { text in errors.withLock { $0 += text } },
+                writeStandardOutputData: { _ in }, readStandardInput: { Data() }))
+        guard case .exit(let status) = runner.run(arguments) else { return (nil, errors.withLock { $0 }) }
+        return (status, errors.withLock { $0 })
+    }
+
+    @Test func writeSaysCouldNotWriteAndRenameSaysFailedToWriteThenTheReason() {
+        let write = run(["write", "-g", "k", "v"])
+        #expect(write.status == 1)
+        #expect(write.error == "Could not write domain Apple Global Domain; exiting\ndefaults: the disk is full\n")
+        let rename = run(["rename", "com.x", "a", "b"])
+        #expect(rename.status == 1)
+        #expect(rename.error == "Failed to write domain com.x\ndefaults: the disk is full\n")
+    }
+}

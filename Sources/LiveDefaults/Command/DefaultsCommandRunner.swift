@@ -133,12 +133,17 @@ package struct DefaultsCommandRunner: Sendable {
         return store
     }
 
-    private func save(_ store: any CommandDomain, _ domain: DomainReference) throws {
+    /// Writes the domain's changes; a failure prints macOS's line (`rename` has its own), then the reason,
+    /// which macOS does not give.
+    private func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
         do {
             try store.synchronize()
         } catch let error as DefaultsError {
-            // macOS's line, then the reason, which macOS does not give.
-            throw CommandFailure("Could not write domain \(domain.displayName); exiting\ndefaults: \(error.message)\n")
+            let line =
+                renaming
+                ? "Failed to write domain \(domain.displayName)"
+                : "Could not write domain \(domain.displayName); exiting"
+            throw CommandFailure("\(line)\ndefaults: \(error.message)\n")
         }
     }
 
@@ -196,7 +201,7 @@ package struct DefaultsCommandRunner: Sendable {
             if old != new {
                 store.set(value, forKey: new)
                 store.set(nil, forKey: old)
-                try save(store, domain)
+                try save(store, domain, renaming: true)
             }
 
         case .delete(let domain, let key):
