@@ -186,6 +186,7 @@ private struct DefaultsFixture: ~Copyable {
         try fixture.seed("com.x", ["present": 1])
         let cases: [([String], String)] = [
             (["read", "com.none"], "\nDomain com.none does not exist\n"),
+            (["read", "-g"], "\nDomain Apple Global Domain does not exist\n"),
             (["read", "com.x", "absent"], "\nThe domain/default pair of (com.x, absent) does not exist\n"),
             (["read-type", "com.x", "absent"], "\nThe domain/default pair of (com.x, absent) does not exist\n"),
             (["delete", "com.none"], "\nDomain (com.none) not found.\nDefaults have not been changed.\n"),
@@ -321,6 +322,16 @@ private struct DefaultsFixture: ~Copyable {
         #expect(try fixture.succeed("read", "-g", "AppleLocale") == "en_GB\n")
         // The global domain is not listed by `domains`, as on macOS.
         #expect(try fixture.succeed("domains") == "\n")
+    }
+
+    @Test func currentHostAndHostAreAcceptedAndIgnored() throws {
+        // Linux has no per-host files: a host-specific write lands in the one set of files (a documented
+        // difference from macOS).
+        let fixture = try DefaultsFixture()
+        try fixture.succeed("-currentHost", "write", "com.apple.screensaver", "idleTime", "-int", "0")
+        try fixture.succeed("-host", "other-box", "write", "com.apple.screensaver", "askForPassword", "-bool", "yes")
+        #expect(try fixture.values("com.apple.screensaver") == ["idleTime": 0, "askForPassword": true])
+        #expect(try fixture.succeed("read", "com.apple.screensaver", "idleTime") == "0\n")
     }
 
     @Test func aPathNamesAPlistFileWithOrWithoutItsExtension() throws {
