@@ -84,6 +84,24 @@ private struct DefaultsFixture: ~Copyable {
                 "dictionary", ["a": .data(Data([0, 0xFF])), "b c": "d"]
             ),
             (["\"quoted\""], "quoted", "string", "quoted"),
+            // XML fragments are values, as on macOS (Dock and screensaver scripts rely on them).
+            (["<integer>3</integer>"], "3", "integer", .integer(3)),
+            (["<real>0.5</real>"], "0.5", "float", .real(0.5)),
+            (["<false/>"], "0", "boolean", .bool(false)),
+            (
+                ["<string>/System/Library/A B.saver</string>"], "/System/Library/A B.saver", "string",
+                "/System/Library/A B.saver"
+            ),
+            (
+                ["<dict><key>file-label</key><string>Safari</string><key>n</key><integer>1</integer></dict>"],
+                "{\n    \"file-label\" = Safari;\n    n = 1;\n}", "dictionary", ["file-label": "Safari", "n": 1]
+            ),
+            (
+                ["<?xml version=\"1.0\"?><plist version=\"1.0\"><array><string>a</string></array></plist>"],
+                "(\n    a\n)", "array", ["a"]
+            ),
+            // Without any of " ( ) [ ] { } < > a value is the string itself, spaces and all.
+            (["a = b; c"], "a = b; c", "string", "a = b; c"),
         ] as [([String], String, String, PropertyListValue)])
     func writesEveryKindOfValue(value: [String], printed: String, type: String, stored: PropertyListValue) throws {
         let fixture = try DefaultsFixture()
@@ -154,9 +172,11 @@ private struct DefaultsFixture: ~Copyable {
         let fixture = try DefaultsFixture()
         try fixture.seed("b", ["x": 1])
         try fixture.seed("NSGlobalDomain", ["g": "v"])
+        // macOS lists the global domain as "Apple Global Domain".
         #expect(
             try fixture.succeed("read")
-                == "{\n    NSGlobalDomain =     {\n        g = v;\n    };\n    b =     {\n        x = 1;\n    };\n}\n")
+                == "{\n    \"Apple Global Domain\" =     {\n        g = v;\n    };\n    b =     {\n        x = 1;\n    };\n}\n"
+        )
     }
 
     // MARK: missing domains and keys
@@ -166,6 +186,7 @@ private struct DefaultsFixture: ~Copyable {
         try fixture.seed("com.x", ["present": 1])
         let cases: [([String], String)] = [
             (["read", "com.none"], "\nDomain com.none does not exist\n"),
+            (["read", "-g"], "\nDomain Apple Global Domain does not exist\n"),
             (["read", "com.x", "absent"], "\nThe domain/default pair of (com.x, absent) does not exist\n"),
             (["read-type", "com.x", "absent"], "\nThe domain/default pair of (com.x, absent) does not exist\n"),
             (["delete", "com.none"], "\nDomain (com.none) not found.\nDefaults have not been changed.\n"),
@@ -174,8 +195,6 @@ private struct DefaultsFixture: ~Copyable {
                 ["rename", "com.x", "absent", "b"],
                 "Key absent does not exist in domain com.x; leaving defaults unchanged\n"
             ),
-            (["export", "com.none", "-"], "\nThe domain com.none does not exist\n"),
-            (["read", "-g", "absent"], "\nThe domain/default pair of (NSGlobalDomain, absent) does not exist\n"),
         ]
         let before = try Data(contentsOf: fixture.file("com.x"))
         for (arguments, message) in cases {
@@ -186,6 +205,45 @@ private struct DefaultsFixture: ~Copyable {
         }
         #expect(try Data(contentsOf: fixture.file("com.x")) == before)
         #expect(!FileManager.default.fileExists(atPath: fixture.file("com.none").path))
+    }
+
+    @Test func theGlobalDomainAndPathDomainsAreNamedAsMacOSNamesThem() throws {
+        let fixture = try DefaultsFixture()
+        try fixture.seed("NSGlobalDomain", ["present": 1])
+        let path = fixture.directory.file("Desktop").appendingPathComponent("test").path
+        let cases: [([String], String)] = [
+            (
+                ["read", "-g", "MissingKey"],
+                "\nThe domain/default pair of (kCFPreferencesAnyApplication, MissingKey) does not exist\n"
+            ),
+            (
+                ["read-type", "NSGlobalDomain", "k"],
+                "\nThe domain/default pair of (kCFPreferencesAnyApplication, k) does not exist\n"
+            ),
+            (
+                ["delete", "-g", "missing"],
+                "\nDomain (kCFPreferencesAnyApplication) not found.\nDefaults have not been changed.\n"
+            ),
+            (
+                ["rename", "-g", "a", "b"],
+                "Key a does not exist in domain Apple Global Domain; leaving defaults unchanged\n"
+            ),
+            // A path is named as typed, without .plist.
+            (["read", path], "\nDomain \(path) does not exist\n"),
+            (["read", path + ".plist"], "\nDomain \(path) does not exist\n"),
+            (
+                ["read", path + ".plist", "SHOWFULLNAME"],
+                "\nThe domain/default pair of (\(path), SHOWFULLNAME) does not exist\n"
+            ),
+            (["delete", path, "k"], "\nDomain (\(path)) not found.\nDefaults have not been changed.\n"),
+        ]
+        for (arguments, message) in cases {
+            let result = try fixture.runner.run(arguments)
+            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(result.standardOutput.isEmpty, "\(arguments): \(result)")
+            #expect(result.standardError == message, "\(arguments): \(result)")
+        }
+        #expect(try fixture.values("NSGlobalDomain") == ["present": 1])
     }
 
     // MARK: write forms
@@ -209,11 +267,38 @@ private struct DefaultsFixture: ~Copyable {
         let before = try Data(contentsOf: fixture.file("com.x"))
         let appendToString = try fixture.defaults("write", "com.x", "text", "-array-add", "z")
         #expect(appendToString.status == 1)
-        #expect(appendToString.standardError.contains("Value for key text is not an array"))
+        #expect(
+            appendToString.standardError
+                == "Value for key text is not an array; cannot append.  Leaving defaults unchanged.\n")
         let addToArray = try fixture.defaults("write", "com.x", "list", "-dict-add", "k", "v")
         #expect(addToArray.status == 1)
-        #expect(addToArray.standardError.contains("Value for key list is not a dictionary"))
+        #expect(
+            addToArray.standardError
+                == "Value for key list is not a dictionary; cannot append.  Leaving defaults unchanged.\n")
         #expect(try Data(contentsOf: fixture.file("com.x")) == before)
+    }
+
+    @Test func xmlFragmentsAndQuotedKeysWorkInArrayAddAndDictAdd() throws {
+        let fixture = try DefaultsFixture()
+        let tile =
+            "<dict><key>tile-data</key><dict><key>file-label</key><string>Safari</string>"
+            + "<key>file-type</key><integer>41</integer></dict></dict>"
+        try fixture.succeed("write", "com.apple.dock", "persistent-apps", "-array-add", tile)
+        try fixture.succeed("write", "com.apple.dock", "persistent-apps", "-array-add", tile)
+        try fixture.succeed(
+            "write", "com.apple.screensaver", "moduleDict", "-dict-add", "path",
+            "<string>/System/Library/Screen Savers/Flurry.saver</string>", "\"a (b)\"", "-int", "2")
+        let entry: PropertyListValue = ["tile-data": ["file-label": "Safari", "file-type": 41]]
+        #expect(try fixture.values("com.apple.dock") == ["persistent-apps": [entry, entry]])
+        #expect(
+            try fixture.values("com.apple.screensaver")
+                == ["moduleDict": ["path": "/System/Library/Screen Savers/Flurry.saver", "a (b)": 2]])
+    }
+
+    @Test func theArgumentAfterTheDomainIsAlwaysTheKey() throws {
+        let fixture = try DefaultsFixture()
+        try fixture.succeed("write", "com.x", "-int", "3")
+        #expect(try fixture.values("com.x") == ["-int": "3"])
     }
 
     @Test func renameAndDelete() throws {
@@ -237,6 +322,16 @@ private struct DefaultsFixture: ~Copyable {
         #expect(try fixture.succeed("read", "-g", "AppleLocale") == "en_GB\n")
         // The global domain is not listed by `domains`, as on macOS.
         #expect(try fixture.succeed("domains") == "\n")
+    }
+
+    @Test func currentHostAndHostAreAcceptedAndIgnored() throws {
+        // Linux has no per-host files: a host-specific write lands in the one set of files (a documented
+        // difference from macOS).
+        let fixture = try DefaultsFixture()
+        try fixture.succeed("-currentHost", "write", "com.apple.screensaver", "idleTime", "-int", "0")
+        try fixture.succeed("-host", "other-box", "write", "com.apple.screensaver", "askForPassword", "-bool", "yes")
+        #expect(try fixture.values("com.apple.screensaver") == ["idleTime": 0, "askForPassword": true])
+        #expect(try fixture.succeed("read", "com.apple.screensaver", "idleTime") == "0\n")
     }
 
     @Test func aPathNamesAPlistFileWithOrWithoutItsExtension() throws {
@@ -264,15 +359,27 @@ private struct DefaultsFixture: ~Copyable {
         #expect(try fixture.succeed("domains") == "com.a, org.b\n")
     }
 
-    @Test func findSearchesKeysAndValuesOfAllDomains() throws {
+    @Test func findPrintsOnlyTheMatchingEntriesOfEachDomain() throws {
         let fixture = try DefaultsFixture()
-        try fixture.seed("com.a", ["Theme": "dark", "other": ["nested": "darker"], "n": 1])
-        try fixture.seed("com.b", ["x": "light"])
+        try fixture.seed("com.a", ["Theme": "dark", "other": ["nested": "darker"], "n": 1, "list": ["x", "Dark"]])
+        try fixture.seed("com.b", ["x": "light", "dark-mode": false])
+        try fixture.seed("NSGlobalDomain", ["AppleInterfaceStyle": "Dark", "AppleLocale": "en_GB"])
         let output = try fixture.succeed("find", "DARK")
         #expect(
             output
-                == "Found 2 keys in domain 'com.a': {\n    Theme = dark;\n    n = 1;\n    other =     {\n        nested = darker;\n    };\n}\n"
-        )
+                == "Found 1 keys in domain 'Apple Global Domain': {\n    AppleInterfaceStyle = Dark;\n}\n"
+                + "Found 3 keys in domain 'com.a': {\n    Theme = dark;\n    list =     (\n        x,\n        Dark\n    );\n"
+                + "    other =     {\n        nested = darker;\n    };\n}\n"
+                + "Found 1 keys in domain 'com.b': {\n    \"dark-mode\" = 0;\n}\n")
+        // A domain whose name matches shows all of its entries.
+        #expect(
+            try fixture.succeed("find", "com.b")
+                == "Found 2 keys in domain 'com.b': {\n    \"dark-mode\" = 0;\n    x = light;\n}\n")
+        // Numbers are not searched: only keys and strings are.
+        let number = try fixture.defaults("find", "1")
+        #expect(number.status == 0)
+        #expect(number.standardOutput.isEmpty, "\(number)")
+        #expect(number.standardError == "No domain, key, nor value containing '1'\n")
         let none = try fixture.defaults("find", "nothing-like-this")
         #expect(none.status == 0)
         #expect(none.standardOutput.isEmpty)
@@ -298,6 +405,17 @@ private struct DefaultsFixture: ~Copyable {
         #expect(try PropertyListCodec.decode(binary).value == .dictionary(values))
     }
 
+    @Test func exportOfAMissingDomainIsAnEmptyDictionary() throws {
+        let fixture = try DefaultsFixture()
+        let xml = try fixture.succeed("export", "com.none", "-")
+        #expect(xml.contains("<plist version=\"1.0\">\n<dict/>\n</plist>"), "\(xml)")
+        #expect(try PropertyListCodec.decode(Data(xml.utf8)).value == [:])
+        let exported = fixture.directory.file("out.plist")
+        try fixture.succeed("export", "com.none", exported.path)
+        #expect(try PropertyListCodec.decode(Data(contentsOf: exported)).value == [:])
+        #expect(!FileManager.default.fileExists(atPath: fixture.file("com.none").path))
+    }
+
     @Test(arguments: [PropertyListFormat.binary, .xml, .openStep])
     func importReadsEveryFormatFromStandardInputOrAFile(format: PropertyListFormat) throws {
         let fixture = try DefaultsFixture()
@@ -305,12 +423,21 @@ private struct DefaultsFixture: ~Copyable {
         let values: [String: PropertyListValue] = ["name": "value", "list": ["a", "b"]]
         let data = try PropertyListCodec.encode(.dictionary(values), format: format)
         try fixture.succeed("import", "com.x", "-", input: data)
-        #expect(try fixture.values("com.x") == values)
+        #expect(try fixture.values("com.x") == values.merging(["replaced": true]) { new, _ in new })
 
         let source = fixture.directory.file("in.data")
         try data.write(to: source)
         try fixture.succeed("import", "com.y", source.path)
         #expect(try fixture.values("com.y") == values)
+    }
+
+    @Test func importMergesIntoTheDomainAsMacOSDoes() throws {
+        let fixture = try DefaultsFixture()
+        try fixture.seed("com.x", ["kept": 1, "changed": "old", "nested": ["a": 1]])
+        let input = Data("{ changed = new; added = (x); nested = { b = 2; }; }".utf8)
+        try fixture.succeed("import", "com.x", "-", input: input)
+        // Keys not in the imported dictionary stay; imported keys replace theirs whole (no deep merge).
+        #expect(try fixture.values("com.x") == ["kept": 1, "changed": "new", "added": ["x"], "nested": ["b": "2"]])
     }
 
     @Test func importRefusesWhatIsNotADictionary() throws {
@@ -319,12 +446,16 @@ private struct DefaultsFixture: ~Copyable {
         let before = try Data(contentsOf: fixture.file("com.x"))
         let array = try fixture.defaults("import", "com.x", "-", input: Data("(a, b)".utf8))
         #expect(array.status == 1)
-        #expect(array.standardError == "\nProperty list (a, b) was not a dictionary\nDefaults have not been changed.\n")
+        #expect(
+            array.standardError
+                == "Property list (\n    a,\n    b\n) was not a dictionary\nDefaults have not been changed.\n")
         let garbage = try fixture.defaults("import", "com.x", "-", input: Data("{ a = ".utf8))
         #expect(garbage.status == 1)
-        #expect(garbage.standardError.hasPrefix("Could not parse property list from -:"))
-        let missing = try fixture.defaults("import", "com.x", fixture.directory.file("none").path)
+        #expect(garbage.standardError.hasPrefix("Could not parse property list from - due to "), "\(garbage)")
+        let none = fixture.directory.file("none").path
+        let missing = try fixture.defaults("import", "com.x", none)
         #expect(missing.status == 1)
+        #expect(missing.standardError == "Could not read data from \(none)\n")
         #expect(try Data(contentsOf: fixture.file("com.x")) == before)
     }
 
@@ -345,6 +476,29 @@ private struct DefaultsFixture: ~Copyable {
         #expect(help.contains("  read <domain> <key>                  shows defaults for given domain, key\n"))
     }
 
+    @Test(arguments: [[], ["frobnicate"], ["frobnicate", "com.x"], ["-currentHost"]])
+    func aBadVerbOrNoVerbPrintsTheFullUsageOnStandardOutputAndExits255(arguments: [String]) throws {
+        let fixture = try DefaultsFixture()
+        let help = try fixture.succeed("help")
+        #expect(help.hasPrefix("Command line interface to a user's defaults.\nSyntax:\n"))
+        let result = try fixture.runner.run(arguments)
+        #expect(result.status == 255, "\(result)")
+        #expect(result.standardOutput == help, "\(result)")
+    }
+
+    /// Runs `arguments` against a seeded domain and checks that the domain's file is untouched and no file
+    /// was created.
+    private func runBadInput(_ arguments: [String]) throws -> CommandResult {
+        let fixture = try DefaultsFixture()
+        try fixture.seed("com.x", ["k": "original", "a": 1])
+        let before = try Data(contentsOf: fixture.file("com.x"))
+        let result = try fixture.runner.run(arguments)
+        #expect(try Data(contentsOf: fixture.file("com.x")) == before, "\(arguments)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path)
+        #expect(files == ["com.x.plist"], "\(arguments)")
+        return result
+    }
+
     @Test(
         arguments: [
             (["frobnicate"], "unknown verb 'frobnicate'"),
@@ -359,46 +513,84 @@ private struct DefaultsFixture: ~Copyable {
             (["write", "com.x", "k", "-data", "xyz1"], "is not hex data"),
             (["write", "com.x", "k", "-date", "2024-02-30 00:00:00 +0000"], "is not a valid date"),
             (["write", "com.x", "k", "-date", "tomorrow"], "is not a valid date"),
-            (
-                ["write", "com.x", "k", "(a, b"],
-                "is not a valid property list (line 1, column 1: the array opened here"
-            ),
-            (["write", "com.x", "k", "{ a = 1"], "is not a valid property list"),
-            (["write", "com.x", "{ a = 1; "], "is not a valid property list"),
-            (["write", "com.x", "k", "<0fb>"], "odd number of hex digits"),
-            (["write", "com.x", "k", "-array", "a", "-array", "b"], "-array cannot be nested"),
-            (["write", "com.x", "k", "-dict", "a"], "missing value for dictionary key 'a'"),
             (["write", "com.x", "k", "-string"], "missing value after -string"),
-            (["write", "com.x", "k", "-string", "a", "b"], "unexpected argument 'b'"),
-            (["write", "com.x", "k", "a", "b"], "unexpected argument 'b'"),
-            (["write", "com.x", "k"], "missing value for key 'k'"),
+            (["write", "com.x", "k", "-array", "a", "-int"], "missing value after -int"),
             (["write", "com.x"], "missing key"),
-            (["write", "com.x", "-int", "3"], "missing key before -int"),
             (["write"], "missing domain"),
             (["read", "com.x", "k", "extra"], "unexpected argument 'extra'"),
             (["read-type", "com.x"], "missing key"),
             (["rename", "com.x", "a"], "missing new key"),
             (["find"], "missing word to find"),
-            (["import", "com.x"], "missing path to read from"),
-            (["export", "com.x"], "missing path to write to"),
-            (["read", "-app", "Safari"], "-app is not supported"),
+            (["read", "-app"], "missing application name after -app"),
             (["read", "-nonsense"], "unknown option '-nonsense'"),
             (["watch", "com.x", "--yaml"], "unknown option '--yaml'"),
         ] as [([String], String)])
-    func badInputIsOneLineOnStandardErrorAndChangesNothing(arguments: [String], problem: String) throws {
-        let fixture = try DefaultsFixture()
-        try fixture.seed("com.x", ["k": "original", "a": 1])
-        let before = try Data(contentsOf: fixture.file("com.x"))
-        let result = try fixture.runner.run(arguments)
+    func aMalformedCommandLinePrintsTheUsageExits255AndChangesNothing(arguments: [String], problem: String) throws {
+        let result = try runBadInput(arguments)
         #expect(result.status == 255, "\(result)")
-        #expect(result.standardOutput.isEmpty, "\(result)")
+        // macOS prints its usage on standard output; one line on standard error says what was wrong.
+        #expect(result.standardOutput == CommandVerb.helpText, "\(result)")
         #expect(result.standardError.hasPrefix("defaults: "), "\(result)")
         #expect(result.standardError.contains(problem), "\(result)")
         #expect(result.standardError.contains("Usage: defaults"), "\(result)")
         #expect(result.standardError.filter { $0 == "\n" }.count == 1, "\(result)")
-        #expect(try Data(contentsOf: fixture.file("com.x")) == before)
-        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path)
-        #expect(files == ["com.x.plist"])
+    }
+
+    @Test(
+        arguments: [
+            (
+                ["write", "com.x", "k", "Local (OpenAI-compatible)"],
+                "Could not parse: Local (OpenAI-compatible).  Try single-quoting it.\n"
+            ),
+            (["write", "com.x", "k", "(a, b"], "Could not parse: (a, b.  Try single-quoting it.\n"),
+            (["write", "com.x", "k", "a[0]"], "Could not parse: a[0].  Try single-quoting it.\n"),
+            (["write", "com.x", "k", "{ a = 1"], "Could not parse: { a = 1.  Try single-quoting it.\n"),
+            (["write", "com.x", "{ a = 1; "], "Could not parse: { a = 1; .  Try single-quoting it.\n"),
+            (["write", "com.x", "k", "<0fb>"], "Could not parse: <0fb>.  Try single-quoting it.\n"),
+            (
+                ["write", "com.x", "k", "<integer>x</integer>"],
+                "Could not parse: <integer>x</integer>.  Try single-quoting it.\n"
+            ),
+            (
+                ["write", "com.x", "k", "-array", "a", "-array", "b"],
+                "Cannot nest composite types (arrays and dictionaries); exiting\n"
+            ),
+            (
+                ["write", "com.x", "k", "-dict", "a", "-dict-add"],
+                "Cannot nest composite types (arrays and dictionaries); exiting\n"
+            ),
+            (["write", "com.x", "k", "-dict", "k1"], "Key k1 lacks a corresponding value\n"),
+            (["write", "com.x", "k", "-dict-add", "-int", "3", "v"], "Dictionary keys must be strings\n"),
+            (["write", "com.x", "k", "-string", "a", "b"], "Unexpected argument b; leaving defaults unchanged.\n"),
+            (["write", "com.x", "k", "a", "b"], "Unexpected argument b; leaving defaults unchanged.\n"),
+            (["write", "com.x", "-array", "A", "B", "C"], "Unexpected argument B; leaving defaults unchanged.\n"),
+            (["write", "com.x", "k"], "\nRep argument is not a dictionary\nDefaults have not been changed.\n"),
+            (["write", "com.x", "(a, b)"], "\nRep argument is not a dictionary\nDefaults have not been changed.\n"),
+            (["import", "com.x"], "\nNeed a path to read from\n"),
+            (["export", "com.x"], "\nNeed a path to write to\n"),
+            (["read", "-app", "Safari"], "Couldn't find an application named \"Safari\"; defaults unchanged\n"),
+            (["write", "-app", "Name", "k", "v"], "Couldn't find an application named \"Name\"; defaults unchanged\n"),
+        ] as [([String], String)])
+    func aMistakeMacOSNamesGetsItsWordsExitsOneAndChangesNothing(arguments: [String], message: String) throws {
+        let result = try runBadInput(arguments)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput.isEmpty, "\(result)")
+        #expect(result.standardError == message, "\(result)")
+    }
+
+    @Test func aFailedWriteGivesMacOSLineThenTheReason() throws {
+        let fixture = try DefaultsFixture()
+        // A domain whose directory is a regular file cannot be written, even by root.
+        let notADirectory = fixture.directory.file("plain-file")
+        try Data("x".utf8).write(to: notADirectory)
+        let domain = notADirectory.appendingPathComponent("prefs").path
+        let write = try fixture.defaults("write", domain, "k", "v")
+        #expect(write.status == 1, "\(write)")
+        #expect(write.standardOutput.isEmpty, "\(write)")
+        let lines = write.standardError.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first == "Could not write domain \(domain); exiting", "\(write)")
+        #expect(lines.count == 3 && lines[1].hasPrefix("defaults: ") && lines[2].isEmpty, "\(write)")
+        #expect(try Data(contentsOf: notADirectory) == Data("x".utf8))
     }
 
     @Test func aCorruptDomainIsAnErrorToReadAndIsLeftAlone() throws {

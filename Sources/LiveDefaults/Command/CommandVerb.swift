@@ -70,20 +70,16 @@ package struct CommandVerb: Sendable {
             ]
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let domain = try cursor.domain()
+            // As on macOS, the argument after the domain is the key whatever it looks like (`write d -array a b`
+            // writes the key -array), unless it is the last: then it is the whole domain.
             let first = try cursor.next("key, or a dictionary for the whole domain")
             if cursor.isAtEnd {
-                guard case .dictionary(let values) = try ValueArguments.bareValue(first, cursor: cursor) else {
-                    throw cursor.error(
-                        "missing value for key '\(first)' (to replace the whole domain give a dictionary such as "
-                            + "'{ key = value; }')")
+                guard case .dictionary(let values) = try ValueArguments.bareValue(first) else {
+                    throw .macOS("\nRep argument is not a dictionary\nDefaults have not been changed.\n")
                 }
                 return .writeDomain(domain, values)
             }
-            if ValueArguments.Flag.named(first) != nil {
-                throw cursor.error("missing key before \(first)")
-            }
-            let operation = try ValueArguments.writeOperation(&cursor, key: first)
-            return .write(domain, key: first, operation)
+            return .write(domain, key: first, try ValueArguments.writeOperation(&cursor))
         },
         CommandVerb("rename", [("<domain> <old_key> <new_key>", "renames old_key to new_key")]) {
             (cursor: inout ArgumentCursor) throws(CommandLineError) in
@@ -111,7 +107,8 @@ package struct CommandVerb: Sendable {
             ], endsGroup: false
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let domain = try cursor.domain()
-            let source = try cursor.next("path to read from (or - for standard input)")
+            guard let source = cursor.peek else { throw .macOS("\nNeed a path to read from") }
+            cursor.index += 1
             try cursor.expectEnd()
             return .importDomain(domain, source: source)
         },
@@ -123,7 +120,8 @@ package struct CommandVerb: Sendable {
             ], endsGroup: false
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let domain = try cursor.domain()
-            let destination = try cursor.next("path to write to (or - for standard output)")
+            guard let destination = cursor.peek else { throw .macOS("\nNeed a path to write to") }
+            cursor.index += 1
             try cursor.expectEnd()
             return .exportDomain(domain, destination: destination)
         },
@@ -181,7 +179,7 @@ package struct CommandVerb: Sendable {
             if verb.endsGroup { lines.append("") }
         }
         lines += [
-            "<domain> is ( <domain_name> | -globalDomain | -g | NSGlobalDomain )",
+            "<domain> is ( <domain_name> | -app <application_name> | -globalDomain )",
             "         or a path to a file omitting the '.plist' extension",
             "",
             "<value> is one of:",
@@ -191,8 +189,8 @@ package struct CommandVerb: Sendable {
         lines += [
             "",
             "Domains are files <domain>.plist in $XDG_CONFIG_HOME (else ~/.config).",
-            "Exit status: 0 on success, 1 when a domain or key does not exist or a write fails,",
-            "255 for a malformed command line or value (nothing is changed).",
+            "Exit status: 0 on success; 1 when a domain or key does not exist, a value is refused or a",
+            "write fails; 255 for a malformed command line, after this help (nothing is changed).",
         ]
         return lines.joined(separator: "\n") + "\n"
     }

@@ -23,7 +23,7 @@ extension CommandDomains {
         case .named(let name):
             try Defaults(suiteName: name, directory: directory, watchesFiles: watching)
         case .path(let path):
-            try Defaults(fileURL: URL(fileURLWithPath: path), watchesFiles: watching)
+            try Defaults(fileURL: URL(fileURLWithPath: path + ".plist"), watchesFiles: watching)
         }
     }
 }

@@ -6,19 +6,27 @@ package enum DomainReference: Hashable, Sendable {
     case global
     /// A suite by name, stored at `<config directory>/<name>.plist`.
     case named(String)
-    /// A plist file given by path (`.plist` appended when the path lacks it, as macOS does).
+    /// A plist file given by path, kept as typed without its `.plist` extension (macOS's messages name it so);
+    /// the file is this path with `.plist` appended, as on macOS.
     case path(String)
 
     /// The global domain's name and file base name (`Defaults.globalDomain`).
     package static let globalDomainName = "NSGlobalDomain"
 
-    /// The domain as messages name it.
+    /// The domain as macOS names it in listings (`read`, `find`) and in most messages: the global domain is
+    /// `Apple Global Domain`.
     package var displayName: String {
         switch self {
-        case .global: Self.globalDomainName
+        case .global: "Apple Global Domain"
         case .named(let name): name
         case .path(let path): path
         }
+    }
+
+    /// The domain as CFPreferences names it, which macOS prints where a key is missing (`read`, `read-type`,
+    /// `delete`): the global domain is `kCFPreferencesAnyApplication`.
+    package var preferencesName: String {
+        self == .global ? "kCFPreferencesAnyApplication" : displayName
     }
 }
 
@@ -54,19 +62,38 @@ package enum DefaultsCommand: Hashable, Sendable {
     case watch(DomainReference, keys: [String], json: Bool)
 }
 
-/// Bad command-line input: what is wrong, and the usage line of the verb concerned.
+/// Bad command-line input, found before any domain is opened.
+///
+/// Two kinds: a malformed command line, for which macOS prints its usage on standard output and exits 255
+/// (here ``line`` says what is wrong, on standard error); and a mistake macOS names in its own words
+/// (``macOSMessage``, printed as is on standard error, with ``status``).
 package struct CommandLineError: Error, Hashable, Sendable {
     /// The problem, e.g. "'abc' is not an integer".
     package var problem: String
     /// The usage of the verb concerned (or the general usage).
     package var usage: String
+    /// macOS's message for this mistake, line breaks included; nil for a malformed command line.
+    package var macOSMessage: String?
+    /// The exit status: 255 for a malformed command line, else macOS's status for the message.
+    package var status: Int32
 
     package init(_ problem: String, usage: String) {
         self.problem = problem
         self.usage = usage
+        self.macOSMessage = nil
+        self.status = 255
     }
 
-    /// The one line printed on standard error.
+    /// A mistake macOS reports in its own words; a line break is added when `message` lacks one at its end
+    /// (as `NSLog` does).
+    package static func macOS(_ message: String, status: Int32 = 1) -> CommandLineError {
+        var error = CommandLineError(message, usage: CommandVerb.generalUsage)
+        error.macOSMessage = message.hasSuffix("\n") ? message : message + "\n"
+        error.status = status
+        return error
+    }
+
+    /// The one line printed on standard error for a malformed command line.
     package var line: String {
         "defaults: \(problem). Usage: \(usage) (see 'defaults help')"
     }
@@ -144,14 +171,16 @@ package struct ArgumentCursor {
         case "-g", "-globalDomain", "NSGlobalDomain", "Apple Global Domain":
             return .global
         case "-app":
-            throw error("-app is not supported here (there are no application bundles); give the domain name")
+            // There are no application bundles to look a name up in, so no application is ever found.
+            let application = try next("application name after -app")
+            throw .macOS("Couldn't find an application named \"\(application)\"; defaults unchanged")
         case "":
             throw error("the domain name is empty")
         case ".", "..":
             throw error("'\(argument)' is not a domain name")
         default:
             if argument.contains("/") {
-                return .path(argument.hasSuffix(".plist") ? argument : argument + ".plist")
+                return .path(argument.hasSuffix(".plist") ? String(argument.dropLast(".plist".count)) : argument)
             }
             if argument.hasPrefix("-") { throw error("unknown option '\(argument)'") }
             if argument.contains("\0") || argument.utf8.count + ".plist".utf8.count > 255 {

@@ -67,8 +67,14 @@ package struct DefaultsCommandRunner: Sendable {
         do {
             command = try DefaultsCommand.parse(arguments)
         } catch {
-            io.standardError(error.line + "\n")
-            return .exit(Self.usageError)
+            if let message = error.macOSMessage {
+                io.standardError(message)
+            } else {
+                // macOS prints its usage on standard output; the line on standard error says what was wrong.
+                io.standardOutput(CommandVerb.helpText)
+                io.standardError(error.line + "\n")
+            }
+            return .exit(error.status)
         }
         return execute(command)
     }
@@ -98,10 +104,10 @@ package struct DefaultsCommandRunner: Sendable {
             Self("\nDomain \(domain.displayName) does not exist\n")
         }
         static func missingPair(_ domain: DomainReference, _ key: String) -> Self {
-            Self("\nThe domain/default pair of (\(domain.displayName), \(key)) does not exist\n")
+            Self("\nThe domain/default pair of (\(domain.preferencesName), \(key)) does not exist\n")
         }
         static func notDeleted(_ domain: DomainReference) -> Self {
-            Self("\nDomain (\(domain.displayName)) not found.\nDefaults have not been changed.\n")
+            Self("\nDomain (\(domain.preferencesName)) not found.\nDefaults have not been changed.\n")
         }
     }
 
@@ -127,11 +133,17 @@ package struct DefaultsCommandRunner: Sendable {
         return store
     }
 
-    private func save(_ store: any CommandDomain, _ domain: DomainReference) throws {
+    /// Writes the domain's changes; a failure prints macOS's line (`rename` has its own), then the reason,
+    /// which macOS does not give.
+    private func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
         do {
             try store.synchronize()
         } catch let error as DefaultsError {
-            throw CommandFailure("defaults: could not write domain \(domain.displayName): \(error.message)\n")
+            let line =
+                renaming
+                ? "Failed to write domain \(domain.displayName)"
+                : "Could not write domain \(domain.displayName); exiting"
+            throw CommandFailure("\(line)\ndefaults: \(error.message)\n")
         }
     }
 
@@ -148,10 +160,9 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .readAll:
             var all: [String: PropertyListValue] = [:]
-            for name in domains.domainNames() {
-                let values = try openForReading(name == DomainReference.globalDomainName ? .global : .named(name))
-                    .persistentValues()
-                if !values.isEmpty { all[name] = .dictionary(values) }
+            for domain in domains.domainNames().map(Self.domain(named:)) {
+                let values = try openForReading(domain).persistentValues()
+                if !values.isEmpty { all[domain.displayName] = .dictionary(values) }
             }
             print(.dictionary(all))
 
@@ -190,7 +201,7 @@ package struct DefaultsCommandRunner: Sendable {
             if old != new {
                 store.set(value, forKey: new)
                 store.set(nil, forKey: old)
-                try save(store, domain)
+                try save(store, domain, renaming: true)
             }
 
         case .delete(let domain, let key):
@@ -235,49 +246,55 @@ package struct DefaultsCommandRunner: Sendable {
             switch store.persistentValues()[key] {
             case nil: return .array(elements)
             case .array(let existing)?: return .array(existing + elements)
-            case let other?:
+            case _?:
                 throw CommandFailure(
-                    "Value for key \(key) is not an array (it is a \(other.typeName)); cannot append. "
-                        + "Leaving defaults unchanged.\n")
+                    "Value for key \(key) is not an array; cannot append.  Leaving defaults unchanged.\n")
             }
         case .dictionaryAdd(let entries):
             switch store.persistentValues()[key] {
             case nil: return .dictionary(entries)
             case .dictionary(let existing)?: return .dictionary(existing.merging(entries) { _, new in new })
-            case let other?:
+            case _?:
                 throw CommandFailure(
-                    "Value for key \(key) is not a dictionary (it is a \(other.typeName)); cannot add entries. "
-                        + "Leaving defaults unchanged.\n")
+                    "Value for key \(key) is not a dictionary; cannot append.  Leaving defaults unchanged.\n")
             }
         }
     }
 
+    /// A domain found in the directory, by its file's base name.
+    private static func domain(named name: String) -> DomainReference {
+        name == DomainReference.globalDomainName ? .global : .named(name)
+    }
+
+    /// Prints, for each domain where anything matches, the entries whose key or string value (at any depth)
+    /// contains `word` (all of them when the domain's name does), as macOS does: case-insensitively, and not
+    /// numbers, dates, data or Booleans.
     private func find(_ word: String) throws {
         var found = false
-        for name in domains.domainNames() {
-            let values = try openForReading(name == DomainReference.globalDomainName ? .global : .named(name))
-                .persistentValues()
-            var count = name.localizedCaseInsensitiveContains(word) ? 1 : 0
-            count += Self.matches(of: word, in: .dictionary(values))
-            guard count > 0 else { continue }
+        for domain in domains.domainNames().map(Self.domain(named:)) {
+            let values = try openForReading(domain).persistentValues()
+            let everything = Self.contains(domain.preferencesName, word)
+            let matching = values.filter { everything || Self.contains($0.key, word) || Self.contains($0.value, word) }
+            guard !matching.isEmpty else { continue }
             found = true
             io.standardOutput(
-                "Found \(count) keys in domain '\(name)': \(OpenStepWriter.string(for: .dictionary(values)))\n")
+                "Found \(matching.count) keys in domain '\(domain.displayName)': "
+                    + OpenStepWriter.string(for: .dictionary(matching)) + "\n")
         }
         if !found { io.standardError("No domain, key, nor value containing '\(word)'\n") }
     }
 
-    /// How many keys and leaf values (as `defaults read` prints them) contain `word`, ignoring case.
-    private static func matches(of word: String, in value: PropertyListValue) -> Int {
+    private static func contains(_ text: String, _ word: String) -> Bool {
+        text.range(of: word, options: .caseInsensitive) != nil
+    }
+
+    /// Whether a string in `value` (a dictionary's keys included) contains `word`.
+    private static func contains(_ value: PropertyListValue, _ word: String) -> Bool {
         switch value {
-        case .dictionary(let entries):
-            entries.reduce(0) {
-                $0 + ($1.key.localizedCaseInsensitiveContains(word) ? 1 : 0) + matches(of: word, in: $1.value)
-            }
-        case .array(let elements):
-            elements.reduce(0) { $0 + matches(of: word, in: $1) }
-        default:
-            OpenStepWriter.string(for: value).localizedCaseInsensitiveContains(word) ? 1 : 0
+        case .string(let string): contains(string, word)
+        case .array(let elements): elements.contains { contains($0, word) }
+        case .dictionary(let entries): entries.contains { contains($0.key, word) || contains($0.value, word) }
+        default: false
         }
     }
 
@@ -296,21 +313,22 @@ package struct DefaultsCommandRunner: Sendable {
         do {
             value = try PropertyListCodec.decode(data).value
         } catch {
-            throw CommandFailure("Could not parse property list from \(source): \(error.message)\n")
+            throw CommandFailure("Could not parse property list from \(source) due to \(error.message)\n")
         }
         guard case .dictionary(let values) = value else {
             throw CommandFailure(
-                "\nProperty list \(OpenStepWriter.singleLineString(for: value)) was not a dictionary\n"
+                "Property list \(OpenStepWriter.string(for: value)) was not a dictionary\n"
                     + "Defaults have not been changed.\n")
         }
+        // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
         let store = try openForWriting(domain)
-        store.replacePersistentValues(values)
+        for (key, value) in values { store.set(value, forKey: key) }
         try save(store, domain)
     }
 
+    /// Writes the domain (an empty dictionary when it does not exist, as on macOS).
     private func exportDomain(_ domain: DomainReference, to destination: String) throws {
         let values = try openForReading(domain).persistentValues()
-        guard !values.isEmpty else { throw CommandFailure("\nThe domain \(domain.displayName) does not exist\n") }
         if destination == "-" {
             io.writeStandardOutputData(try PropertyListCodec.encode(.dictionary(values), format: .xml))
             return
@@ -319,14 +337,14 @@ package struct DefaultsCommandRunner: Sendable {
         do {
             try data.write(to: URL(fileURLWithPath: destination), options: .atomic)
         } catch {
-            throw CommandFailure("Could not export domain \(domain.displayName) to \(destination): \(error)\n")
+            throw CommandFailure("Could not export domain \(domain.displayName) to \(destination) due to \(error)\n")
         }
     }
 
     private func watch(_ domain: DomainReference, keys: Set<String>, json: Bool) throws -> AnyObject {
         let store = try open(domain, watching: true)
         let io = io
-        let name = domain.displayName
+        let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in
             guard keys.isEmpty || keys.contains(change.key) else { return }
             let report = WatchReport(

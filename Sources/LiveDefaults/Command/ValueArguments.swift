@@ -33,7 +33,7 @@ package enum ValueArguments {
             Flag(names: ["-float"], kind: .float, helpName: "-float ", helpArguments: "<floating-point_value>"),
             Flag(
                 names: ["-bool", "-boolean"], kind: .boolean, helpName: "-bool[ean]",
-                helpArguments: "(true | false | yes | no | 1 | 0)"),
+                helpArguments: "(true | false | yes | no)"),
             Flag(names: ["-date"], kind: .date, helpName: "-date", helpArguments: "<date_rep>"),
             Flag(names: ["-array"], kind: .array, helpName: "-array", helpArguments: "<value1> <value2> ..."),
             Flag(
@@ -46,63 +46,58 @@ package enum ValueArguments {
         ]
     }
 
-    /// Parses everything after the key of `defaults write <domain> <key> …`.
-    static func writeOperation(_ cursor: inout ArgumentCursor, key: String) throws(CommandLineError) -> WriteOperation {
-        let first = try cursor.next("value for key '\(key)'")
-        guard let flag = Flag.named(first) else {
-            if looksLikeOption(first) { throw cursor.error("unknown option '\(first)'") }
-            try cursor.expectEnd()
-            return .set(try bareValue(first, cursor: cursor))
+    /// Parses everything after the key of `defaults write <domain> <key> …`, as macOS does: one value (a
+    /// flag with its arguments, or a bare value), and nothing after it.
+    static func writeOperation(_ cursor: inout ArgumentCursor) throws(CommandLineError) -> WriteOperation {
+        let operation = try value(&cursor, compositesAllowed: true)
+        if let extra = cursor.peek {
+            throw .macOS("Unexpected argument \(extra); leaving defaults unchanged.")
+        }
+        return operation
+    }
+
+    /// One value at the cursor: a scalar flag and its argument, a bare value, or (when `compositesAllowed`, at
+    /// the top only) `-array`/`-dict` and their variants, which take every remaining argument.
+    private static func value(_ cursor: inout ArgumentCursor, compositesAllowed: Bool) throws(CommandLineError)
+        -> WriteOperation
+    {
+        let token = try cursor.next("value")
+        guard let flag = Flag.named(token) else {
+            if looksLikeOption(token) { throw cursor.error("unknown option '\(token)'") }
+            return .set(try bareValue(token))
+        }
+        guard flag.kind.isContainer else {
+            let argument = try cursor.next("value after \(token)")
+            return .set(try scalar(flag.kind, argument, flagName: token, cursor: cursor))
+        }
+        guard compositesAllowed else {
+            throw .macOS("Cannot nest composite types (arrays and dictionaries); exiting")
         }
         switch flag.kind {
-        case .array:
-            return .set(.array(try elements(&cursor)))
-        case .arrayAdd:
-            return .arrayAdd(try elements(&cursor))
-        case .dictionary:
-            return .set(.dictionary(try entries(&cursor)))
-        case .dictionaryAdd:
-            return .dictionaryAdd(try entries(&cursor))
+        case .array, .arrayAdd:
+            var elements: [PropertyListValue] = []
+            while !cursor.isAtEnd { elements.append(try element(&cursor)) }
+            return flag.kind == .array ? .set(.array(elements)) : .arrayAdd(elements)
         default:
-            let argument = try cursor.next("value after \(first)")
-            try cursor.expectEnd()
-            return .set(try scalar(flag.kind, argument, flagName: first, cursor: cursor))
+            var entries: [String: PropertyListValue] = [:]
+            while !cursor.isAtEnd {
+                // A key is parsed as a value too (so '"a (b)"' is the key a (b)), and must be a string.
+                guard case .string(let key) = try element(&cursor) else {
+                    throw .macOS("Dictionary keys must be strings")
+                }
+                if cursor.isAtEnd { throw .macOS("Key \(key) lacks a corresponding value") }
+                entries[key] = try element(&cursor)
+            }
+            return flag.kind == .dictionary ? .set(.dictionary(entries)) : .dictionaryAdd(entries)
         }
     }
 
-    /// One element of `-array`/`-array-add`, or one value of `-dict`/`-dict-add`: a typed scalar flag with its
-    /// argument, or a bare value.
-    private static func element(_ cursor: inout ArgumentCursor, what: String) throws(CommandLineError)
-        -> PropertyListValue
-    {
-        let argument = try cursor.next(what)
-        guard let flag = Flag.named(argument) else {
-            if looksLikeOption(argument) { throw cursor.error("unknown option '\(argument)'") }
-            return try bareValue(argument, cursor: cursor)
+    /// One element of `-array`/`-array-add`, or one key or value of `-dict`/`-dict-add`.
+    private static func element(_ cursor: inout ArgumentCursor) throws(CommandLineError) -> PropertyListValue {
+        guard case .set(let element) = try value(&cursor, compositesAllowed: false) else {
+            preconditionFailure("a nested value is never an -array-add or -dict-add")
         }
-        if flag.kind.isContainer {
-            throw cursor.error(
-                "\(argument) cannot be nested; write nested values as a property list such as '(a, b)' or '{ k = v; }'")
-        }
-        let value = try cursor.next("value after \(argument)")
-        return try scalar(flag.kind, value, flagName: argument, cursor: cursor)
-    }
-
-    private static func elements(_ cursor: inout ArgumentCursor) throws(CommandLineError) -> [PropertyListValue] {
-        var result: [PropertyListValue] = []
-        while !cursor.isAtEnd { result.append(try element(&cursor, what: "array element")) }
-        return result
-    }
-
-    private static func entries(_ cursor: inout ArgumentCursor) throws(CommandLineError) -> [String: PropertyListValue]
-    {
-        var result: [String: PropertyListValue] = [:]
-        while !cursor.isAtEnd {
-            let key = try cursor.next("dictionary key")
-            if Flag.named(key) != nil { throw cursor.error("expected a dictionary key, found \(key)") }
-            result[key] = try element(&cursor, what: "value for dictionary key '\(key)'")
-        }
-        return result
+        return element
     }
 
     /// `-x…` with a letter after the dash is meant as an option; `-5` and `-` are values.
@@ -111,20 +106,31 @@ package enum ValueArguments {
         return second.properties.isAlphabetic
     }
 
-    /// A value given without a flag: an old-style property-list literal when it starts like one (`{`, `(`,
-    /// `<`, a quote), which must then parse; otherwise the string itself (`14` is the string "14", as on macOS).
-    static func bareValue(_ argument: String, cursor: ArgumentCursor) throws(CommandLineError) -> PropertyListValue {
-        guard let first = argument.unicodeScalars.first(where: { !$0.properties.isWhitespace }),
-            "{(<\"'".unicodeScalars.contains(first)
-        else { return .string(argument) }
-        do {
-            return try OpenStepParser.parse(argument)
-        } catch let error as DefaultsError {
-            let detail = error.message.replacingOccurrences(of: "malformed property list at ", with: "")
-            throw cursor.error("the value \(quote(argument)) is not a valid property list (\(detail))")
-        } catch {
-            throw cursor.error("the value \(quote(argument)) is not a valid property list")
+    /// The characters that make macOS read a bare value as property-list text rather than as a string.
+    private static let propertyListCharacters = Set("\"()[]{}<>".unicodeScalars)
+
+    /// A value given without a flag, read as macOS reads it: text containing any of `" ( ) [ ] { } < >` is a
+    /// property list (XML, such as `<integer>3</integer>` or `<dict>…</dict>`, or old-style text, such as
+    /// `(a, b)`), which must parse; any other text is the string itself (`14` is the string "14").
+    static func bareValue(_ argument: String) throws(CommandLineError) -> PropertyListValue {
+        guard argument.unicodeScalars.contains(where: propertyListCharacters.contains) else {
+            return .string(argument)
         }
+        if let value = propertyList(argument) { return value }
+        throw .macOS("Could not parse: \(argument).  Try single-quoting it.")
+    }
+
+    /// `text` as a property list: XML when it starts with a tag (`<string>`, `<?xml`, `<!DOCTYPE`), else
+    /// old-style text (where `<…>` is data); nil when it is neither.
+    private static func propertyList(_ text: String) -> PropertyListValue? {
+        let start = text.unicodeScalars.drop(while: { $0.properties.isWhitespace })
+        if start.first == "<", let second = start.dropFirst().first,
+            second.properties.isAlphabetic || second == "?" || second == "!",
+            let value = try? XMLPropertyListReader.decode(Data(text.utf8))
+        {
+            return value
+        }
+        return try? OpenStepParser.parse(text)
     }
 
     private static func scalar(_ kind: Flag.Kind, _ argument: String, flagName: String, cursor: ArgumentCursor)
