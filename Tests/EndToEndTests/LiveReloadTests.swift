@@ -299,3 +299,105 @@ final class LiveSuite {
         #expect(last.contains(#""key":"n""#))
     }
 }
+
+/// Live reload while the path to the suite file itself changes: directories deleted and made
+/// again around it, and symbolic links along the way re-pointed.
+@Suite struct LiveReloadPathChangeTests {
+    /// Rounds per case: a failure in 1 round of 10 goes unseen in 40 rounds with probability 0.9⁴⁰ ≈ 1.5 %.
+    static let rounds = Stress.scaled(40)
+
+    /// Writes `values` as XML to `url` the way a program saving atomically does: a temporary file
+    /// in the same directory, then a rename over the file.
+    static func save(_ values: [String: Any], to url: URL) throws {
+        let data = try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).tmp")
+        try data.write(to: temporary)
+        try #require(rename(temporary.path, url.path) == 0)
+    }
+
+    /// Runs `body` on a Dispatch thread: other tests may hold both threads of Swift's cooperative
+    /// pool on a 2-core machine, and a gap timed there can come out far longer than asked.
+    static func offThePool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
+        }
+    }
+
+    static func makeDirectory(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// Which directory is deleted and made again.
+    enum Flickering: String, CustomStringConvertible, CaseIterable {
+        /// The directory the suite file is in.
+        case configDirectory
+        /// The directory a symbolically linked suite file points into.
+        case symlinkTargetDirectory
+        var description: String { rawValue }
+    }
+
+    /// A program deletes the directory, makes it again and writes the file 5, 30 or 70 ms later:
+    /// the file is away for less than the deletion grace, so no key may ever be reported removed.
+    @Test(arguments: Flickering.allCases, [5, 30, 70])
+    func aDirectoryDeletedAndMadeAgainNeverRemovesAKey(flickering: Flickering, gapMilliseconds: Int) async throws {
+        let root = try TemporaryDirectory()
+        let config = root.file("config")
+        let suite = "com.example.flicker"
+        let directory: URL
+        let file: URL
+        try Self.makeDirectory(config)
+        switch flickering {
+        case .configDirectory:
+            directory = config
+            file = config.appendingPathComponent(suite + ".plist")
+        case .symlinkTargetDirectory:
+            directory = root.file("target")
+            file = directory.appendingPathComponent("S.plist")
+            try Self.makeDirectory(directory)
+            try FileManager.default.createSymbolicLink(
+                atPath: config.appendingPathComponent(suite + ".plist").path, withDestinationPath: "../target/S.plist")
+        }
+        try Self.save(["theme": "flick-0", "round": 0], to: file)
+        let defaults = try Defaults(suiteName: suite, directory: config)
+        let log = ChangeLog()
+        let token = defaults.observeAll { log.record($0) }
+        #expect(defaults.string(forKey: "theme") == "flick-0")
+        var arrived = 0
+        // Rounds in which the file was away for the grace or longer (the machine was slow):
+        // a removal is then right, and those rounds do not count.
+        var slowRounds: Set<Int> = []
+        for round in 1...Self.rounds {
+            let away = try await Self.offThePool {
+                let deleted = ContinuousClock.now
+                try FileManager.default.removeItem(at: directory)
+                try Self.makeDirectory(directory)
+                usleep(UInt32(gapMilliseconds) * 1000)  // the scenario under test, not synchronisation
+                try Self.save(["theme": "flick-\(round)", "round": round], to: file)
+                return ContinuousClock.now - deleted
+            }
+            if away >= FileWatcher.deletionGrace { slowRounds.insert(round) }
+            guard await eventually(within: 5, { defaults.string(forKey: "theme") == "flick-\(round)" }) else { break }
+            arrived = round
+        }
+        #expect(arrived == Self.rounds, "the value of every round arrived")
+        #expect(slowRounds.count <= Self.rounds / 2, "enough rounds were quick enough to test")
+        // A removal reports the value of the round before the one it happened in.
+        let removals = log.all.filter { entry in
+            guard entry.new == nil else { return false }
+            let round: Int? =
+                switch entry.old {
+                case .string(let old)?: Int(old.dropFirst("flick-".count))
+                case .integer(let old)?: Int(old)
+                default: nil
+                }
+            return round.map { !slowRounds.contains($0 + 1) } ?? true
+        }
+        let quickRounds = arrived - slowRounds.count
+        #expect(
+            removals.isEmpty,
+            "\(removals.count) removals in \(quickRounds) quick rounds (slow: \(slowRounds.sorted())): \(removals.prefix(6))"
+        )
+        #expect(defaults.integer(forKey: "round") == Self.rounds)
+        token.cancel()
+    }
+}

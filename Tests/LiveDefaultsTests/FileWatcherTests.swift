@@ -394,6 +394,105 @@ private func run(_ arguments: [String]) throws {
         #expect(registry.settle(identifier, isPresent: false))
     }
 
+    /// A file as `stat` might see it; `version` stands for its content.
+    private func stamp(_ version: Int) -> FileStamp {
+        FileStamp(
+            device: 1, inode: UInt64(version), size: 10, modificationSeconds: version, modificationNanoseconds: 0,
+            changeSeconds: version, changeNanoseconds: 0, linkInode: UInt64(version), linkChangeSeconds: version,
+            linkChangeNanoseconds: 0)
+    }
+
+    /// Takes the due work at `now` and decides its calls the way the dispatcher does, with the
+    /// file looking like `stamp`. Returns the calls made.
+    private func calls(_ registry: inout WatchRegistry, at now: UInt64, seeing stamp: FileStamp?) -> [UInt64] {
+        let work = registry.takeDueWork(now: now)
+        return work.calls.filter {
+            registry.admitCall($0, seeing: stamp, isLook: work.looks.contains($0), now: now)
+        }
+    }
+
+    /// A directory deleted and made again (or moved away and replaced) while the file is away:
+    /// arming the new directory must not call while the file is not back — a call then reads a
+    /// file that is not there and reports every key removed. The grace decides.
+    @Test(arguments: [false, true])
+    func aDirectoryArmedAgainWithinTheGraceCallsOnlyWhenTheFileIsBack(foundByPolling: Bool) {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: stamp(1)) == [identifier], "the first call")
+        _ = registry.apply(.entry(path.link, .removed), now: 10)
+        _ = registry.apply(.directoryLost("/d"), now: 20)
+        if foundByPolling {
+            // The directory was not there yet when the old watch was lost; the poll for missing
+            // directories found it.
+            let reappeared = registry.directoryReappeared("/d")
+            #expect(reappeared)
+        }
+        _ = registry.apply(.directoryArmed("/d"), now: 30)
+        #expect(calls(&registry, at: 30, seeing: nil).isEmpty, "no call while the file is away")
+        let work = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        // Back, written while no watch saw it: call. Still away: call (a real deletion).
+        #expect(registry.settle(identifier, isPresent: true))
+        #expect(registry.settle(identifier, isPresent: false))
+    }
+
+    /// The file written in the new directory before it was armed: the look calls at once.
+    @Test func aDirectoryArmedAgainWithTheFileBackCallsAtOnce() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .removed), now: 10)
+        _ = registry.apply(.directoryLost("/d"), now: 20)
+        _ = registry.apply(.directoryArmed("/d"), now: 30)
+        #expect(calls(&registry, at: 30, seeing: stamp(2)) == [identifier])
+        // The grace then has nothing to add: the call read the file as it is.
+        _ = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(!registry.settle(identifier, isPresent: true))
+    }
+
+    /// The directory deleted and made again while it was not watched (it was being polled for):
+    /// no deletion event, no grace running — the look still must not call while the file is away.
+    @Test func aLookAtAFileThatIsAwayStartsTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.directoryMissing("/d"), now: 10)
+        _ = registry.apply(.directoryArmed("/d"), now: 300_000_000)
+        #expect(calls(&registry, at: 300_000_000, seeing: nil).isEmpty)
+        #expect(registry.nextDeadline() == 400_000_000, "the grace runs")
+        let work = registry.takeDueWork(now: 400_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        #expect(registry.settle(identifier, isPresent: false), "still away after the grace: a deletion")
+    }
+
+    /// A look at a file that is as the last call saw it is no change; a different one is.
+    @Test func aLookCallsOnlyWhenTheFileDiffersFromTheLastCall() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.directoryMissing("/d"), now: 10)
+        _ = registry.apply(.directoryArmed("/d"), now: 20)
+        #expect(calls(&registry, at: 20, seeing: stamp(1)).isEmpty)
+        _ = registry.apply(.directoryMissing("/d"), now: 30)
+        _ = registry.apply(.directoryArmed("/d"), now: 40)
+        #expect(calls(&registry, at: 40, seeing: stamp(2)) == [identifier])
+        // A write is always a call.
+        _ = registry.apply(.entry(path.link, .written), now: 50_000_000)
+        #expect(calls(&registry, at: 50_000_000, seeing: stamp(2)) == [identifier])
+    }
+
+    /// The first call says the watch is in place, whether the file exists or not.
+    @Test func theFirstCallIsMadeEvenWhenTheFileIsAbsent() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: nil) == [identifier])
+    }
+
     @Test func otherNamesAreIgnored() {
         var registry = registry()
         _ = registry.add(path, onChange: {}, now: 0)
