@@ -403,4 +403,77 @@ final class LiveSuite {
         #expect(defaults.integer(forKey: "round") == Self.rounds)
         token.cancel()
     }
+
+    /// Where the middle link of a chain is: a link to the file, or a link to its directory.
+    enum MiddleLink: String, CustomStringConvertible, CaseIterable {
+        /// `config/S.plist → dotfiles/current.plist → r1/S.plist`
+        case toTheFile
+        /// `config/S.plist → dotfiles/current/S.plist`, `dotfiles/current → r1`
+        case toTheDirectory
+        var description: String { rawValue }
+    }
+
+    /// A dotfile manager re-points the middle link of a chain (`ln -sfn`): the new target's values
+    /// arrive as the net change per key, and the new target's later changes are seen.
+    @Test(arguments: MiddleLink.allCases)
+    func swappingTheMiddleLinkOfAChainIsSeen(middle: MiddleLink) async throws {
+        let root = try TemporaryDirectory()
+        let suite = "com.example.chain"
+        for name in ["config", "dotfiles", "r1", "r2"] { try Self.makeDirectory(root.file(name)) }
+        try Self.save(["theme": "r1", "size": 12, "only-r1": true], to: root.file("r1/S.plist"))
+        try Self.save(["theme": "r2", "size": 12], to: root.file("r2/S.plist"))
+        let link = root.file("config/\(suite).plist").path
+        let middlePath: String
+        let newDestination: String
+        switch middle {
+        case .toTheFile:
+            middlePath = root.file("dotfiles/current.plist").path
+            newDestination = "../r2/S.plist"
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1/S.plist")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current.plist")
+        case .toTheDirectory:
+            middlePath = root.file("dotfiles/current").path
+            newDestination = "../r2"
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current/S.plist")
+        }
+        let defaults = try Defaults(suiteName: suite, directory: root.file("config"))
+        let log = ChangeLog()
+        let token = defaults.observeAll { log.record($0) }
+        #expect(defaults.string(forKey: "theme") == "r1")
+
+        // When the new target's value reached an observer (timed there: this test's own task may
+        // wait for a thread of the cooperative pool while other tests hold both).
+        let swapSeen = Locked<ContinuousClock.Instant?>(nil)
+        let timer = defaults.observe("theme") { change in
+            if change.newValue == "r2" { swapSeen.withLock { $0 = $0 ?? .now } }
+        }
+        let ln = Process()
+        ln.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        ln.arguments = ["ln", "-sfn", newDestination, middlePath]
+        let swapped = ContinuousClock.now
+        try ln.run()
+        ln.waitUntilExit()
+        try #require(ln.terminationStatus == 0)
+        #expect(await eventually { defaults.string(forKey: "theme") == "r2" }, "the swap was seen")
+        // Not a speed target: a swap nothing watches for is noticed, if at all, by the once-a-second
+        // check that armed directories are still in place, a second or more late.
+        let latency = try #require(swapSeen.withLock { $0 }) - swapped
+        #expect(latency < .milliseconds(500))
+        timer.cancel()
+        #expect(await eventually { defaults.object(forKey: "only-r1") == nil })
+        // The net change per key: `size` is the same in both targets and is not reported.
+        #expect(
+            Set(log.all.map(\.description)) == [
+                "theme: \"r1\" → \"r2\" (external)", "only-r1: true → nil (external)",
+            ])
+
+        // The new target's later changes are seen.
+        try Self.save(["theme": "r2-edited", "size": 12], to: root.file("r2/S.plist"))
+        #expect(await eventually { defaults.string(forKey: "theme") == "r2-edited" }, "r2's change was seen")
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: middlePath) == newDestination,
+            "the links are left as they are")
+        token.cancel()
+    }
 }

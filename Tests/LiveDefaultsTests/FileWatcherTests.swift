@@ -300,6 +300,63 @@ private func run(_ arguments: [String]) throws {
         }
     }
 
+    /// Every link of a chain is watched, in the directory it really is in, and so is the final
+    /// target; re-pointing the middle link is a change, and the new target is watched from then on.
+    @Test func everyLinkOfAChainIsWatched() async throws {
+        try await withTemporaryDirectory { directory in
+            for name in ["config", "dotfiles", "r1", "r2"] {
+                try FileManager.default.createDirectory(
+                    atPath: directory + "/" + name, withIntermediateDirectories: false)
+            }
+            try write("one", to: directory + "/r1/S.plist", atomically: false)
+            try write("two", to: directory + "/r2/S.plist", atomically: false)
+            let path = directory + "/config/suite.plist"
+            try FileManager.default.createSymbolicLink(
+                atPath: directory + "/dotfiles/current.plist", withDestinationPath: "../r1/S.plist")
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../dotfiles/current.plist")
+            let real = try #require(
+                realpath(directory, nil).map { pointer in
+                    defer { free(pointer) }
+                    return String(cString: pointer)
+                })
+            let watched = WatchedPath.resolve(path)
+            #expect(
+                watched.entries == [
+                    WatchedEntry(directory: directory + "/config", name: "suite.plist"),
+                    WatchedEntry(directory: real + "/dotfiles", name: "current.plist"),
+                    WatchedEntry(directory: real + "/r1", name: "S.plist"),
+                ])
+            #expect(!watched.isChainTooLong)
+
+            let (watch, recorder) = try await startWatching(path)
+            let swapped = directory + "/dotfiles/.swap"
+            try FileManager.default.createSymbolicLink(atPath: swapped, withDestinationPath: "../r2/S.plist")
+            try #require(rename(swapped, directory + "/dotfiles/current.plist") == 0)
+            #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
+            let count = recorder.count
+            try write("two, edited", to: directory + "/r2/S.plist", atomically: true)
+            await expectCalls(count + 1, recorder, watch)
+        }
+    }
+
+    @Test func aChainLongerThanTheBoundIsCutThere() async throws {
+        try await withTemporaryDirectory { directory in
+            let count = WatchedPath.maximumLinkHops + 1
+            for index in 0..<count {
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory + "/link-\(index)", withDestinationPath: "link-\(index + 1)")
+            }
+            let watched = WatchedPath.resolve(directory + "/link-0")
+            #expect(watched.isChainTooLong)
+            #expect(watched.entries.count <= WatchedPath.maximumLinkHops + 1)
+            // A loop is a chain that never ends.
+            try FileManager.default.createSymbolicLink(atPath: directory + "/loop-a", withDestinationPath: "loop-b")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/loop-b", withDestinationPath: "loop-a")
+            #expect(WatchedPath.resolve(directory + "/loop-a").isChainTooLong)
+            #expect(!WatchedPath.resolve(directory + "/link-1").isChainTooLong)
+        }
+    }
+
     @Test(arguments: ["sed", "mv", "python3"])
     func realToolsGiveOneCall(tool: String) async throws {
         try await withTemporaryDirectory { directory in
@@ -491,6 +548,21 @@ private func run(_ arguments: [String]) throws {
         let identifier = registry.add(path, onChange: {}, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         #expect(calls(&registry, at: 1, seeing: nil) == [identifier])
+    }
+
+    /// A chain longer than the bound is reported once, naming the path.
+    @Test func aChainTooLongIsReportedNamingThePath() {
+        var registry = registry()
+        var watched = WatchedPath.resolve("/d/f")
+        watched.isChainTooLong = true
+        _ = registry.add(watched, onChange: {}, now: 0)
+        let reports = registry.takeDueWork(now: 1).reports
+        #expect(reports.count == 1)
+        #expect(reports.first?.code == .watchingDegraded)
+        #expect(reports.first?.path == "/d/f")
+        #expect(reports.first?.message.contains("/d/f") == true)
+        let later = registry.takeDueWork(now: 2)
+        #expect(later.reports.isEmpty)
     }
 
     @Test func otherNamesAreIgnored() {

@@ -14,6 +14,8 @@ import Foundation
 /// - once right after the watch is in place (its directories are armed, or its first poll),
 ///   so the store re-checks what happened while watching was being set up;
 /// - after the file, or a symbolic link's final target, is closed after writing or moved in;
+/// - after any symbolic link on the way to the final target is replaced (the path is resolved
+///   again; chains of up to ``WatchedPath/maximumLinkHops`` links, a longer one is reported);
 /// - after a directory on the way is armed again (deleted and made again, replaced), when the
 ///   file is not as the last call saw it;
 /// - after a kernel queue overflow (every watched file);

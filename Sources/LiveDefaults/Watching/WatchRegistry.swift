@@ -141,6 +141,7 @@ struct WatchRegistry: Sendable {
         let identifier = nextIdentifier
         nextIdentifier += 1
         registrations[identifier] = Registration(watched: watched, onChange: onChange, calledWith: initial)
+        if watched.isChainTooLong { reportChainTooLong(watched.path) }
         let changed = attach(identifier, watched)
         if mode == .inotify, watched.directories.allSatisfy({ directoryStatus[$0] == .armed }) {
             registrations[identifier]?.callDeadline = now
@@ -164,6 +165,7 @@ struct WatchRegistry: Sendable {
     /// - Returns: Whether the set of wanted directories changed.
     mutating func update(_ identifier: UInt64, to watched: WatchedPath) -> Bool {
         guard let old = registrations[identifier]?.watched, old != watched else { return false }
+        if watched.isChainTooLong, !old.isChainTooLong { reportChainTooLong(watched.path) }
         for entry in old.entries where !watched.entries.contains(entry) {
             registrationsByEntry[entry]?.remove(identifier)
             if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
@@ -179,6 +181,16 @@ struct WatchRegistry: Sendable {
         }
         if changed { directoriesVersion += 1 }
         return changed
+    }
+
+    /// Says that the symbolic links at `path` are more than can be followed.
+    private mutating func reportChainTooLong(_ path: String) {
+        pendingReports.append(
+            DefaultsError(
+                .watchingDegraded,
+                "The symbolic links at \(path) form a chain of more than \(WatchedPath.maximumLinkHops) links, or a "
+                    + "loop: the file cannot be opened, and only the first \(WatchedPath.maximumLinkHops) links are "
+                    + "watched. Shorten the chain.", path: path))
     }
 
     /// Counts one more user of `directory`. Returns whether it is newly wanted.
@@ -349,6 +361,7 @@ struct WatchRegistry: Sendable {
 
     /// When the dispatcher has to look again, or `nil` when only an event can create work.
     func nextDeadline() -> UInt64? {
+        if !pendingReports.isEmpty { return 0 }
         var deadline: UInt64?
         func consider(_ candidate: UInt64?) {
             guard let candidate else { return }
