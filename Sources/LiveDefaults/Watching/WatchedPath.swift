@@ -21,7 +21,8 @@ struct WatchedPath: Equatable, Sendable {
     let path: String
     /// The path's own name in its parent directory.
     let link: WatchedEntry
-    /// The other symbolic links met while resolving `path`, in the order they were followed.
+    /// Every symbolic link met while resolving `path`, in the order followed, each in the
+    /// directory it really is in (the path's own name among them when it is a link).
     let hops: [WatchedEntry]
     /// The final target when `path` resolves through symbolic links (it may not exist yet).
     let target: WatchedEntry?
