@@ -25,7 +25,7 @@ package final class FileWatch: Sendable {
     /// away for ``FileWatcher/deletionGrace``. When it does not, a call follows at the end of the
     /// grace if the file is still away, or when it is written back.
     ///
-    /// A call is made when the file was there, but the caller reads it a moment later: a
+    /// The watcher calls when the file is there, but the caller reads it a moment later: a
     /// directory deleted and made again, or an editor saving, may have taken it away meanwhile.
     package func absenceCounts() -> Bool {
         let now = FileWatcherCore.now()

@@ -22,9 +22,11 @@ import Foundation
 /// - when polling, when `stat` shows a different size, time, inode or device.
 ///
 /// A file that was there and is away is never called for until it has stayed away for
-/// ``deletionGrace``, whatever brought the call about: its directory may have been deleted and
-/// made again, an editor may be saving (rename to backup, then create: one call, after the new
-/// file is closed). A reader would otherwise see every key removed for a moment.
+/// ``deletionGrace`` (then once), whatever brought the call about: its directory may have been
+/// deleted and made again, an editor may be saving (rename to backup, then create: one call,
+/// after the new file is closed). A reader would otherwise see every key removed for a moment.
+/// A reader that finds the file absent all the same (it went after the call) asks
+/// ``FileWatch/absenceCounts()``.
 ///
 /// Events for one file within ``coalescingWindow`` give one call. A temporary file or another
 /// file in the same directory never gives a call.
