@@ -247,6 +247,47 @@ final class LiveSuite {
         process.waitUntilExit()
     }
 
+    /// The issue's own report: `defaults watch` while the config directory is deleted and made
+    /// again, with the suite written 5 ms later, never prints a key as removed.
+    @Test func watchPrintsNoRemovalWhileTheConfigDirectoryFlickers() async throws {
+        let root = try TemporaryDirectory()
+        let config = root.file("config")
+        try LiveReloadPathChangeTests.makeDirectory(config)
+        let file = config.appendingPathComponent("com.example.watched.plist")
+        try LiveReloadPathChangeTests.save(["theme": "flick-0"], to: file)
+        let runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: ["XDG_CONFIG_HOME": config.path])
+        let watcher = try runner.start(["watch", "com.example.watched", "--json"])
+        defer { watcher.terminate() }
+        #expect(await eventually(within: 10) { watcher.standardError.hasPrefix("Watching") }, "the watch started")
+        let rounds = Stress.scaled(20)
+        var slowRounds: Set<Int> = []  // the file was away for the grace or longer: a removal is right
+        for round in 1...rounds {
+            let away = try await LiveReloadPathChangeTests.onAThreadOfItsOwn {
+                let deleted = ContinuousClock.now
+                try FileManager.default.removeItem(at: config)
+                try LiveReloadPathChangeTests.makeDirectory(config)
+                usleep(5000)  // the scenario under test, not synchronisation
+                try LiveReloadPathChangeTests.save(["theme": "flick-\(round)"], to: file)
+                return ContinuousClock.now - deleted
+            }
+            if away >= FileWatcher.deletionGrace { slowRounds.insert(round) }
+            let arrived = await watcher.waitForOutput { $0.contains(#""new":"flick-\#(round)""#) }
+            try #require(arrived, "round \(round) was printed")
+        }
+        let removals = watcher.standardOutput.split(separator: "\n").filter { $0.contains(#""new":null"#) }
+        let roundsWithRemovals = Set(
+            removals.map { line in
+                (0...rounds).first { line.contains(#""old":"flick-\#($0)""#) }.map { $0 + 1 } ?? -1
+            }
+        ).subtracting(slowRounds)
+        #expect(
+            roundsWithRemovals.isEmpty,
+            "removals in \(roundsWithRemovals.count) of \(rounds - slowRounds.count) quick rounds: \(removals.prefix(4))"
+        )
+    }
+
     @Test func pollingFallbackSeesAChange() throws {
         let directory = try TemporaryDirectory()
         try replace(directory, "{'theme': 'dark'}")
