@@ -542,6 +542,33 @@ private func run(_ arguments: [String]) throws {
         #expect(calls(&registry, at: 50_000_000, seeing: stamp(2)) == [identifier])
     }
 
+    /// The reader found the file absent after a call (it went in between): the absence counts
+    /// only once the file has been away for the grace, and the grace's end calls again.
+    @Test func anAbsenceTheReaderFindsCountsOnlyAfterTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        // No deletion seen yet: the reader's finding starts the grace.
+        let atFirst = registry.absenceCounts(identifier, now: 10)
+        #expect(!atFirst)
+        #expect(registry.nextDeadline() == 10 + 100_000_000)
+        let withinTheGrace = registry.absenceCounts(identifier, now: 50_000_000)
+        #expect(!withinTheGrace)
+        let work = registry.takeDueWork(now: 10 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        #expect(registry.settle(identifier, isPresent: false), "the grace's end calls again")
+        let afterTheGrace = registry.absenceCounts(identifier, now: 10 + 100_000_000)
+        #expect(afterTheGrace)
+        // The file back and written, then deleted: the absence counts from the deletion event.
+        _ = registry.apply(.entry(path.link, .written), now: 200_000_000)
+        _ = registry.apply(.entry(path.link, .removed), now: 300_000_000)
+        let soonAfterTheDeletion = registry.absenceCounts(identifier, now: 350_000_000)
+        #expect(!soonAfterTheDeletion)
+        let aGraceAfterTheDeletion = registry.absenceCounts(identifier, now: 400_000_000)
+        #expect(aGraceAfterTheDeletion)
+    }
+
     /// The first call says the watch is in place, whether the file exists or not.
     @Test func theFirstCallIsMadeEvenWhenTheFileIsAbsent() {
         var registry = registry()
