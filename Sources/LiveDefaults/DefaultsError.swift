@@ -34,7 +34,8 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         public static let decodingFailed = Code(name: "decodingFailed")
         /// A value could not be encoded for a typed key.
         public static let encodingFailed = Code(name: "encodingFailed")
-        /// File watching fell back to polling (inotify could not serve).
+        /// File watching fell back to polling (inotify could not serve), or cannot follow a path
+        /// (a chain of symbolic links longer than the kernel follows, or a loop).
         public static let watchingDegraded = Code(name: "watchingDegraded")
         /// A suite directory that other users can write to.
         public static let insecureDirectory = Code(name: "insecureDirectory")

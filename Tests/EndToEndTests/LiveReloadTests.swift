@@ -247,6 +247,47 @@ final class LiveSuite {
         process.waitUntilExit()
     }
 
+    /// The issue's own report: `defaults watch` while the config directory is deleted and made
+    /// again, with the suite written 5 ms later, never prints a key as removed.
+    @Test func watchPrintsNoRemovalWhileTheConfigDirectoryFlickers() async throws {
+        let root = try TemporaryDirectory()
+        let config = root.file("config")
+        try LiveReloadPathChangeTests.makeDirectory(config)
+        let file = config.appendingPathComponent("com.example.watched.plist")
+        try LiveReloadPathChangeTests.save(["theme": "flick-0"], to: file)
+        let runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: ["XDG_CONFIG_HOME": config.path])
+        let watcher = try runner.start(["watch", "com.example.watched", "--json"])
+        defer { watcher.terminate() }
+        #expect(await eventually(within: 10) { watcher.standardError.hasPrefix("Watching") }, "the watch started")
+        let rounds = Stress.scaled(20)
+        var slowRounds: Set<Int> = []  // the file was away for the grace or longer: a removal is right
+        for round in 1...rounds {
+            let away = try await LiveReloadPathChangeTests.onAThreadOfItsOwn {
+                let deleted = ContinuousClock.now
+                try FileManager.default.removeItem(at: config)
+                try LiveReloadPathChangeTests.makeDirectory(config)
+                usleep(5000)  // the scenario under test, not synchronisation
+                try LiveReloadPathChangeTests.save(["theme": "flick-\(round)"], to: file)
+                return ContinuousClock.now - deleted
+            }
+            if away >= FileWatcher.deletionGrace { slowRounds.insert(round) }
+            let arrived = await watcher.waitForOutput { $0.contains(#""new":"flick-\#(round)""#) }
+            try #require(arrived, "round \(round) was printed")
+        }
+        let removals = watcher.standardOutput.split(separator: "\n").filter { $0.contains(#""new":null"#) }
+        let roundsWithRemovals = Set(
+            removals.map { line in
+                (0...rounds).first { line.contains(#""old":"flick-\#($0)""#) }.map { $0 + 1 } ?? -1
+            }
+        ).subtracting(slowRounds)
+        #expect(
+            roundsWithRemovals.isEmpty,
+            "removals in \(roundsWithRemovals.count) of \(rounds - slowRounds.count) quick rounds: \(removals.prefix(4))"
+        )
+    }
+
     @Test func pollingFallbackSeesAChange() throws {
         let directory = try TemporaryDirectory()
         try replace(directory, "{'theme': 'dark'}")
@@ -297,5 +338,205 @@ final class LiveSuite {
         let last = try watcher.waitForLine(
             on: .output, timeout: .seconds(20), where: { $0.contains(#""new":2000"#) }, describedAs: "the final value")
         #expect(last.contains(#""key":"n""#))
+    }
+}
+
+/// Live reload while the path to the suite file itself changes: directories deleted and made
+/// again around it, and symbolic links along the way re-pointed.
+@Suite struct LiveReloadPathChangeTests {
+    /// Rounds per case: a failure in 1 round of 10 goes unseen in 40 rounds with probability 0.9⁴⁰ ≈ 1.5 %.
+    static let rounds = Stress.scaled(40)
+
+    /// Writes `values` as XML to `url` the way a program saving atomically does: a temporary file
+    /// in the same directory, then a rename over the file.
+    static func save(_ values: [String: Any], to url: URL) throws {
+        let data = try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).tmp")
+        try data.write(to: temporary)
+        try #require(rename(temporary.path, url.path) == 0)
+    }
+
+    /// Runs `body` on a thread of its own. Other tests may hold both threads of Swift's
+    /// cooperative pool on a 2-core machine, so a gap timed there can come out far longer than
+    /// asked; and blocking a Dispatch worker would hold up the stores' reloads, which run there.
+    static func onAThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws
+        -> Result
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
+        }
+    }
+
+    static func makeDirectory(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// Which directory is deleted and made again.
+    enum Flickering: String, CustomStringConvertible, CaseIterable {
+        /// The directory the suite file is in.
+        case configDirectory
+        /// The directory a symbolically linked suite file points into.
+        case symlinkTargetDirectory
+        var description: String { rawValue }
+    }
+
+    /// What happens to the directory.
+    enum Replacement: String, CustomStringConvertible, CaseIterable {
+        /// Deleted with everything in it, then made again.
+        case deleted
+        /// Renamed aside, a new one made in its place (deleted afterwards).
+        case movedAway
+        var description: String { rawValue }
+    }
+
+    /// A program deletes the directory (or moves it away), makes it again and writes the file 5,
+    /// 30 or 70 ms later: the file is away for less than the deletion grace, so no key may ever be
+    /// reported removed.
+    @Test(arguments: Flickering.allCases, [5, 30, 70])
+    func aDirectoryDeletedAndMadeAgainNeverRemovesAKey(flickering: Flickering, gapMilliseconds: Int) async throws {
+        for replacement in Replacement.allCases {
+            try await flicker(flickering, replacement, gapMilliseconds: gapMilliseconds)
+        }
+    }
+
+    func flicker(_ flickering: Flickering, _ replacement: Replacement, gapMilliseconds: Int) async throws {
+        let root = try TemporaryDirectory()
+        let config = root.file("config")
+        let suite = "com.example.flicker"
+        let directory: URL
+        let file: URL
+        try Self.makeDirectory(config)
+        switch flickering {
+        case .configDirectory:
+            directory = config
+            file = config.appendingPathComponent(suite + ".plist")
+        case .symlinkTargetDirectory:
+            directory = root.file("target")
+            file = directory.appendingPathComponent("S.plist")
+            try Self.makeDirectory(directory)
+            try FileManager.default.createSymbolicLink(
+                atPath: config.appendingPathComponent(suite + ".plist").path, withDestinationPath: "../target/S.plist")
+        }
+        try Self.save(["theme": "flick-0", "round": 0], to: file)
+        let defaults = try Defaults(suiteName: suite, directory: config)
+        let log = ChangeLog()
+        let token = defaults.observeAll { log.record($0) }
+        #expect(defaults.string(forKey: "theme") == "flick-0")
+        var arrived = 0
+        // Rounds in which the file was away for the grace or longer (the machine was slow):
+        // a removal is then right, and those rounds do not count.
+        var slowRounds: Set<Int> = []
+        for round in 1...Self.rounds {
+            let away = try await Self.onAThreadOfItsOwn {
+                let deleted = ContinuousClock.now
+                let aside = directory.deletingLastPathComponent().appendingPathComponent("aside")
+                switch replacement {
+                case .deleted: try FileManager.default.removeItem(at: directory)
+                case .movedAway: try FileManager.default.moveItem(at: directory, to: aside)
+                }
+                try Self.makeDirectory(directory)
+                usleep(UInt32(gapMilliseconds) * 1000)  // the scenario under test, not synchronisation
+                try Self.save(["theme": "flick-\(round)", "round": round], to: file)
+                let away = ContinuousClock.now - deleted
+                if replacement == .movedAway { try FileManager.default.removeItem(at: aside) }
+                return away
+            }
+            if away >= FileWatcher.deletionGrace { slowRounds.insert(round) }
+            guard await eventually(within: 5, { defaults.string(forKey: "theme") == "flick-\(round)" }) else { break }
+            arrived = round
+        }
+        #expect(arrived == Self.rounds, "\(replacement): the value of every round arrived")
+        #expect(slowRounds.count <= Self.rounds / 2, "enough rounds were quick enough to test")
+        // A removal reports the value of the round before the one it happened in.
+        let removals = log.all.filter { $0.new == nil }
+        let roundsWithRemovals = Set(
+            removals.map { entry -> Int in
+                switch entry.old {
+                case .string(let old)?: (Int(old.dropFirst("flick-".count)) ?? -1) + 1
+                case .integer(let old)?: Int(old) + 1
+                default: -1
+                }
+            }
+        ).subtracting(slowRounds)
+        let quickRounds = arrived - slowRounds.count
+        #expect(
+            roundsWithRemovals.isEmpty,
+            "\(replacement): removals in \(roundsWithRemovals.count) of \(quickRounds) quick rounds (slow: \(slowRounds.sorted())): \(removals.prefix(6))"
+        )
+        #expect(defaults.integer(forKey: "round") == Self.rounds)
+        token.cancel()
+    }
+
+    /// Where the middle link of a chain is: a link to the file, or a link to its directory.
+    enum MiddleLink: String, CustomStringConvertible, CaseIterable {
+        /// `config/S.plist → dotfiles/current.plist → r1/S.plist`
+        case toTheFile
+        /// `config/S.plist → dotfiles/current/S.plist`, `dotfiles/current → r1`
+        case toTheDirectory
+        var description: String { rawValue }
+    }
+
+    /// A dotfile manager re-points the middle link of a chain (`ln -sfn`): the new target's values
+    /// arrive as the net change per key, and the new target's later changes are seen.
+    @Test(arguments: MiddleLink.allCases)
+    func swappingTheMiddleLinkOfAChainIsSeen(middle: MiddleLink) async throws {
+        let root = try TemporaryDirectory()
+        let suite = "com.example.chain"
+        for name in ["config", "dotfiles", "r1", "r2"] { try Self.makeDirectory(root.file(name)) }
+        try Self.save(["theme": "r1", "size": 12, "only-r1": true], to: root.file("r1/S.plist"))
+        try Self.save(["theme": "r2", "size": 12], to: root.file("r2/S.plist"))
+        let link = root.file("config/\(suite).plist").path
+        let middlePath: String
+        let newDestination: String
+        switch middle {
+        case .toTheFile:
+            middlePath = root.file("dotfiles/current.plist").path
+            newDestination = "../r2/S.plist"
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1/S.plist")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current.plist")
+        case .toTheDirectory:
+            middlePath = root.file("dotfiles/current").path
+            newDestination = "../r2"
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current/S.plist")
+        }
+        let defaults = try Defaults(suiteName: suite, directory: root.file("config"))
+        let log = ChangeLog()
+        let token = defaults.observeAll { log.record($0) }
+        #expect(defaults.string(forKey: "theme") == "r1")
+
+        // When the new target's value reached an observer (timed there: this test's own task may
+        // wait for a thread of the cooperative pool while other tests hold both).
+        let swapSeen = Locked<ContinuousClock.Instant?>(nil)
+        let timer = defaults.observe("theme") { change in
+            if change.newValue == "r2" { swapSeen.withLock { $0 = $0 ?? .now } }
+        }
+        let ln = Process()
+        ln.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        ln.arguments = ["ln", "-sfn", newDestination, middlePath]
+        let swapped = ContinuousClock.now
+        try ln.run()
+        ln.waitUntilExit()
+        try #require(ln.terminationStatus == 0)
+        #expect(await eventually { defaults.string(forKey: "theme") == "r2" }, "the swap was seen")
+        // Not a speed target: a swap nothing watches for is noticed, if at all, by the once-a-second
+        // check that armed directories are still in place, a second or more late.
+        let latency = try #require(swapSeen.withLock { $0 }) - swapped
+        #expect(latency < .milliseconds(500))
+        timer.cancel()
+        #expect(await eventually { defaults.object(forKey: "only-r1") == nil })
+        // The net change per key: `size` is the same in both targets and is not reported.
+        #expect(
+            Set(log.all.map(\.description)) == [
+                "theme: \"r1\" → \"r2\" (external)", "only-r1: true → nil (external)",
+            ])
+
+        // The new target's later changes are seen.
+        try Self.save(["theme": "r2-edited", "size": 12], to: root.file("r2/S.plist"))
+        #expect(await eventually { defaults.string(forKey: "theme") == "r2-edited" }, "r2's change was seen")
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: middlePath) == newDestination,
+            "the links are left as they are")
+        token.cancel()
     }
 }

@@ -300,6 +300,63 @@ private func run(_ arguments: [String]) throws {
         }
     }
 
+    /// Every link of a chain is watched, in the directory it really is in, and so is the final
+    /// target; re-pointing the middle link is a change, and the new target is watched from then on.
+    @Test func everyLinkOfAChainIsWatched() async throws {
+        try await withTemporaryDirectory { directory in
+            for name in ["config", "dotfiles", "r1", "r2"] {
+                try FileManager.default.createDirectory(
+                    atPath: directory + "/" + name, withIntermediateDirectories: false)
+            }
+            try write("one", to: directory + "/r1/S.plist", atomically: false)
+            try write("two", to: directory + "/r2/S.plist", atomically: false)
+            let path = directory + "/config/suite.plist"
+            try FileManager.default.createSymbolicLink(
+                atPath: directory + "/dotfiles/current.plist", withDestinationPath: "../r1/S.plist")
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../dotfiles/current.plist")
+            let real = try #require(
+                realpath(directory, nil).map { pointer in
+                    defer { free(pointer) }
+                    return String(cString: pointer)
+                })
+            let watched = WatchedPath.resolve(path)
+            #expect(
+                watched.entries == [
+                    WatchedEntry(directory: directory + "/config", name: "suite.plist"),
+                    WatchedEntry(directory: real + "/dotfiles", name: "current.plist"),
+                    WatchedEntry(directory: real + "/r1", name: "S.plist"),
+                ])
+            #expect(!watched.isChainTooLong)
+
+            let (watch, recorder) = try await startWatching(path)
+            let swapped = directory + "/dotfiles/.swap"
+            try FileManager.default.createSymbolicLink(atPath: swapped, withDestinationPath: "../r2/S.plist")
+            try #require(rename(swapped, directory + "/dotfiles/current.plist") == 0)
+            #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
+            let count = recorder.count
+            try write("two, edited", to: directory + "/r2/S.plist", atomically: true)
+            await expectCalls(count + 1, recorder, watch)
+        }
+    }
+
+    @Test func aChainLongerThanTheBoundIsCutThere() async throws {
+        try await withTemporaryDirectory { directory in
+            let count = WatchedPath.maximumLinkHops + 1
+            for index in 0..<count {
+                try FileManager.default.createSymbolicLink(
+                    atPath: directory + "/link-\(index)", withDestinationPath: "link-\(index + 1)")
+            }
+            let watched = WatchedPath.resolve(directory + "/link-0")
+            #expect(watched.isChainTooLong)
+            #expect(watched.entries.count <= WatchedPath.maximumLinkHops + 1)
+            // A loop is a chain that never ends.
+            try FileManager.default.createSymbolicLink(atPath: directory + "/loop-a", withDestinationPath: "loop-b")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/loop-b", withDestinationPath: "loop-a")
+            #expect(WatchedPath.resolve(directory + "/loop-a").isChainTooLong)
+            #expect(!WatchedPath.resolve(directory + "/link-1").isChainTooLong)
+        }
+    }
+
     @Test(arguments: ["sed", "mv", "python3"])
     func realToolsGiveOneCall(tool: String) async throws {
         try await withTemporaryDirectory { directory in
@@ -392,6 +449,147 @@ private func run(_ arguments: [String]) throws {
         _ = registry.apply(.entry(path.link, .written), now: 201_000_000)
         #expect(!registry.settle(identifier, isPresent: true))
         #expect(registry.settle(identifier, isPresent: false))
+    }
+
+    /// A file as `stat` might see it; `version` stands for its content.
+    private func stamp(_ version: Int) -> FileStamp {
+        FileStamp(
+            device: 1, inode: UInt64(version), size: 10, modificationSeconds: version, modificationNanoseconds: 0,
+            changeSeconds: version, changeNanoseconds: 0, linkInode: UInt64(version), linkChangeSeconds: version,
+            linkChangeNanoseconds: 0)
+    }
+
+    /// Takes the due work at `now` and decides its calls the way the dispatcher does, with the
+    /// file looking like `stamp`. Returns the calls made.
+    private func calls(_ registry: inout WatchRegistry, at now: UInt64, seeing stamp: FileStamp?) -> [UInt64] {
+        let work = registry.takeDueWork(now: now)
+        return work.calls.filter {
+            registry.admitCall($0, seeing: stamp, isLook: work.looks.contains($0), now: now)
+        }
+    }
+
+    /// A directory deleted and made again (or moved away and replaced) while the file is away:
+    /// arming the new directory must not call while the file is not back — a call then reads a
+    /// file that is not there and reports every key removed. The grace decides.
+    @Test(arguments: [false, true])
+    func aDirectoryArmedAgainWithinTheGraceCallsOnlyWhenTheFileIsBack(foundByPolling: Bool) {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: stamp(1)) == [identifier], "the first call")
+        _ = registry.apply(.entry(path.link, .removed), now: 10)
+        _ = registry.apply(.directoryLost("/d"), now: 20)
+        if foundByPolling {
+            // The directory was not there yet when the old watch was lost; the poll for missing
+            // directories found it.
+            let reappeared = registry.directoryReappeared("/d")
+            #expect(reappeared)
+        }
+        _ = registry.apply(.directoryArmed("/d"), now: 30)
+        #expect(calls(&registry, at: 30, seeing: nil).isEmpty, "no call while the file is away")
+        let work = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        // Back, written while no watch saw it: call. Still away: call (a real deletion).
+        #expect(registry.settle(identifier, isPresent: true))
+        #expect(registry.settle(identifier, isPresent: false))
+    }
+
+    /// The file written in the new directory before it was armed: the look calls at once.
+    @Test func aDirectoryArmedAgainWithTheFileBackCallsAtOnce() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .removed), now: 10)
+        _ = registry.apply(.directoryLost("/d"), now: 20)
+        _ = registry.apply(.directoryArmed("/d"), now: 30)
+        #expect(calls(&registry, at: 30, seeing: stamp(2)) == [identifier])
+        // The grace then has nothing to add: the call read the file as it is.
+        _ = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(!registry.settle(identifier, isPresent: true))
+    }
+
+    /// The directory deleted and made again while it was not watched (it was being polled for):
+    /// no deletion event, no grace running — the look still must not call while the file is away.
+    @Test func aLookAtAFileThatIsAwayStartsTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.directoryMissing("/d"), now: 10)
+        _ = registry.apply(.directoryArmed("/d"), now: 300_000_000)
+        #expect(calls(&registry, at: 300_000_000, seeing: nil).isEmpty)
+        #expect(registry.nextDeadline() == 400_000_000, "the grace runs")
+        let work = registry.takeDueWork(now: 400_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        #expect(registry.settle(identifier, isPresent: false), "still away after the grace: a deletion")
+    }
+
+    /// A look at a file that is as the last call saw it is no change; a different one is.
+    @Test func aLookCallsOnlyWhenTheFileDiffersFromTheLastCall() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.directoryMissing("/d"), now: 10)
+        _ = registry.apply(.directoryArmed("/d"), now: 20)
+        #expect(calls(&registry, at: 20, seeing: stamp(1)).isEmpty)
+        _ = registry.apply(.directoryMissing("/d"), now: 30)
+        _ = registry.apply(.directoryArmed("/d"), now: 40)
+        #expect(calls(&registry, at: 40, seeing: stamp(2)) == [identifier])
+        // A write is always a call.
+        _ = registry.apply(.entry(path.link, .written), now: 50_000_000)
+        #expect(calls(&registry, at: 50_000_000, seeing: stamp(2)) == [identifier])
+    }
+
+    /// The reader found the file absent after a call (it went in between): the absence counts
+    /// only once the file has been away for the grace, and the grace's end calls again.
+    @Test func anAbsenceTheReaderFindsCountsOnlyAfterTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        // No deletion seen yet: the reader's finding starts the grace.
+        let atFirst = registry.absenceCounts(identifier, now: 10)
+        #expect(!atFirst)
+        #expect(registry.nextDeadline() == 10 + 100_000_000)
+        let withinTheGrace = registry.absenceCounts(identifier, now: 50_000_000)
+        #expect(!withinTheGrace)
+        let work = registry.takeDueWork(now: 10 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        #expect(registry.settle(identifier, isPresent: false), "the grace's end calls again")
+        let afterTheGrace = registry.absenceCounts(identifier, now: 10 + 100_000_000)
+        #expect(afterTheGrace)
+        // The file back and written, then deleted: the absence counts from the deletion event.
+        _ = registry.apply(.entry(path.link, .written), now: 200_000_000)
+        _ = registry.apply(.entry(path.link, .removed), now: 300_000_000)
+        let soonAfterTheDeletion = registry.absenceCounts(identifier, now: 350_000_000)
+        #expect(!soonAfterTheDeletion)
+        let aGraceAfterTheDeletion = registry.absenceCounts(identifier, now: 400_000_000)
+        #expect(aGraceAfterTheDeletion)
+    }
+
+    /// The first call says the watch is in place, whether the file exists or not.
+    @Test func theFirstCallIsMadeEvenWhenTheFileIsAbsent() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: nil) == [identifier])
+    }
+
+    /// A chain longer than the bound is reported once, naming the path.
+    @Test func aChainTooLongIsReportedNamingThePath() {
+        var registry = registry()
+        var watched = WatchedPath.resolve("/d/f")
+        watched.isChainTooLong = true
+        _ = registry.add(watched, onChange: {}, now: 0)
+        let reports = registry.takeDueWork(now: 1).reports
+        #expect(reports.count == 1)
+        #expect(reports.first?.code == .watchingDegraded)
+        #expect(reports.first?.path == "/d/f")
+        #expect(reports.first?.message.contains("/d/f") == true)
+        let later = registry.takeDueWork(now: 2)
+        #expect(later.reports.isEmpty)
     }
 
     @Test func otherNamesAreIgnored() {

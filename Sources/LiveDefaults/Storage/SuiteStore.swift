@@ -427,8 +427,13 @@ extension SuiteStore {
                 problem = error
                 return
             }
-            let same = state.withLock { $0.diskBytes == contents?.data && ($0.diskBytes != nil || contents == nil) }
+            let (same, watch) = state.withLock {
+                ($0.diskBytes == contents?.data && ($0.diskBytes != nil || contents == nil), $0.watch)
+            }
             if same { return }
+            // Gone for a moment only (its directory made again, an editor saving) is no deletion:
+            // the watcher calls again when the file is back or has stayed away for the grace.
+            if contents == nil, let watch, !watch.absenceCounts() { return }
             let parsed: [String: PropertyListValue]
             var format: PropertyListFormat?
             if let contents {

@@ -21,6 +21,19 @@ package final class FileWatch: Sendable {
         watcher.core.registry.withLock { $0.isQuiet(identifier) }
     }
 
+    /// Whether the file, which the caller has just found absent, counts as deleted: it has been
+    /// away for ``FileWatcher/deletionGrace``. When it does not, a call follows at the end of the
+    /// grace if the file is still away, or when it is written back.
+    ///
+    /// The watcher calls when the file is there, but the caller reads it a moment later: a
+    /// directory deleted and made again, or an editor saving, may have taken it away meanwhile.
+    package func absenceCounts() -> Bool {
+        let now = FileWatcherCore.now()
+        let counts = watcher.core.registry.withLock { $0.absenceCounts(identifier, now: now) }
+        if !counts { watcher.core.signalDispatcher() }
+        return counts
+    }
+
     /// Stops the calls. Calling it again does nothing.
     package func cancel() {
         let wasCancelled = isCancelled.withLock { cancelled in

@@ -14,10 +14,19 @@ import Foundation
 /// - once right after the watch is in place (its directories are armed, or its first poll),
 ///   so the store re-checks what happened while watching was being set up;
 /// - after the file, or a symbolic link's final target, is closed after writing or moved in;
-/// - after a delete or move-away only if the file is still absent after ``deletionGrace``
-///   (an editor's rename-to-backup-then-create gives one call, after the new file is closed);
+/// - after any symbolic link on the way to the final target is replaced (the path is resolved
+///   again; chains of up to ``WatchedPath/maximumLinkHops`` links, a longer one is reported);
+/// - after a directory on the way is armed again (deleted and made again, replaced), when the
+///   file is not as the last call saw it;
 /// - after a kernel queue overflow (every watched file);
 /// - when polling, when `stat` shows a different size, time, inode or device.
+///
+/// A file that was there and is away is never called for until it has stayed away for
+/// ``deletionGrace`` (then once), whatever brought the call about: its directory may have been
+/// deleted and made again, an editor may be saving (rename to backup, then create: one call,
+/// after the new file is closed). A reader would otherwise see every key removed for a moment.
+/// A reader that finds the file absent all the same (it went after the call) asks
+/// ``FileWatch/absenceCounts()``.
 ///
 /// Events for one file within ``coalescingWindow`` give one call. A temporary file or another
 /// file in the same directory never gives a call.
@@ -100,9 +109,10 @@ package final class FileWatcher: Sendable {
     /// - Returns: The watch; calls stop when it is cancelled or deallocated.
     package func watch(path: String, onChange: @escaping @Sendable () -> Void) -> FileWatch {
         let watched = WatchedPath.resolve(path)
+        let initial = FileStamp.current(at: watched.path).map(WatchRegistry.Baseline.present) ?? .absent
         let now = FileWatcherCore.now()
         let (identifier, directoriesChanged) = core.registry.withLock {
-            $0.add(watched, onChange: onChange, now: now)
+            $0.add(watched, onChange: onChange, now: now, initial: initial)
         }
         if directoriesChanged { core.wakeInotifyThread() }
         core.signalDispatcher()

@@ -115,20 +115,28 @@ final class FileWatcherCore: Sendable {
     /// Does the due work: reports, `stat`s outside the lock, then the calls.
     private func perform(_ work: WatchRegistry.DueWork) {
         for report in work.reports { DefaultsErrorReporting.report(report) }
-        let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path) != nil) }
+        let due = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
+        let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
         let polled = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
         let reappeared = work.missingDirectories.filter(FileStamp.isDirectory)
-        var calls = work.calls
-        let wantsReconcile = registry.withLock { registry in
-            for (identifier, isPresent) in settled where registry.settle(identifier, isPresent: isPresent) {
+        let now = Self.now()
+        let (calls, wantsReconcile) = registry.withLock { registry in
+            var calls: [UInt64] = []
+            for (identifier, stamp) in due
+            where registry.admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: now) {
                 calls.append(identifier)
             }
-            for (identifier, stamp) in polled where registry.record(identifier, stamp: stamp) {
+            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil) {
+                registry.noteCall(identifier, seeing: stamp)
+                calls.append(identifier)
+            }
+            for (identifier, stamp) in polled where registry.record(identifier, stamp: stamp, now: now) {
+                registry.noteCall(identifier, seeing: stamp)
                 calls.append(identifier)
             }
             var wantsReconcile = false
             for directory in reappeared where registry.directoryReappeared(directory) { wantsReconcile = true }
-            return wantsReconcile
+            return (calls, wantsReconcile)
         }
         if wantsReconcile { wakeInotifyThread() }
         var called = Set<UInt64>()

@@ -57,6 +57,14 @@ struct WatchRegistry: Sendable {
         let onChange: @Sendable () -> Void
         /// When the next (coalesced) call is due.
         var callDeadline: UInt64?
+        /// The due call is only a look (a directory of the path was armed again: something may
+        /// have happened while it was not watched); no write was seen.
+        var callIsLook = false
+        /// The file as the last call saw it; before the first call, as it was when the watch was made.
+        var calledWith: Baseline
+        var hasBeenCalled = false
+        /// Since when the file is known to be away (deleted, moved away, or found absent).
+        var awaySince: UInt64?
         /// When the last call was made: a write right after it waits out the coalescing window.
         var lastCall: UInt64?
         /// When a create or delete seen earlier is judged.
@@ -71,7 +79,12 @@ struct WatchRegistry: Sendable {
     /// The work that fell due, to be done outside the lock.
     struct DueWork: Sendable {
         var reports: [DefaultsError] = []
+        /// Due calls, each made only if ``WatchRegistry/admitCall(_:seeing:isLook:now:)`` agrees.
         var calls: [UInt64] = []
+        /// The paths of the registrations in `calls`, to look at before calling.
+        var callPaths: [UInt64: String] = [:]
+        /// The calls in `calls` that are only looks.
+        var looks: Set<UInt64> = []
         /// Registrations whose grace ran out: call when absent, or when present but not written since.
         var settleChecks: [(id: UInt64, path: String)] = []
         var polls: [(id: UInt64, path: String)] = []
@@ -120,13 +133,15 @@ struct WatchRegistry: Sendable {
     /// directories are already watched, after a first `stat` when it is polled, or when its
     /// directories get armed.
     ///
+    /// - Parameter initial: The file as it is when the watch is made (its owner has just read it).
     /// - Returns: The identifier, and whether the set of wanted directories changed.
-    mutating func add(_ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64) -> (
-        identifier: UInt64, directoriesChanged: Bool
-    ) {
+    mutating func add(
+        _ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64, initial: Baseline = .unknown
+    ) -> (identifier: UInt64, directoriesChanged: Bool) {
         let identifier = nextIdentifier
         nextIdentifier += 1
-        registrations[identifier] = Registration(watched: watched, onChange: onChange)
+        registrations[identifier] = Registration(watched: watched, onChange: onChange, calledWith: initial)
+        if watched.isChainTooLong { reportChainTooLong(watched.path) }
         let changed = attach(identifier, watched)
         if mode == .inotify, watched.directories.allSatisfy({ directoryStatus[$0] == .armed }) {
             registrations[identifier]?.callDeadline = now
@@ -150,6 +165,7 @@ struct WatchRegistry: Sendable {
     /// - Returns: Whether the set of wanted directories changed.
     mutating func update(_ identifier: UInt64, to watched: WatchedPath) -> Bool {
         guard let old = registrations[identifier]?.watched, old != watched else { return false }
+        if watched.isChainTooLong, !old.isChainTooLong { reportChainTooLong(watched.path) }
         for entry in old.entries where !watched.entries.contains(entry) {
             registrationsByEntry[entry]?.remove(identifier)
             if registrationsByEntry[entry]?.isEmpty == true { registrationsByEntry[entry] = nil }
@@ -165,6 +181,16 @@ struct WatchRegistry: Sendable {
         }
         if changed { directoriesVersion += 1 }
         return changed
+    }
+
+    /// Says that the symbolic links at `path` are more than can be followed.
+    private mutating func reportChainTooLong(_ path: String) {
+        pendingReports.append(
+            DefaultsError(
+                .watchingDegraded,
+                "The symbolic links at \(path) form a chain of more than \(WatchedPath.maximumLinkHops) links, or a "
+                    + "loop: the file cannot be opened, and only the first \(WatchedPath.maximumLinkHops) links are "
+                    + "watched. Shorten the chain.", path: path))
     }
 
     /// Counts one more user of `directory`. Returns whether it is newly wanted.
@@ -224,12 +250,14 @@ struct WatchRegistry: Sendable {
             for identifier in identifiers { apply(change, to: identifier, now: now) }
             return true
         case .overflow:
-            for identifier in registrations.keys { scheduleCall(identifier, at: now + coalescingWindow) }
+            for identifier in registrations.keys { scheduleCall(identifier, at: now + coalescingWindow, isLook: false) }
             return true
         case .directoryArmed(let directory):
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .armed
-            for identifier in users(of: directory) { scheduleCall(identifier, at: now) }
+            // Only a look: when the directory was deleted and made again (or replaced), the file
+            // may not be back yet, and reading it now would report every key removed.
+            for identifier in users(of: directory) { scheduleCall(identifier, at: now, isLook: true) }
             return true
         case .directoryLost(let directory):
             guard directoryUsers[directory] != nil else { return false }
@@ -261,23 +289,29 @@ struct WatchRegistry: Sendable {
             // into one trailing call.
             let quietSince = (registration.lastCall ?? 0) &+ coalescingWindow
             registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
+            registration.callIsLook = false
             registration.writtenSinceSettleStarted = true
+            registration.awaySince = nil
         case .appeared:
             registration.settleDeadline = now + deletionGrace
             registration.writtenSinceSettleStarted = false
+            registration.awaySince = nil
         case .removed:
             // No call while the file may be absent only for a moment: the grace decides.
             registration.callDeadline = nil
+            registration.callIsLook = false
+            registration.awaySince = registration.awaySince ?? now
             registration.settleDeadline = now + deletionGrace
             registration.writtenSinceSettleStarted = false
         }
         registrations[identifier] = registration
     }
 
-    private mutating func scheduleCall(_ identifier: UInt64, at deadline: UInt64) {
+    /// - Parameter isLook: Whether the call is only a look; a write's call already due stays a full call.
+    private mutating func scheduleCall(_ identifier: UInt64, at deadline: UInt64, isLook: Bool) {
         guard var registration = registrations[identifier] else { return }
+        registration.callIsLook = registration.callDeadline == nil ? isLook : registration.callIsLook && isLook
         registration.callDeadline = min(registration.callDeadline ?? deadline, deadline)
-        registration.writtenSinceSettleStarted = true
         registrations[identifier] = registration
     }
 
@@ -304,6 +338,9 @@ struct WatchRegistry: Sendable {
                 registration.callDeadline = nil
                 registration.lastCall = now
                 work.calls.append(identifier)
+                work.callPaths[identifier] = registration.watched.path
+                if registration.callIsLook { work.looks.insert(identifier) }
+                registration.callIsLook = false
                 changed = true
             }
             if let deadline = registration.settleDeadline, deadline <= now {
@@ -324,6 +361,7 @@ struct WatchRegistry: Sendable {
 
     /// When the dispatcher has to look again, or `nil` when only an event can create work.
     func nextDeadline() -> UInt64? {
+        if !pendingReports.isEmpty { return 0 }
         var deadline: UInt64?
         func consider(_ candidate: UInt64?) {
             guard let candidate else { return }
@@ -348,10 +386,60 @@ struct WatchRegistry: Sendable {
         return !isPresent || !registration.writtenSinceSettleStarted
     }
 
-    /// Records what a poll saw.
+    /// Decides a due call, given the file as it is now (`nil`: absent).
+    ///
+    /// - A file that is absent now but was there at the last call (or, before the first call, when
+    ///   the watch was made) may be away only for a moment — its directory deleted and made again,
+    ///   an editor's save: no call, for a reader would see every key removed. The deletion grace
+    ///   decides instead, started now unless it runs already.
+    /// - Otherwise the first call is always made: it says the watch is in place.
+    /// - A later look at a file that is as the last call saw it is no change: no call. (Size,
+    ///   times, inode and device are compared together, as the polling fallback does.)
     ///
     /// - Returns: Whether to call.
-    mutating func record(_ identifier: UInt64, stamp: FileStamp?) -> Bool {
+    mutating func admitCall(_ identifier: UInt64, seeing stamp: FileStamp?, isLook: Bool, now: UInt64) -> Bool {
+        guard var registration = registrations[identifier] else { return false }
+        defer { registrations[identifier] = registration }
+        let seen = stamp.map(Baseline.present) ?? .absent
+        if stamp == nil, case .present = registration.calledWith {
+            registration.noteAway(now: now, deletionGrace: deletionGrace)
+            return false
+        }
+        if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
+        if stamp != nil { registration.awaySince = nil }
+        registration.calledWith = seen
+        registration.hasBeenCalled = true
+        // The call reads the content as it is now, so a grace running need not call for it.
+        registration.writtenSinceSettleStarted = true
+        return true
+    }
+
+    /// Notes a call made for another reason (a grace that ran out, a poll), given the file as it
+    /// was looked at for it.
+    mutating func noteCall(_ identifier: UInt64, seeing stamp: FileStamp?) {
+        registrations[identifier]?.calledWith = stamp.map(Baseline.present) ?? .absent
+        registrations[identifier]?.hasBeenCalled = true
+        if stamp != nil { registrations[identifier]?.awaySince = nil }
+    }
+
+    /// Whether the file, which the owner of a registration has just found absent, counts as
+    /// deleted: it has been away for the deletion grace. If not, the grace runs (from when the
+    /// file was first known to be away) and its end gives a call when the file is still away.
+    ///
+    /// The owner reads the file some time after a call: the file may have gone in between, for a
+    /// moment only, after the watcher looked.
+    mutating func absenceCounts(_ identifier: UInt64, now: UInt64) -> Bool {
+        guard var registration = registrations[identifier] else { return true }
+        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
+        registration.noteAway(now: now, deletionGrace: deletionGrace)
+        registrations[identifier] = registration
+        return false
+    }
+
+    /// Records what a poll saw at `now`.
+    ///
+    /// - Returns: Whether to call.
+    mutating func record(_ identifier: UInt64, stamp: FileStamp?, now: UInt64) -> Bool {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         switch (registration.baseline, stamp) {
@@ -365,6 +453,7 @@ struct WatchRegistry: Sendable {
             return true
         case (.present, nil):
             // Absent at one poll may be an editor's save in progress; absent at two is a deletion.
+            registration.awaySince = registration.awaySince ?? now
             if registration.absentOnce {
                 registration.absentOnce = false
                 registration.baseline = .absent
@@ -374,6 +463,7 @@ struct WatchRegistry: Sendable {
             return false
         case (.present(let old), let stamp?):
             registration.absentOnce = false
+            registration.awaySince = nil
             guard old != stamp else { return false }
             registration.baseline = .present(stamp)
             return true
@@ -394,5 +484,18 @@ struct WatchRegistry: Sendable {
         return registration.callDeadline == nil && registration.settleDeadline == nil
             && !(isPolled(registration) && registration.baseline == .unknown)
             && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
+    }
+}
+
+extension WatchRegistry.Registration {
+    /// The file was found away at `now`: from when it was first known to be away, the deletion
+    /// grace runs (unless one runs already), and only its end judges the absence.
+    mutating func noteAway(now: UInt64, deletionGrace: UInt64) {
+        let since = awaySince ?? now
+        awaySince = since
+        if settleDeadline == nil {
+            settleDeadline = max(since + deletionGrace, now)
+            writtenSinceSettleStarted = false
+        }
     }
 }

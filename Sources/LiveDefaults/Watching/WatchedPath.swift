@@ -11,23 +11,46 @@ struct WatchedEntry: Hashable, Sendable {
 /// Where events for one watched path can show up.
 ///
 /// A plain file shows up only as its name in its parent directory. A symbolic link also shows
-/// up as the name of its final target in the target's directory: an atomic replace of the
-/// target gives no event in the link's directory, so both directories are watched.
+/// up as every further link on the way to its final target and as the final target itself, each
+/// as a name in the directory it really is in: an atomic replace of the target gives no event in
+/// the link's directory, and re-pointing a link in the middle of a chain (a dotfile manager's
+/// `ln -sfn`) gives events only in that link's directory. So every one of those directories is
+/// watched. A link met as a directory on the way (`config → dotfiles/v2`) counts as well.
 struct WatchedPath: Equatable, Sendable {
     /// The path as given, made absolute and lexically normalised.
-    var path: String
+    let path: String
     /// The path's own name in its parent directory.
-    var link: WatchedEntry
-    /// The final target of the symbolic link at `path`, when `path` is one (it may not exist yet).
-    var target: WatchedEntry?
-
-    /// Every entry whose events concern this path.
-    var entries: [WatchedEntry] { target.map { [link, $0] } ?? [link] }
-
+    let link: WatchedEntry
+    /// Every symbolic link met while resolving `path`, in the order followed, each in the
+    /// directory it really is in (the path's own name among them when it is a link).
+    let hops: [WatchedEntry]
+    /// The final target when `path` resolves through symbolic links (it may not exist yet).
+    let target: WatchedEntry?
+    /// Whether resolving gave up after ``maximumLinkHops`` links (a longer chain, or a loop):
+    /// only the links up to there are watched.
+    var isChainTooLong: Bool
+    /// Every entry whose events concern this path, without repeats: `link`, `hops`, `target`.
+    let entries: [WatchedEntry]
     /// Every directory that has to be watched.
-    var directories: Set<String> { Set(entries.map(\.directory)) }
+    let directories: Set<String>
 
-    /// How many symbolic links are followed before giving up (the kernel's own limit).
+    init(
+        path: String, link: WatchedEntry, hops: [WatchedEntry] = [], target: WatchedEntry?,
+        isChainTooLong: Bool = false
+    ) {
+        self.path = path
+        self.link = link
+        self.hops = hops
+        self.target = target
+        self.isChainTooLong = isChainTooLong
+        var entries = [link]
+        for entry in hops + (target.map { [$0] } ?? []) where !entries.contains(entry) { entries.append(entry) }
+        self.entries = entries
+        directories = Set(entries.map(\.directory))
+    }
+
+    /// How many symbolic links one resolution follows before giving up (the kernel's own limit,
+    /// past which opening the path fails with `ELOOP`).
     static let maximumLinkHops = 40
 
     /// Describes `path` as it is on disk now.
@@ -38,11 +61,11 @@ struct WatchedPath: Equatable, Sendable {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         let normalised = normalise(absolute)
         let link = entry(for: normalised)
-        guard let final = finalTarget(of: normalised), final != normalised else {
-            return WatchedPath(path: normalised, link: link, target: nil)
-        }
-        let target = entry(for: final)
-        return WatchedPath(path: normalised, link: link, target: target == link ? nil : target)
+        let followed = follow(normalised)
+        let target = followed.final == normalised ? nil : entry(for: followed.final)
+        return WatchedPath(
+            path: normalised, link: link, hops: followed.links, target: target == link ? nil : target,
+            isChainTooLong: followed.isTooLong)
     }
 
     /// Splits an absolute, normalised path into its directory and name.
@@ -66,25 +89,44 @@ struct WatchedPath: Equatable, Sendable {
         return "/" + components.joined(separator: "/")
     }
 
-    /// Follows the chain of symbolic links starting at `path`; `nil` when `path` is not a link.
-    private static func finalTarget(of path: String) -> String? {
-        var current = path
-        var followed = false
-        for _ in 0..<maximumLinkHops {
-            var info = stat()
-            guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { break }
-            guard let destination = readLink(current) else { break }
-            followed = true
-            if destination.hasPrefix("/") {
-                current = normalise(destination)
-            } else {
-                // Resolve relative to the link's real directory, so a `..` in the link is right
-                // even when the link's directory is itself reached through a symbolic link.
-                let directory = entry(for: current).directory
-                current = normalise((realPath(directory) ?? directory) + "/" + destination)
+    /// Resolves `path` one component at a time, as the kernel does, and notes every symbolic
+    /// link met — in the path, in a link's destination, or as a directory on the way — as a name
+    /// in the directory it really is in (that directory has no links left in its path).
+    ///
+    /// A component that does not exist ends the resolution: the rest is taken as written. After
+    /// ``maximumLinkHops`` links it stops too, with the rest taken as written from the last link.
+    private static func follow(_ path: String) -> (links: [WatchedEntry], final: String, isTooLong: Bool) {
+        // Components still to resolve, the next one last.
+        var remaining = Array(path.split(separator: "/", omittingEmptySubsequences: true).reversed())
+        var resolved = ""  // the real path so far; "" is the root
+        var links: [WatchedEntry] = []
+        var isMissing = false
+        while let component = remaining.popLast() {
+            if component == "." { continue }
+            if component == ".." {
+                resolved = String(resolved[..<(resolved.lastIndex(of: "/") ?? resolved.startIndex)])
+                continue
             }
+            let candidate = resolved + "/" + component
+            var info = stat()
+            guard !isMissing, lstat(candidate, &info) == 0 else {
+                isMissing = true
+                resolved = candidate
+                continue
+            }
+            guard info.st_mode & S_IFMT == S_IFLNK, let destination = readLink(candidate) else {
+                resolved = candidate
+                continue
+            }
+            guard links.count < maximumLinkHops else {
+                let rest = remaining.reversed().joined(separator: "/")
+                return (links, normalise(candidate + "/" + rest), true)
+            }
+            links.append(WatchedEntry(directory: resolved.isEmpty ? "/" : resolved, name: String(component)))
+            if destination.hasPrefix("/") { resolved = "" }
+            remaining.append(contentsOf: destination.split(separator: "/", omittingEmptySubsequences: true).reversed())
         }
-        return followed ? current : nil
+        return (links, resolved.isEmpty ? "/" : resolved, false)
     }
 
     private static func readLink(_ path: String) -> String? {
@@ -92,11 +134,5 @@ struct WatchedPath: Equatable, Sendable {
         let count = readlink(path, &buffer, buffer.count - 1)
         guard count >= 0 else { return nil }
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    private static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
     }
 }
