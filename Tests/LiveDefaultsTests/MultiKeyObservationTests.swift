@@ -66,3 +66,23 @@ extension Defaults.Keys {
         #expect(second.newValue(of: .multiFontSize) == nil)
     }
 }
+
+/// A typed key's default and the untyped readers.
+@Suite struct KeyDefaultRegistrationTests {
+    @Test func aKeysDefaultIsSeenByUntypedReadsOnlyOnceRegistered() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.keydefaults", directory: directory.url, watchesFiles: false)
+        #expect(defaults[.multiFontSize] == 14)
+        #expect(defaults.object(forKey: "multiFontSize") == nil)
+        #expect(defaults.integer(forKey: "multiFontSize") == 0)
+        try defaults.register(.multiFontSize, .multiTheme)
+        #expect(defaults.integer(forKey: "multiFontSize") == 14)
+        #expect(defaults.string(forKey: "multiTheme") == "system")
+        #expect(defaults.volatileValues(forName: Defaults.registrationDomain)?["multiTheme"] == "system")
+        // Registered, not stored: nothing is written.
+        #expect(defaults.persistentValues().isEmpty)
+        // A registration under the name is a stored value to typed reads, and wins over the key's default.
+        defaults.register(defaults: ["multiFontSize": 8000])
+        #expect(defaults[.multiFontSize] == 8000)
+    }
+}

@@ -14,6 +14,34 @@ extension Defaults {
         }
     }
 
+    /// Registers typed keys' defaults, so that untyped reads (`bool(forKey:)`, `object(forKey:)`,
+    /// `defaults read` of the registration domain…) see them too.
+    ///
+    /// A key's default otherwise applies to typed reads (`defaults[.key]`) only, as it is part of
+    /// the key, not of the store; a value registered under the same name with
+    /// ``register(defaults:)`` is a stored value to typed reads, and wins over the key's default.
+    ///
+    /// ```swift
+    /// defaults.register(.theme, .fontSize)
+    /// defaults.integer(forKey: "fontSize")   // 14, the key's default
+    /// ```
+    ///
+    /// - Throws: ``DefaultsError/Code/encodingFailed`` when a default cannot be stored; nothing is
+    ///   registered then. An optional key whose default is nil registers nothing.
+    public func register(_ keys: AnyKey...) throws {
+        var values: [String: PropertyListValue] = [:]
+        for key in keys {
+            do {
+                if let value = try key.encodedDefault() { values[key.name] = value }
+            } catch {
+                throw DefaultsError(
+                    .encodingFailed, "The default of key \"\(key.name)\" could not be encoded; nothing was registered.",
+                    suite: suiteName, underlying: SendableDescription(error))
+            }
+        }
+        register(defaults: values)
+    }
+
     /// Adds Foundation objects to the registration domain, as `UserDefaults.register(defaults:)`.
     ///
     /// - Throws: ``DefaultsError/Code/notAPropertyList`` naming the first value that is not a

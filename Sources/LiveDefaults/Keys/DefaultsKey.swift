@@ -25,6 +25,9 @@ extension Defaults {
             self.name = name
             self.hashedName = HashedKey(name)
         }
+
+        /// The key's default as stored, nil when it has none to store (an optional key's nil).
+        func encodedDefault() throws -> PropertyListValue? { nil }
     }
 
     /// A typed key: a name, a default value, and how values of `Value` are stored.
@@ -51,6 +54,8 @@ extension Defaults {
             self.decode = decode
             super.init(name: name)
         }
+
+        override func encodedDefault() throws -> PropertyListValue? { try encode(defaultValue) }
     }
 }
 
