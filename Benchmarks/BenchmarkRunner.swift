@@ -89,6 +89,36 @@ struct BenchmarkRunner {
         report.add(
             "write", "set, 1 observer of the key", withObserver, foundation: theirs, target: "≥10× Foundation",
             met: theirs / withObserver >= 10)
+        measureConcurrentObservedWrites(defaults, calls: calls, into: &report)
+    }
+
+    /// Eight threads writing distinct values to one observed key: how many of the changes made
+    /// reach the observer (every one is promised), and what a write costs then.
+    private func measureConcurrentObservedWrites(_ defaults: Defaults, calls: Int, into report: inout Report) {
+        let threads = 8
+        let perThread = max(1_000, calls / threads)
+        let delivered = Atomic<Int>(0)
+        let token = defaults.observe("concurrent") { _ in delivered.add(1, ordering: .relaxed) }
+        let group = DispatchGroup()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for thread in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                for step in 0..<perThread { defaults.set(thread * perThread + step + 1, forKey: "concurrent") }
+                group.leave()
+            }
+        }
+        group.wait()
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start)
+        token.cancel()
+        let made = threads * perThread
+        let received = delivered.load(ordering: .relaxed)
+        report.add(
+            "write", "8 threads writing one observed key: changes delivered / made",
+            Double(received) / Double(made) * 100,
+            unit: "%", target: "100 %", met: received == made)
+        report.notes.append("8 threads writing one observed key: \(received) of \(made) changes delivered.")
+        report.add("write", "8 threads writing one observed key, per write", elapsed / Double(made))
     }
 
     // MARK: Flushes
