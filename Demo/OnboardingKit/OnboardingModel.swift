@@ -33,7 +33,7 @@ public final class OnboardingModel: Sendable {
     /// The suite the model observes and writes.
     public let defaults: Defaults
     private let state: Locked<State>
-    private let tokens = Locked<[ObservationToken]>([])
+    private let token = Locked<ObservationToken?>(nil)
     private let onChange: @Sendable (Screen) -> Void
 
     /// Starts observing the demo's keys in `defaults`.
@@ -50,16 +50,16 @@ public final class OnboardingModel: Sendable {
         state = Locked(State(settings: settings, screen: Screen(settings: settings, progress: .start)))
         // Observe first, then take the snapshot again: a change made in between is then either in
         // the snapshot or delivered after it, and both carry the latest value.
-        let observations = [
-            track(.hasSeenOnboarding, queue) { $0.hasSeenOnboarding = $1 },
-            track(.firstLaunchDate, queue) { $0.firstLaunchDate = $1 },
-            track(.username, queue) { $0.username = $1 },
-            track(.theme, queue) { $0.theme = $1 },
-            track(.notificationsEnabled, queue) { $0.notificationsEnabled = $1 },
-            track(.launchCount, queue) { $0.launchCount = $1 },
-            track(.lastVersion, queue) { $0.lastVersion = $1 },
-        ]
-        tokens.withLock { $0 = observations }
+        let observation = defaults.observe(Settings.keys, queue: queue) { [weak self] change in
+            self?.update { state in
+                let wasOnMain = state.settings.hasSeenOnboarding
+                state.settings.apply(change)
+                // Onboarding starts over from the welcome screen the next time it is needed.
+                if state.settings.hasSeenOnboarding != wasOnMain { state.progress = .start }
+                return false
+            }
+        }
+        token.withLock { $0 = observation }
         let current = Settings(reading: defaults)
         state.withLock { state in
             state.settings = current
@@ -69,11 +69,11 @@ public final class OnboardingModel: Sendable {
 
     /// Stops observing; the model then no longer calls back.
     public func cancel() {
-        let cancelled = tokens.withLock { tokens in
-            defer { tokens = [] }
-            return tokens
+        let cancelled = token.withLock { token in
+            defer { token = nil }
+            return token
         }
-        for token in cancelled { token.cancel() }
+        cancelled?.cancel()
     }
 
     /// The settings as last observed.
@@ -157,23 +157,6 @@ public final class OnboardingModel: Sendable {
         defaults[.notificationsEnabled] = choices.notifications
         if defaults[.firstLaunchDate] == nil { defaults[.firstLaunchDate] = Date() }
         defaults[.hasSeenOnboarding] = true
-    }
-
-    /// Observes `key` and applies each new value to the snapshot.
-    private func track<Value>(
-        _ key: Defaults.Key<Value>, _ queue: DispatchQueue?,
-        _ apply: @escaping @Sendable (inout Settings, Value) -> Void
-    ) -> ObservationToken {
-        defaults.observe(key, options: [.new], queue: queue) { [weak self] change in
-            guard let self, let value = change.newValue else { return }
-            self.update { state in
-                let wasOnMain = state.settings.hasSeenOnboarding
-                apply(&state.settings, value)
-                // Onboarding starts over from the welcome screen the next time it is needed.
-                if state.settings.hasSeenOnboarding != wasOnMain { state.progress = .start }
-                return false
-            }
-        }
     }
 
     /// Changes the state, recomputes the screen and calls back (outside the lock) when it changed,

@@ -40,4 +40,20 @@ public struct Settings: Equatable, Sendable {
             notificationsEnabled: defaults[.notificationsEnabled], launchCount: defaults[.launchCount],
             lastVersion: defaults[.lastVersion])
     }
+
+    /// The keys the settings are read from.
+    public static let keys: [Defaults.AnyKey] = [
+        .hasSeenOnboarding, .firstLaunchDate, .username, .theme, .notificationsEnabled, .launchCount, .lastVersion,
+    ]
+
+    /// Takes the new value of whichever of ``keys`` `change` is a change of.
+    public mutating func apply(_ change: DefaultsKeyChange) {
+        if let value = change.newValue(of: .hasSeenOnboarding) { hasSeenOnboarding = value }
+        if let value = change.newValue(of: .firstLaunchDate) { firstLaunchDate = value }
+        if let value = change.newValue(of: .username) { username = value }
+        if let value = change.newValue(of: .theme) { theme = value }
+        if let value = change.newValue(of: .notificationsEnabled) { notificationsEnabled = value }
+        if let value = change.newValue(of: .launchCount) { launchCount = value }
+        if let value = change.newValue(of: .lastVersion) { lastVersion = value }
+    }
 }
