@@ -84,6 +84,10 @@ import Testing
         let typedToken = defaults.observe(counter) { change in
             typed.record(old: change.oldValue == 0 ? nil : change.oldValue, new: change.newValue)
         }
+        let everyKey = Chain()
+        let everyKeyToken = defaults.observeAll {
+            everyKey.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue))
+        }
         let streamed = Chain()
         let total = Self.threads * Self.writesPerThread
         let stream = defaults.changes(of: "counter")
@@ -109,7 +113,8 @@ import Testing
         Self.expectComplete(queued, stored: stored, "queued token")
         Self.expectComplete(typed, stored: stored, "typed token")
         Self.expectComplete(streamed, stored: stored, "AsyncSequence")
-        for token in [directToken, queuedToken, typedToken] { token.cancel() }
+        Self.expectComplete(everyKey, stored: stored, "observeAll")
+        for token in [directToken, queuedToken, typedToken, everyKeyToken] { token.cancel() }
     }
 
     @Test func observersOfOneSuiteThroughTwoInstancesBothReceiveEveryChange() async throws {
