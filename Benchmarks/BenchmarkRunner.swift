@@ -10,6 +10,8 @@ extension Defaults.Keys {
 struct BenchmarkRunner {
     let options: BenchmarkOptions
     let workspace: Workspace
+    /// dconf, measured in the same run when it is installed (`DconfPeer`).
+    let dconf: DconfPeer?
 
     var directory: URL { workspace.directory }
 
@@ -49,17 +51,30 @@ struct BenchmarkRunner {
             measure("ours string") { blackHole(defaults.string(forKey: "name")) }
             measure("theirs string") { blackHole(foundation.string(forKey: "name")) }
             measure("ours typed") { blackHole(defaults[.benchFlag]) }
+            // dconf_client_read of a boolean and of a string, timed the same way inside the peer.
+            for kind in ["bool", "string"] {
+                if let each = dconf?.number("read-\(kind) \(calls)") {
+                    best["dconf \(kind)"] = min(best["dconf \(kind)"] ?? .infinity, each)
+                }
+            }
         }
-        record(&report, "read", "bool(forKey:)", best["ours bool"]!, best["theirs bool"]!, best["limit bool"]!)
-        record(&report, "read", "string(forKey:)", best["ours string"]!, best["theirs string"]!, best["limit string"]!)
+        record(
+            &report, "read", "bool(forKey:)", best["ours bool"]!, best["theirs bool"]!, best["limit bool"]!,
+            dconf: best["dconf bool"])
+        record(
+            &report, "read", "string(forKey:)", best["ours string"]!, best["theirs string"]!, best["limit string"]!,
+            dconf: best["dconf string"])
         record(&report, "read", "typed key (Bool)", best["ours typed"]!, best["theirs bool"]!, best["limit bool"]!)
     }
 
     private func record(
-        _ report: inout Report, _ group: String, _ name: String, _ ours: Double, _ theirs: Double, _ limit: Double
+        _ report: inout Report, _ group: String, _ name: String, _ ours: Double, _ theirs: Double, _ limit: Double,
+        dconf: Double? = nil
     ) {
         let met = theirs / ours >= 20 && ours / limit <= 2
-        report.add(group, name, ours, foundation: theirs, limit: limit, target: "≥20× Foundation, ≤2× limit", met: met)
+        report.add(
+            group, name, ours, foundation: theirs, limit: limit, target: "≥20× Foundation, ≤2× limit", met: met,
+            dconf: dconf, dconfTarget: "≥5×", dconfMet: { $0 / ours >= 5 })
     }
 
     // MARK: Writes
@@ -77,8 +92,11 @@ struct BenchmarkRunner {
             counter += 1
             defaults.set(counter, forKey: "counter")
         }
+        // dconf_client_write_fast: what GSettings does on a set (the change goes to dconf-service later).
+        let dconfWrite = dconf?.number("write-fast \(calls)")
         report.add(
-            "write", "set, no observers", ours, foundation: theirs, target: "≥10× Foundation", met: theirs / ours >= 10)
+            "write", "set, no observers", ours, foundation: theirs, target: "≥10× Foundation", met: theirs / ours >= 10,
+            dconf: dconfWrite, dconfTarget: "≥1.5× write_fast", dconfMet: { $0 / ours >= 1.5 })
         let observed = Atomic<Int>(0)
         let token = defaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
         let withObserver = nanosecondsPerCall(calls) {
@@ -110,6 +128,9 @@ struct BenchmarkRunner {
             // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
             let bytes = try! PropertyListCodec.encode(.dictionary(values), format: .binary)
+            // dconf's database holds as many keys as the suite: dconf-service rewrites the whole
+            // file on every change, with the same write ▸ fsync ▸ rename ▸ fsync dir.
+            let dconfReady = dconf?.number("populate \(size)") != nil
             // Round by round, each variant in turn, so that all of them meet the same disk (an
             // fsync's time moves a lot from one second to the next); the median of each.
             var samples: [String: [Double]] = [:]
@@ -135,17 +156,20 @@ struct BenchmarkRunner {
                     try? data?.write(to: scratch)
                 }
                 sample("floor") { durablyReplace(directory.appendingPathComponent("floor.plist"), bytes) }
+                // dconf_client_write_sync of one key: returns when dconf-service has written it.
+                if dconfReady, let each = dconf?.number("write-sync") { samples["dconf", default: []].append(each) }
             }
-            func median(_ name: String) -> Double {
-                let sorted = samples[name]!.sorted()
+            func median(_ name: String) -> Double? {
+                guard let sorted = samples[name]?.sorted(), !sorted.isEmpty else { return nil }
                 return sorted[sorted.count / 2]
             }
-            let ours = median("ours")
-            let theirs = median("theirs")
-            let durable = median("floor")
+            let ours = median("ours")!
+            let theirs = median("theirs")!
+            let durable = median("floor")!
             report.add(
                 "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: median("limit"),
-                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil)
+                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil,
+                dconf: median("dconf"), dconfTarget: "≤ write_sync", dconfMet: { ours <= $0 })
             report.add(
                 "flush", "\(size) keys: write ▸ fsync ▸ rename ▸ fsync dir alone (floor)", durable, foundation: theirs)
         }
@@ -292,9 +316,23 @@ struct BenchmarkRunner {
             Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))])
         }
         let p99 = percentile(0.99)
-        report.add("external change", "\(label): p50 (\(samples.count) changes)", percentile(0.5))
-        report.add("external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000)
-        report.add("external change", "\(label): max", Double(samples.last!))
+        let p50 = percentile(0.5)
+        // dconf: another process's dconf_client_write_fast → the watching client's `changed` signal,
+        // paced the same way (the next change after the callback, `spacing` ms later).
+        var theirs: [Double]? = nil
+        if let answer = dconf?.ask("external \(options.externalChanges) \(spacing)"), answer.count == 4, answer[3] > 0 {
+            theirs = answer
+        } else if dconf != nil {
+            report.notes.append("external change (\(label)): no dconf change reached its callback")
+        }
+        report.add(
+            "external change",
+            "\(label): p50 (\(samples.count) changes\(theirs.map { ", dconf \(Int($0[3]))" } ?? ""))",
+            p50, dconf: theirs?[0], dconfTarget: "lower", dconfMet: { p50 < $0 })
+        report.add(
+            "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000, dconf: theirs?[1],
+            dconfTarget: "lower", dconfMet: { p99 < $0 })
+        report.add("external change", "\(label): max", Double(samples.last!), dconf: theirs?[2])
     }
 
     // MARK: Fan-out

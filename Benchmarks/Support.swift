@@ -5,6 +5,8 @@ import LiveDefaults
 struct BenchmarkOptions {
     var quick = false
     var json = false
+    /// Leave dconf out even when it is installed (`--no-dconf`).
+    var noDconf = false
     /// Run only these groups (`--only codec,read`); all when empty.
     var only: Set<String> = []
 
@@ -16,8 +18,9 @@ struct BenchmarkOptions {
                 only = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
             case "--quick": quick = true
             case "--json": json = true
+            case "--no-dconf": noDconf = true
             case "--help", "-h":
-                Swift.print("usage: livedefaults-bench [--quick] [--json] [--only group,…]")
+                Swift.print("usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…]")
                 Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory")
                 exit(0)
             default:
@@ -26,6 +29,9 @@ struct BenchmarkOptions {
             }
         }
     }
+
+    /// Whether a group runs in this run.
+    func runs(_ group: String) -> Bool { only.isEmpty || only.contains(group) }
 
     /// Suite sizes measured for flush, cold load and the codec.
     var sizes: [Int] { quick ? [10, 100] : [10, 1_000, 10_000] }
