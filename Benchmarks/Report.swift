@@ -73,13 +73,16 @@ struct Report {
         ]
         var table: [[String]] = [header]
         for row in rows {
-            var ratio = "—"
+            var ratios: [String] = []
             if let foundation = row.foundation, row.liveDefaults > 0 {
-                ratio = String(
-                    format: row.unit == "MB" ? "%.1f× smaller" : "%.1f× faster", foundation / row.liveDefaults)
-            } else if let limit = row.limit, limit > 0 {
-                ratio = String(format: "%.2f× the limit", row.liveDefaults / limit)
+                ratios.append(
+                    String(
+                        format: row.unit == "MB" ? "%.1f× smaller" : "%.1f× faster", foundation / row.liveDefaults))
             }
+            if let limit = row.limit, limit > 0 {
+                ratios.append(String(format: "%.2f× the limit", row.liveDefaults / limit))
+            }
+            let ratio = ratios.isEmpty ? "—" : ratios.joined(separator: ", ")
             let target = row.target.map { "\($0) \(row.met == true ? "✓" : row.met == false ? "✗" : "")" } ?? ""
             var againstDconf = ""
             if let dconf = row.dconf, row.liveDefaults > 0 {
