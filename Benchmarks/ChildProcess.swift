@@ -47,23 +47,44 @@ enum ChildProcess {
     /// Repeats one piece of work `times` times with nothing else around it, for instruction counts:
     /// `valgrind --tool=callgrind livedefaults-bench --child repeat decode-xml 1000 20`, minus the
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
-    /// decode-xml, encode-binary, encode-xml).
+    /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
+    /// a suite file not opened before, in XML, and reading one key).
     static func repeatWork(_ what: String, size: Int, times: Int) -> Never {
         let dictionary = Workspace.sampleDictionary(keys: size)
         let value = PropertyListValue.dictionary(dictionary)
         let floor = DecodeFloor(dictionary)
         let binary = try! PropertyListCodec.encode(value, format: .binary)
         let xml = try! PropertyListCodec.encode(value, format: .xml)
-        for _ in 0..<times {
+        var defaults: Defaults? = nil
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
+        if what == "cold" {
+            try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for index in 0..<times {
+                try! xml.write(to: directory.appendingPathComponent("bench.cold.\(index).plist"))
+            }
+        }
+        if what == "flush" {
+            defaults = try! Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
+            for (key, value) in dictionary { defaults!.set(value, forKey: key) }
+            try! defaults!.synchronize()
+        }
+        for index in 0..<times {
             switch what {
             case "floor": blackHole(floor.build())
             case "decode-binary": blackHole(try? PropertyListCodec.decode(binary))
             case "decode-xml": blackHole(try? PropertyListCodec.decode(xml))
             case "encode-binary": blackHole(try? PropertyListCodec.encode(value, format: .binary))
             case "encode-xml": blackHole(try? PropertyListCodec.encode(value, format: .xml))
+            case "cold":
+                let suite = try? Defaults(suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: false)
+                blackHole(suite?.string(forKey: "key-0"))
+            case "flush":
+                defaults!.set(index, forKey: "key-0")
+                try! defaults!.synchronize()
             default: exit(2)
             }
         }
+        if defaults != nil || what == "cold" { try? FileManager.default.removeItem(at: directory) }
         exit(0)
     }
 
