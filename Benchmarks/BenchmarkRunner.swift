@@ -339,6 +339,10 @@ struct BenchmarkRunner {
         // dconf: another process's dconf_client_write_fast → the watching client's `changed` signal,
         // paced the same way (the next change after the callback, `spacing` ms later).
         var theirs: [Double]? = nil
+        // dconf's database as small as the suite (10 keys): dconf-service rewrites it on every change.
+        if let dconf, dconf.number("populate 10") == nil {
+            report.notes.append("external change (\(label)): dconf's database could not be reset")
+        }
         if let answer = dconf?.ask("external \(options.externalChanges) \(spacing)"), answer.count == 4, answer[3] > 0 {
             theirs = answer
         } else if dconf != nil {
