@@ -48,7 +48,7 @@ enum ChildProcess {
     /// `valgrind --tool=callgrind livedefaults-bench --child repeat decode-xml 1000 20`, minus the
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
     /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
-    /// a suite file not opened before, in XML, and reading one key).
+    /// a suite file not opened before, in XML, and reading one key; set: one `set` of an integer).
     static func repeatWork(_ what: String, size: Int, times: Int) -> Never {
         let dictionary = Workspace.sampleDictionary(keys: size)
         let value = PropertyListValue.dictionary(dictionary)
@@ -63,7 +63,7 @@ enum ChildProcess {
                 try! xml.write(to: directory.appendingPathComponent("bench.cold.\(index).plist"))
             }
         }
-        if what == "flush" {
+        if what == "flush" || what == "set" {
             defaults = try! Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
             for (key, value) in dictionary { defaults!.set(value, forKey: key) }
             try! defaults!.synchronize()
@@ -78,6 +78,8 @@ enum ChildProcess {
             case "cold":
                 let suite = try? Defaults(suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: false)
                 blackHole(suite?.string(forKey: "key-0"))
+            case "set":
+                defaults!.set(index, forKey: "counter")
             case "flush":
                 defaults!.set(index, forKey: "key-0")
                 try! defaults!.synchronize()
