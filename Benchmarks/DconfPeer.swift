@@ -56,6 +56,9 @@ final class DconfPeer {
     /// Builds the helper and starts the session, or says why dconf cannot be measured here.
     static func start(in workspace: URL) -> Result<DconfPeer, Unavailable> {
         let install = "(scripts/setup.sh --bench installs it)"
+        guard executable("pkg-config") != nil else {
+            return .failure(Unavailable("pkg-config is not installed \(install)"))
+        }
         guard run(["pkg-config", "--exists", "dconf"]).status == 0 else {
             return .failure(Unavailable("libdconf-dev (dconf's C library) is not installed \(install)"))
         }
@@ -115,6 +118,8 @@ final class DconfPeer {
         let log = directory.appendingPathComponent("session.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         session.standardError = try? FileHandle(forWritingTo: log)
+        // A peer that dies mid-run must make a write to it fail, not end the benchmark.
+        signal(SIGPIPE, SIG_IGN)
         do {
             try session.run()
         } catch {
