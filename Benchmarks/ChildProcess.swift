@@ -48,7 +48,8 @@ enum ChildProcess {
     /// `valgrind --tool=callgrind livedefaults-bench --child repeat decode-xml 1000 20`, minus the
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
     /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
-    /// a suite file not opened before, in XML, and reading one key; set: one `set` of an integer).
+    /// a suite file not opened before, in XML, and reading one key, cold-watch: the same, watching the file;
+    /// set: one `set` of an integer).
     static func repeatWork(_ what: String, size: Int, times: Int) -> Never {
         let dictionary = Workspace.sampleDictionary(keys: size)
         let value = PropertyListValue.dictionary(dictionary)
@@ -57,7 +58,7 @@ enum ChildProcess {
         let xml = try! PropertyListCodec.encode(value, format: .xml)
         var defaults: Defaults? = nil
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
-        if what == "cold" {
+        if what == "cold" || what == "cold-watch" {
             try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             for index in 0..<times {
                 try! xml.write(to: directory.appendingPathComponent("bench.cold.\(index).plist"))
@@ -75,8 +76,9 @@ enum ChildProcess {
             case "decode-xml": blackHole(try? PropertyListCodec.decode(xml))
             case "encode-binary": blackHole(try? PropertyListCodec.encode(value, format: .binary))
             case "encode-xml": blackHole(try? PropertyListCodec.encode(value, format: .xml))
-            case "cold":
-                let suite = try? Defaults(suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: false)
+            case "cold", "cold-watch":
+                let suite = try? Defaults(
+                    suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: what == "cold-watch")
                 blackHole(suite?.string(forKey: "key-0"))
             case "set":
                 defaults!.set(index, forKey: "counter")
@@ -86,7 +88,7 @@ enum ChildProcess {
             default: exit(2)
             }
         }
-        if defaults != nil || what == "cold" { try? FileManager.default.removeItem(at: directory) }
+        if defaults != nil || what.hasPrefix("cold") { try? FileManager.default.removeItem(at: directory) }
         exit(0)
     }
 
