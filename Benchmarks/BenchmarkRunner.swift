@@ -95,7 +95,7 @@ struct BenchmarkRunner {
         // dconf_client_write_fast: what GSettings does on a set (the change goes to dconf-service later).
         let dconfWrite = dconf?.number("write-fast \(calls)")
         report.add(
-            "write", "set, no observers", ours, foundation: theirs, target: "≥10× Foundation", met: theirs / ours >= 10,
+            "write", "set, no observers", ours, foundation: theirs, target: "≥15× Foundation", met: theirs / ours >= 15,
             dconf: dconfWrite, dconfTarget: "≥1.5× write_fast", dconfMet: { $0 / ours >= 1.5 })
         let observed = Atomic<Int>(0)
         let token = defaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
