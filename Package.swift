@@ -22,7 +22,9 @@ let package = Package(
         .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
         .executableTarget(
             name: "OnboardingDemo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
-        .executableTarget(name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks"),
+        // dconf's side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
+        .executableTarget(
+            name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by both test targets (temporary directories, waiting with a deadline).

@@ -216,7 +216,14 @@ public final class Defaults: Sendable {
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
         var values = state.registration
         func lay(_ layer: [String: PropertyListValue]) {
-            values.merge(layer) { _, upper in upper }
+            // The first layer with values is taken whole, its storage shared: merged into an empty
+            // dictionary, a suite's thousand keys were hashed again and the table grown step by
+            // step (a third of a cold load's instructions).
+            if values.isEmpty {
+                values = layer
+            } else {
+                values.merge(layer) { _, upper in upper }
+            }
         }
         if let global { lay(global.values()) }
         for added in state.addedSuites.reversed() { lay(added.values()) }
