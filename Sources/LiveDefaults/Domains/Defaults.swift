@@ -351,8 +351,15 @@ public final class Defaults: Sendable {
         }
     }
 
+    /// How long the notification waits after the first change of a burst, so that a burst posts once.
+    ///
+    /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
+    /// then took this store's lock on the other core, and writes ran at half speed in some runs
+    /// (docs/design.md, "The change notification").
+    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
+
     private func scheduleChangeNotification() {
-        DispatchQueue.global().async { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.notificationScheduled = false }
             NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
