@@ -5,6 +5,7 @@ let package = Package(
     name: "LiveDefaults",
     products: [
         .library(name: "LiveDefaults", targets: ["LiveDefaults"]),
+        .library(name: "LiveDefaultsEtcd", targets: ["LiveDefaultsEtcd"]),
         .executable(name: "defaults", targets: ["defaults"]),
         .executable(name: "onboarding-demo", targets: ["OnboardingDemo"]),
         .executable(name: "livedefaults-bench", targets: ["Benchmarks"]),
@@ -32,6 +33,10 @@ let package = Package(
         .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
         .testTarget(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
+        // Fleet settings: suites kept in etcd, through its JSON gateway (links FoundationNetworking).
+        .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsEtcd"),
+        .testTarget(
+            name: "EtcdTests", dependencies: ["LiveDefaultsEtcd", "LiveDefaults", "TestSupport"], path: "Tests/EtcdTests"),
         .testTarget(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
