@@ -67,16 +67,57 @@ final class EtcdClient: Sendable {
         return (response.header ?? EtcdResponseHeader(), response.kvs ?? [])
     }
 
-    /// Puts and deletes in one transaction, committed at one revision.
+    /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
+    static let maximumOperationsPerTransaction = 128
+
+    /// Puts and deletes in one transaction, committed at one revision — or, past
+    /// ``maximumOperationsPerTransaction``, in several, each atomic on its own.
     ///
-    /// - Returns: The revision the transaction committed at.
+    /// - Returns: The revision the (last) transaction committed at.
     func commit(puts: [(key: Data, value: Data)], deletes: [Data]) async throws -> Int64 {
         let operations =
             puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
-        let response: EtcdTxnResponse = try await call(
-            "/v3/kv/txn", EtcdTxnRequest(compare: [], success: operations, failure: []))
-        return response.header?.revisionValue ?? 0
+        var revision: Int64 = 0
+        var start = 0
+        repeat {
+            let end = min(start + Self.maximumOperationsPerTransaction, operations.count)
+            let response: EtcdTxnResponse = try await call(
+                "/v3/kv/txn", EtcdTxnRequest(compare: [], success: Array(operations[start..<end]), failure: []))
+            revision = response.header?.revisionValue ?? revision
+            start = end
+        } while start < operations.count
+        return revision
+    }
+
+    /// Changes one key from the value it has to `transform`'s result, only if no one changed it
+    /// in between (a compare of its modification revision, or of its absence); tried again
+    /// otherwise. For counters and create-if-absent, where "the last write wins" would lose updates.
+    ///
+    /// - Parameter transform: The new value from the current one (nil: absent); nil removes.
+    /// - Returns: The revision the change committed at.
+    func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) async throws -> Int64 {
+        for _ in 0..<attempts {
+            let current: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
+            let existing = current.kvs?.first
+            let compare =
+                existing.map {
+                    EtcdCompare(
+                        result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: $0.mod_revision ?? EtcdInt64(0)
+                    )
+                }
+                ?? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
+            let operation =
+                try transform(existing.map { $0.value?.data ?? Data() }).map {
+                    EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0)))
+                } ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
+            let response: EtcdTxnResponse = try await call(
+                "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []))
+            if response.succeeded == true { return response.header?.revisionValue ?? 0 }
+        }
+        throw EtcdError(
+            kind: .rejected(code: nil),
+            message: "the key kept changing: \(attempts) attempts to update it all lost the race")
     }
 
     /// Compacts the history up to `revision` (for tests and operators).

@@ -173,3 +173,75 @@ struct EtcdClientTests {
         #expect(ContinuousClock.now - started < .seconds(30))
     }
 }
+
+/// Writes under contention, against a real etcd.
+@Suite(
+    .enabled(
+        if: EtcdServer.binary != nil || EtcdServer.required,
+        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member"),
+    .serialized)
+struct EtcdWriteTests {
+    static let prefix = Data("/livedefaults/v1/com.example.writes/".utf8)
+    static func key(_ name: String) -> Data { prefix + Data(name.utf8) }
+
+    @Test func compareAndSetUnderContentionLosesNoIncrement() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let writers = 4
+        let increments = 25
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<writers {
+                group.addTask {
+                    let client = EtcdClient(endpoints: [server.endpoint])
+                    for _ in 0..<increments {
+                        _ = try await client.update(key: Self.key("counter")) { old in
+                            let value = old.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+                            return Data("\(value + 1)".utf8)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let (_, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.key("counter"))
+        #expect(
+            kvs.first.map { String(decoding: $0.value?.data ?? Data(), as: UTF8.self) } == "\(writers * increments)")
+    }
+
+    @Test func twoWritersOnDisjointKeysLoseNothingAndOnOneKeyTheLaterCommitWins() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let first = EtcdClient(endpoints: [server.endpoint])
+        let second = EtcdClient(endpoints: [server.endpoint])
+        async let a: Void = {
+            for step in 0..<50 {
+                _ = try await first.commit(puts: [(Self.key("a-\(step)"), Data("a".utf8))], deletes: [])
+            }
+        }()
+        async let b: Void = {
+            for step in 0..<50 {
+                _ = try await second.commit(puts: [(Self.key("b-\(step)"), Data("b".utf8))], deletes: [])
+            }
+        }()
+        _ = try await (a, b)
+        #expect(try await first.range(prefix: Self.prefix).kvs.count == 100)
+        let one = try await first.commit(puts: [(Self.key("shared"), Data("first".utf8))], deletes: [])
+        let two = try await second.commit(puts: [(Self.key("shared"), Data("second".utf8))], deletes: [])
+        #expect(two > one)
+        let shared = try await first.range(prefix: Self.key("shared")).kvs.first
+        #expect(shared?.value?.data == Data("second".utf8))
+        #expect(shared?.mod_revision?.value == two)
+    }
+
+    @Test func aFlushOfMoreThanATransactionHoldsIsSplitAndEveryKeyLands() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let client = EtcdClient(endpoints: [server.endpoint])
+        let puts = (0..<300).map { (Self.key("bulk-\($0)"), Data("\($0)".utf8)) }
+        _ = try await client.commit(puts: puts, deletes: [])
+        #expect(try await client.range(prefix: Self.key("bulk-")).kvs.count == 300)
+    }
+}
