@@ -37,7 +37,7 @@ final class EtcdServer: @unchecked Sendable {
     }
 
     /// Starts the member (again, on the same data and ports) and waits until it answers `/health`.
-    func start(progressInterval: String = "1s") async throws {
+    func start(progressInterval: String = "1s", extraArguments: [String] = []) async throws {
         guard let binary = Self.binary else {
             throw EtcdServerError("etcd is not installed (apt-get install etcd-server)")
         }
@@ -45,14 +45,15 @@ final class EtcdServer: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: binary)
         let client = "http://127.0.0.1:\(clientPort)"
         let peer = "http://127.0.0.1:\(peerPort)"
-        process.arguments = [
-            "--name", "n1", "--data-dir", dataDirectory.path + "/data",
-            "--listen-client-urls", client, "--advertise-client-urls", client,
-            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", "n1=\(peer)",
-            "--experimental-watch-progress-notify-interval", progressInterval,
-            "--log-level", "error",
-        ]
+        process.arguments =
+            [
+                "--name", "n1", "--data-dir", dataDirectory.path + "/data",
+                "--listen-client-urls", client, "--advertise-client-urls", client,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", "n1=\(peer)",
+                "--experimental-watch-progress-notify-interval", progressInterval,
+                "--log-level", "error",
+            ] + extraArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -87,6 +88,24 @@ final class EtcdServer: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Runs `etcdctl` against this member (`ETCDCTL_API=3`); throws with its output when it fails.
+    func control(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/etcdctl")
+        process.arguments = ["--endpoints", endpoint.absoluteString] + arguments
+        process.environment = ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw EtcdServerError(
+                "etcdctl \(arguments.joined(separator: " ")): \(String(decoding: data, as: UTF8.self))")
+        }
+    }
 
     private func isHealthy() -> Bool {
         let done = DispatchSemaphore(value: 0)
