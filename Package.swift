@@ -33,8 +33,10 @@ let package = Package(
         .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
         .testTarget(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
-        // Fleet settings: suites kept in etcd, through its JSON gateway (links FoundationNetworking).
-        .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsEtcd"),
+        // libcurl, which the etcd client calls (not FoundationNetworking: docs/design.md).
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
+        .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
         .testTarget(
             name: "EtcdTests", dependencies: ["LiveDefaultsEtcd", "LiveDefaults", "TestSupport"], path: "Tests/EtcdTests"),
         .testTarget(

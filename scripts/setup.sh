@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what LiveDefaults needs on a fresh Debian machine, and nothing that is already there:
 # libinotifytools (the watcher links it), the tools the end-to-end tests drive (vim, python3), and
-# etcd (the fleet-settings tests start their own members on loopback; Debian's package also enables
-# a system service, which these tests never use).
+# libcurl (the fleet-settings target, LiveDefaultsEtcd, calls it) and etcd with etcdctl (its tests
+# start their own members on loopback; Debian's package also enables a system service, which the
+# tests never use).
 # Needs root (or sudo) only when something is missing. Safe to run again.
 #
 #   scripts/setup.sh --bench   also what the benchmark needs to measure dconf side by side (its C
@@ -26,6 +27,8 @@ dpkg -s libinotifytools0-dev >/dev/null 2>&1 || missing+=(libinotifytools0-dev)
 command -v vim >/dev/null 2>&1 || missing+=(vim-nox)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
 if $bench; then
     dpkg -s libdconf-dev >/dev/null 2>&1 || missing+=(libdconf-dev)
     dpkg -s dconf-service >/dev/null 2>&1 || missing+=(dconf-service)

@@ -1,10 +1,6 @@
 import Foundation
 import LiveDefaults
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// What went wrong talking to etcd.
 struct EtcdError: Error, Sendable, CustomStringConvertible {
     enum Kind: Sendable, Equatable {
@@ -32,7 +28,7 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A client of etcd's v3 JSON gateway (etcd 3.4: `POST /v3/kv/range`, `/v3/kv/txn`, `/v3/watch`, …)
-/// over FoundationNetworking, with nothing outside the toolchain
+/// through libcurl (``CurlPost``), with nothing outside the toolchain and Debian's libcurl
 /// (docs/design.md, "Fleet settings: the etcd gateway").
 ///
 /// Unary calls try the endpoints in turn until one answers. A watch is a long-lived stream
@@ -41,7 +37,7 @@ final class EtcdClient: Sendable {
     let endpoints: [URL]
     private let credentials: (user: String, password: String)?
     private let token = Locked<String?>(nil)
-    private let session: URLSession
+    private let requestTimeout: TimeInterval
     private let preferred = Locked<Int>(0)
 
     /// - Parameters:
@@ -52,11 +48,11 @@ final class EtcdClient: Sendable {
         precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
         self.endpoints = endpoints
         self.credentials = credentials
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = requestTimeout
-        configuration.httpMaximumConnectionsPerHost = 6
-        self.session = URLSession(configuration: configuration)
+        self.requestTimeout = requestTimeout
     }
+
+    /// The token in use (for tests of its renewal).
+    var currentToken: String? { token.withLock { $0 } }
 
     // MARK: Key-value calls
 
@@ -141,7 +137,7 @@ final class EtcdClient: Sendable {
         let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
         var request = try await makeRequest(endpoint, "/v3/watch", body)
         // Without it an isolated member goes on sending progress at its stale revision.
-        request.setValue("true", forHTTPHeaderField: "Grpc-Metadata-Hasleader")
+        request.headers["Grpc-Metadata-Hasleader"] = "true"
         return EtcdWatch(request: request, idleTimeout: idleTimeout)
     }
 
@@ -163,25 +159,28 @@ final class EtcdClient: Sendable {
 
     private struct EtcdResponseHeaderOnly: Codable { var header: EtcdResponseHeader? }
 
-    private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> URLRequest
-    {
-        var request = URLRequest(url: endpoint.appendingPathComponent(path))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONEncoder().encode(body)
-        if let token = try await currentToken(endpoint) { request.setValue(token, forHTTPHeaderField: "Authorization") }
+    /// A POST to the gateway: where, what, and its headers.
+    struct Request: Sendable {
+        var url: URL
+        var body: Data
+        var headers: [String: String] = [:]
+    }
+
+    private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> Request {
+        var request = Request(url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body))
+        if let token = try await currentToken(endpoint) { request.headers["Authorization"] = token }
         return request
     }
 
     private func currentToken(_ endpoint: URL) async throws -> String? {
         guard let credentials else { return nil }
         if let token = token.withLock({ $0 }) { return token }
-        var request = URLRequest(url: endpoint.appendingPathComponent("/v3/auth/authenticate"))
-        request.httpMethod = "POST"
-        request.httpBody = try JSONEncoder().encode(
-            EtcdAuthenticateRequest(name: credentials.user, password: credentials.password))
-        let (data, response) = try await send(request)
-        let answer: EtcdAuthenticateResponse = try decode(data, response)
+        let request = Request(
+            url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
+            body: try JSONEncoder().encode(
+                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)))
+        let (data, status) = try await send(request)
+        let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {
             throw EtcdError(kind: .malformed, message: "etcd at \(endpoint) answered authenticate without a token")
         }
@@ -201,9 +200,9 @@ final class EtcdClient: Sendable {
                 var renewed = false
                 while true {
                     let request = try await makeRequest(endpoint, path, body)
-                    let (data, response) = try await send(request)
+                    let (data, status) = try await send(request)
                     do {
-                        let answer: Answer = try decode(data, response)
+                        let answer: Answer = try decode(data, status)
                         preferred.withLock { $0 = index }
                         return answer
                     } catch let error as EtcdError
@@ -223,18 +222,31 @@ final class EtcdClient: Sendable {
         throw lastProblem ?? EtcdError(kind: .unavailable, message: "no etcd endpoint answered")
     }
 
-    private func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        do {
-            return try await session.data(for: request)
-        } catch {
-            throw EtcdError(
-                kind: .unavailable,
-                message: "etcd at \(request.url?.absoluteString ?? "?") did not answer: \(error.localizedDescription)")
+    /// Runs one POST on a thread of its own (libcurl blocks), and gives its body and status.
+    private func send(_ request: Request) async throws -> (Data, Int) {
+        let timeout = requestTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                var received = Data()
+                let post = CurlPost(
+                    url: request.url, body: request.body, headers: request.headers, timeout: timeout, idleTimeout: nil
+                ) { data, _ in received.append(data) }
+                switch post.perform() {
+                case .completed(let status):
+                    continuation.resume(returning: (received, status))
+                case .cancelled:
+                    continuation.resume(throwing: CancellationError())
+                case .failed(let problem, _):
+                    continuation.resume(
+                        throwing: EtcdError(
+                            kind: .unavailable,
+                            message: "etcd at \(request.url.absoluteString) did not answer: \(problem)"))
+                }
+            }
         }
     }
 
-    private func decode<Answer: Decodable>(_ data: Data, _ response: URLResponse) throws -> Answer {
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+    private func decode<Answer: Decodable>(_ data: Data, _ status: Int) throws -> Answer {
         if status != 200 {
             let body = try? JSONDecoder().decode(EtcdErrorBody.self, from: data)
             throw EtcdError(
