@@ -309,7 +309,7 @@ extension SuiteStore {
                 state.withLock { $0.cleanedTemporaryFiles = true }
             }
             do throws(DefaultsError) {
-                try file.withLock { () throws(DefaultsError) in
+                try file.withLock(using: SystemFileOperations()) { () throws(DefaultsError) in
                     followUps = try flushLocked(
                         snapshot.pending, wholeFile: snapshot.whole ? snapshot.values : nil,
                         tellingListeners: tellingListeners)
@@ -382,7 +382,7 @@ extension SuiteStore {
                     .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
                     path: location.path, underlying: error)
             }
-            identity = try file.replace(with: data!)
+            identity = try file.replace(with: data!, using: SystemFileOperations())
         }
         let update = { (state: inout State) -> Set<String> in
             state.diskBytes = data
