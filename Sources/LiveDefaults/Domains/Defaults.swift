@@ -359,7 +359,11 @@ public final class Defaults: Sendable {
 }
 
 extension Defaults: SuiteStoreListener {
-    package func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) -> (() -> Void)? {
-        applyRefresh(keys, origin: origin)
+    package func suiteStore(
+        _ store: SuiteStore, didChange changes: StoreChanges, origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        // The effective values are re-resolved under the change lock (docs/design.md, "Observation:
+        // one order for every change"): a key's stored value is only one layer of the search list.
+        applyRefresh(changes.keys, origin: origin)
     }
 }
