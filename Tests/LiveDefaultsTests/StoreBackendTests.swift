@@ -87,8 +87,16 @@ struct FailingFileOperations: FileOperations {
 final class RecordingListener: SuiteStoreListener {
     let changes = Locked<[(StoredChange, ChangeOrigin)]>([])
 
-    func suiteStore(_ store: SuiteStore, didChange changes: StoreChanges, origin: ChangeOrigin) -> (() -> Void)? {
-        self.changes.withLock { recorded in changes.forEach { recorded.append(($0, origin)) } }
+    func suiteStore(
+        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
+        origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        changes.withLock { $0.append((StoredChange(key: key, old: old, new: new), origin)) }
+        return nil
+    }
+
+    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)? {
+        self.changes.withLock { recorded in recorded += changes.map { ($0, origin) } }
         return nil
     }
 }

@@ -359,11 +359,19 @@ public final class Defaults: Sendable {
 }
 
 extension Defaults: SuiteStoreListener {
+    // The effective values are re-resolved under the change lock (docs/design.md, "Observation: one
+    // order for every change"): a key's stored value is only one layer of the search list.
+
     package func suiteStore(
-        _ store: SuiteStore, didChange changes: StoreChanges, origin: ChangeOrigin
+        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
+        origin: ChangeOrigin
     ) -> (() -> Void)? {
-        // The effective values are re-resolved under the change lock (docs/design.md, "Observation:
-        // one order for every change"): a key's stored value is only one layer of the search list.
-        applyRefresh(changes.keys, origin: origin)
+        applyRefresh(.one(key), origin: origin)
+    }
+
+    package func suiteStore(
+        _ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        applyRefresh(.many(Set(changes.lazy.map(\.key))), origin: origin)
     }
 }

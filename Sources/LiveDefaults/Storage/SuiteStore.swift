@@ -1,40 +1,22 @@
 import Foundation
 
-/// Hears how a suite store's values changed, in the order the changes were applied.
+/// Hears how a suite store's values changed, in the order the changes were applied, with the old
+/// and new value of each key captured in the step that made the change.
+///
+/// Both methods are called under the ``ChangeLock``, right after the store's values changed (its
+/// own state lock is released): update what depends on them and queue observers' changes, calling
+/// no user code. Each returns what to run once the change lock is released (delivering to
+/// observers), or nil.
 package protocol SuiteStoreListener: AnyObject, Sendable {
-    /// Called under the ``ChangeLock``, right after the store's values changed (its own state lock
-    /// is released): update what depends on them and queue observers' changes, calling no user code.
-    ///
-    /// - Parameter changes: The keys whose stored value changed, with the values each changed
-    ///   between.
-    /// - Returns: What to run once the change lock is released (delivering to observers), or nil.
-    func suiteStore(_ store: SuiteStore, didChange changes: StoreChanges, origin: ChangeOrigin) -> (() -> Void)?
-}
+    /// One key changed (a write: every `set` comes this way, so its values are passed as they are,
+    /// not gathered into an array).
+    func suiteStore(
+        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
+        origin: ChangeOrigin
+    ) -> (() -> Void)?
 
-/// The stored values a change touched, each with the old and new value captured when the change
-/// was applied: one for a write (the common case, without building an array), many for a reload
-/// or a replaced domain.
-package enum StoreChanges: Sendable {
-    case one(StoredChange)
-    case many([StoredChange])
-
-    /// Calls `body` with each change.
-    @inline(__always)
-    package func forEach(_ body: (StoredChange) -> Void) {
-        switch self {
-        case .one(let change): body(change)
-        case .many(let changes): for change in changes { body(change) }
-        }
-    }
-
-    /// The keys that changed.
-    @inline(__always)
-    package var keys: ChangedKeys {
-        switch self {
-        case .one(let change): .one(change.key)
-        case .many(let changes): .many(Set(changes.lazy.map(\.key)))
-        }
-    }
+    /// Several keys changed at once (a reload, a flush that found others' values, a replaced domain).
+    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)?
 }
 
 /// The keys a change touched: one key for a write (the common case, without building a set),
@@ -136,14 +118,20 @@ package final class SuiteStore: Sendable {
         let followUps = ChangeLock.withLock { () -> FollowUps in
             beforeApplying?()
             var listeners: [WeakListener] = []
-            let change = state.withLock { state -> StoredChange? in
+            // The value reads saw before, when the write changed it (.none: it did not).
+            let replaced = state.withLock { state -> PropertyListValue?? in
                 let change = state.values.set(value, forKey: key)
                 armFlush(&state)
-                if change != nil { listeners = state.listeners }
-                return change
+                guard change.changed else { return .none }
+                listeners = state.listeners
+                return .some(change.old)
             }
-            guard let change else { return FollowUps() }
-            return tell(listeners, .one(change), origin: .local)
+            guard case .some(let old) = replaced else { return FollowUps() }
+            var followUps = FollowUps()
+            for entry in listeners {
+                followUps.append(entry.listener?.suiteStore(self, didChange: key, from: old, to: value, origin: .local))
+            }
+            return followUps
         }
         followUps.run()
     }
@@ -159,7 +147,7 @@ package final class SuiteStore: Sendable {
                 armFlush(&state)
                 return (changes, state.listeners)
             }
-            return changes.isEmpty ? FollowUps() : tell(listeners, .many(changes), origin: .local)
+            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: .local)
         }
         followUps.run()
     }
@@ -181,7 +169,7 @@ package final class SuiteStore: Sendable {
 
     /// Tells `listeners` of `changes`. Called under the change lock, in the same step as the
     /// change itself, so every listener sees every change in the order it was applied.
-    private func tell(_ listeners: [WeakListener], _ changes: StoreChanges, origin: ChangeOrigin) -> FollowUps {
+    private func tell(_ listeners: [WeakListener], _ changes: [StoredChange], origin: ChangeOrigin) -> FollowUps {
         var followUps = FollowUps()
         for entry in listeners {
             followUps.append(entry.listener?.suiteStore(self, didChange: changes, origin: origin))
@@ -196,7 +184,7 @@ package final class SuiteStore: Sendable {
     private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> FollowUps {
         ChangeLock.withLock {
             let (changes, listeners) = state.withLock { state in (body(&state), state.listeners) }
-            return changes.isEmpty ? FollowUps() : tell(listeners, .many(changes), origin: origin)
+            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: origin)
         }
     }
 }

@@ -40,9 +40,12 @@ package struct SuiteValues: Sendable {
 
     /// Sets (nil: removes) `key`.
     ///
-    /// - Returns: The change reads see, nil when the value was already that.
+    /// - Returns: Whether reads see a change (false when the value was already that), and the
+    ///   value they saw before. (A pair, not a ``StoredChange``: this is every write's path.)
     @inline(__always)
-    package mutating func set(_ value: PropertyListValue?, forKey key: String) -> StoredChange? {
+    package mutating func set(
+        _ value: PropertyListValue?, forKey key: String
+    ) -> (changed: Bool, old: PropertyListValue?) {
         generation += 1
         pending[key] = Pending(value: value, generation: generation)
         // One lookup, not a comparison and then a store (a SipHash each).
@@ -52,7 +55,7 @@ package struct SuiteValues: Sendable {
         } else {
             old = current.removeValue(forKey: key)
         }
-        return old == value ? nil : StoredChange(key: key, old: old, new: value)
+        return (old != value, old)
     }
 
     /// Replaces every value (empty removes them all: the next write deletes the suite).
