@@ -22,8 +22,9 @@ import Testing
         let observer = NotificationCenter.default.addObserver(
             forName: Defaults.didChangeNotification, object: nil, queue: nil
         ) { note in
-            let isSelf = (note.object as AnyObject?) === defaults
-            posts.withLock { $0.append(isSelf ? "self" : "other") }
+            // Other tests' instances post in this process too: only this instance's posts count.
+            guard (note.object as AnyObject?) === defaults else { return }
+            posts.withLock { $0.append("self") }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
         var lines: [String] = []

@@ -60,7 +60,7 @@ extension Defaults {
     /// - Throws: ``DefaultsError/Code/invalidSuiteName``.
     public func addSuite(named suiteName: String) throws {
         let location = try SuiteLocation(suiteName: suiteName, directory: directory)
-        let store = SuiteStore.open(location, watching: watchesFiles)
+        let store = stores.open(location)
         guard store !== suite, store !== global else { return }
         let added = state.withLock { state -> Bool in
             if state.addedSuites.contains(where: { $0 === store }) { return false }
@@ -196,6 +196,6 @@ extension Defaults {
     private func persistentStore(named domainName: String) throws -> SuiteStore {
         if domainName == suiteName { return suite }
         let location = try SuiteLocation(suiteName: domainName, directory: directory)
-        return SuiteStore.open(location, watching: false)
+        return stores.openUnwatched(location)
     }
 }

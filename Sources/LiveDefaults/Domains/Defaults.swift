@@ -45,6 +45,8 @@ public final class Defaults: Sendable {
     /// The directory suite files are in; nil for the XDG rule (`$XDG_CONFIG_HOME`, else `~/.config`).
     package let directory: String?
     let watchesFiles: Bool
+    /// Where this instance's stores come from: the process's file stores, or an in-memory world.
+    let stores: StoreSource
     let suite: SuiteStore
     let global: SuiteStore?
     let state: Locked<State>
@@ -78,26 +80,43 @@ public final class Defaults: Sendable {
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
         let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
-        try self.init(location: location, directory: directory?.path, watchesFiles: watchesFiles)
+        try self.init(location: location, directory: directory?.path, stores: .files(watching: watchesFiles))
+    }
+
+    /// Opens the suite `suiteName` in a new in-memory world: no file is read or written and
+    /// nothing is watched. Everything else works as for a suite on disk — the search list (its
+    /// global domain and added suites are in the same world), registered defaults, observation,
+    /// typed keys, ``synchronize()``. For tests and previews of code that uses `Defaults`.
+    ///
+    /// Each call makes a new world, empty at first, shared with no other instance: tests running
+    /// in parallel do not see each other's values.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that would not name a file,
+    ///   as ``init(suiteName:directory:watchesFiles:)`` does.
+    public static func inMemory(suiteName: String = "InMemory") throws -> Defaults {
+        let suites = MemorySuites()
+        let location = try SuiteLocation(suiteName: suiteName, directory: suites.directory)
+        return try Defaults(location: location, directory: suites.directory, stores: .memory(suites))
     }
 
     /// Opens a plist file directly as the domain (as `defaults read /path/file.plist` does).
     package convenience init(fileURL: URL, watchesFiles: Bool = true) throws {
         let location = SuiteLocation(filePath: fileURL.path)
-        try self.init(location: location, directory: location.directory, watchesFiles: watchesFiles)
+        try self.init(location: location, directory: location.directory, stores: .files(watching: watchesFiles))
     }
 
-    private init(location: SuiteLocation, directory: String?, watchesFiles: Bool) throws {
+    private init(location: SuiteLocation, directory: String?, stores: StoreSource) throws {
         self.suiteName = location.name
         self.directory = directory
-        self.watchesFiles = watchesFiles
-        self.suite = SuiteStore.open(location, watching: watchesFiles)
+        self.stores = stores
+        self.watchesFiles = stores.watchesFiles
+        self.suite = stores.open(location)
         if location.name == Self.globalDomain && location.directory == (directory ?? SuiteLocation.defaultDirectory()) {
             self.global = nil
         } else {
             let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
             self.global =
-                globalLocation.path == location.path ? nil : SuiteStore.open(globalLocation, watching: watchesFiles)
+                globalLocation.path == location.path ? nil : stores.open(globalLocation)
         }
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.
@@ -373,7 +392,48 @@ public final class Defaults: Sendable {
 }
 
 extension Defaults: SuiteStoreListener {
-    package func suiteStore(_ store: SuiteStore, didChange keys: ChangedKeys, origin: ChangeOrigin) -> (() -> Void)? {
-        applyRefresh(keys, origin: origin)
+    // The effective values are re-resolved under the change lock (docs/design.md, "Observation: one
+    // order for every change"): a key's stored value is only one layer of the search list.
+
+    package func suiteStore(
+        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
+        origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        applyRefresh(.one(key), origin: origin)
+    }
+
+    package func suiteStore(
+        _ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        applyRefresh(.many(Set(changes.lazy.map(\.key))), origin: origin)
+    }
+}
+
+/// Where a ``Defaults``' stores come from.
+enum StoreSource: Sendable {
+    /// The process's file stores (one per file, ``SuiteStore/open(_:watching:)``).
+    case files(watching: Bool)
+    /// The stores of one in-memory world.
+    case memory(MemorySuites)
+
+    var watchesFiles: Bool {
+        if case .files(watching: true) = self { return true }
+        return false
+    }
+
+    /// The store of the suite at `location`.
+    func open(_ location: SuiteLocation) -> SuiteStore {
+        switch self {
+        case .files(let watching): SuiteStore.open(location, watching: watching)
+        case .memory(let suites): suites.open(location)
+        }
+    }
+
+    /// The store of the suite at `location` for a one-off access: not watched.
+    func openUnwatched(_ location: SuiteLocation) -> SuiteStore {
+        switch self {
+        case .files: SuiteStore.open(location, watching: false)
+        case .memory(let suites): suites.open(location)
+        }
     }
 }

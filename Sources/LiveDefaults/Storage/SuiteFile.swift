@@ -61,15 +61,17 @@ package struct SuiteFile: Sendable {
     }
 
     /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`.
-    package func withLock<T>(_ body: () throws(DefaultsError) -> T) throws(DefaultsError) -> T {
+    package func withLock<T, Operations: FileOperations>(
+        using operations: Operations, _ body: () throws(DefaultsError) -> T
+    ) throws(DefaultsError) -> T {
         try createDirectoryIfNeeded()
         let lockPath = Self.sidecar(of: resolvedPath(), prefix: "", suffix: ".lock")
         let descriptor: Int32
         do {
             descriptor = try SystemCall.retrying("open") {
-                open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+                operations.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             }
-            try SystemCall.retrying("flock") { flock(descriptor, LOCK_EX) }
+            try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) }
         } catch {
             throw DefaultsError(
                 .lockFailed,
@@ -87,7 +89,9 @@ package struct SuiteFile: Sendable {
     ///
     /// - Returns: The identity of the file now in place.
     @discardableResult
-    package func replace(with data: Data) throws(DefaultsError) -> FileIdentity {
+    package func replace<Operations: FileOperations>(
+        with data: Data, using operations: Operations
+    ) throws(DefaultsError) -> FileIdentity {
         let target = resolvedPath()
         let directory = Self.directory(of: target)
         var existing = stat()
@@ -97,20 +101,20 @@ package struct SuiteFile: Sendable {
         let mode: mode_t = exists ? existing.st_mode & 0o7777 : 0o600
         var temporary = ""
         do throws(SystemError) {
-            let descriptor = try createTemporaryFile(beside: target, path: &temporary)
+            let descriptor = try createTemporaryFile(beside: target, path: &temporary, using: operations)
             do throws(SystemError) {
                 if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
-                try SystemCall.writeAll(descriptor, data)
+                try SystemCall.writeAll(descriptor, data, using: operations)
                 // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
                 // (its size and blocks are needed to read the data back), on ext4 in the same journal
                 // commit, so it would save nothing here.
-                try SystemCall.retrying("fsync") { fsync(descriptor) }
+                try SystemCall.retrying("fsync") { operations.fsync(descriptor) }
                 try SystemCall.retrying("close") { close(descriptor) }
             } catch {
                 close(descriptor)
                 throw error
             }
-            try SystemCall.retrying("rename") { rename(temporary, target) }
+            try SystemCall.retrying("rename") { operations.rename(temporary, target) }
         } catch {
             if !temporary.isEmpty { unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
@@ -129,7 +133,9 @@ package struct SuiteFile: Sendable {
     /// Creates a new temporary file beside `target` (exclusive create, no symlink following), and
     /// sets `path` to it. A name already taken — a planted file or symbolic link, which is never
     /// written through nor removed — is passed over for another random one.
-    private func createTemporaryFile(beside target: String, path: inout String) throws(SystemError) -> Int32 {
+    private func createTemporaryFile<Operations: FileOperations>(
+        beside target: String, path: inout String, using operations: Operations
+    ) throws(SystemError) -> Int32 {
         for attempt in 1...Self.temporaryNameAttempts {
             let planned = Self.plannedTemporaryNames.withLock { names -> String? in
                 guard var queue = names[target], !queue.isEmpty else { return nil }
@@ -144,7 +150,7 @@ package struct SuiteFile: Sendable {
                     suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
             do {
                 let descriptor = try SystemCall.retrying("open") {
-                    open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                    operations.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 }
                 path = candidate
                 return descriptor

@@ -16,11 +16,18 @@ package enum SystemCall {
 
     /// Writes all of `data` to `descriptor`.
     package static func writeAll(_ descriptor: Int32, _ data: Data) throws(SystemError) {
+        try writeAll(descriptor, data, using: SystemFileOperations())
+    }
+
+    /// Writes all of `data` to `descriptor` through `operations` (``FileOperations``).
+    package static func writeAll<Operations: FileOperations>(
+        _ descriptor: Int32, _ data: Data, using operations: Operations
+    ) throws(SystemError) {
         var failure: SystemError?
         data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
             var offset = 0
             while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = operations.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     failure = SystemError(errno: errno, operation: "write")

@@ -1,0 +1,7 @@
+/// Where a change came from.
+public enum ChangeOrigin: Sendable, Hashable {
+    /// This process changed the value (a set, a removal, a registration, a domain change).
+    case local
+    /// Another process, a tool or an editor changed the suite file and it was reloaded.
+    case external
+}

@@ -1,0 +1,223 @@
+import Foundation
+
+/// Directories already warned about (``DefaultsError/Code/insecureDirectory``): once each per process.
+private let insecureDirectoriesReported = Locked<Set<String>>([])
+
+/// A suite kept in its property-list file (contracts 1, 3–5 of docs/design.md): a write is lock
+/// ▸ re-read if the file changed ▸ apply this process's changes ▸ temporary file ▸ fsync ▸ rename
+/// ▸ fsync the directory; a file that does not parse is kept aside before anything replaces it;
+/// a symbolic link at the suite's path is followed; the directory is watched.
+///
+/// `Operations` is the system-call seam (``FileOperations``): a generic parameter, so the
+/// library's writes call the system directly, and tests make calls fail on demand.
+package final class FileBackend<Operations: FileOperations>: SuiteBackend {
+    package let file: SuiteFile
+    private let operations: Operations
+    private let state = Locked(State())
+
+    private struct State {
+        /// The bytes last read from or written to the file: a reload of the same bytes is no change
+        /// (this is how the store's own writes are not echoed).
+        var bytes: Data?
+        var identity: FileIdentity?
+        var format: PropertyListFormat = .binary
+        /// The file on disk did not parse: it is kept aside before anything replaces it.
+        var isCorrupt = false
+        var version: UInt64 = 0
+        var cleanedTemporaryFiles = false
+        var watch: FileWatch?
+    }
+
+    package init(location: SuiteLocation, operations: Operations) {
+        self.file = SuiteFile(location: location)
+        self.operations = operations
+    }
+
+    private var location: SuiteLocation { file.location }
+
+    /// The format the file is written in.
+    package var format: PropertyListFormat { state.withLock { $0.format } }
+
+    // MARK: Loading
+
+    package func load() -> SuiteLoad {
+        var load = SuiteLoad()
+        do throws(DefaultsError) {
+            let contents = try file.read()
+            let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
+            load.snapshot = state.withLock { state in
+                state.bytes = contents?.data
+                state.identity = contents?.identity
+                if let parsed {
+                    state.format = parsed.format
+                    state.version += 1
+                }
+                return SuiteSnapshot(values: parsed?.values ?? [:], version: state.version)
+            }
+        } catch {
+            state.withLock { $0.isCorrupt = error.code == .corruptFile }
+            load.error = error
+        }
+        if let warning = directoryWarning() { load.warnings.append(warning) }
+        return load
+    }
+
+    /// The warning to give when others could replace the suite file (the store is still used),
+    /// once per directory.
+    private func directoryWarning() -> DefaultsError? {
+        guard let warning = file.directoryInsecurity(), let directory = warning.path else { return nil }
+        let isNew = insecureDirectoriesReported.withLock { $0.insert(directory).inserted }
+        return isNew ? warning : nil
+    }
+
+    /// Parses suite bytes: the values and the format to write them back in.
+    private func parse(_ data: Data) throws(DefaultsError) -> (
+        values: [String: PropertyListValue], format: PropertyListFormat
+    ) {
+        if data.isEmpty {
+            throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil)
+        }
+        let decoded: (value: PropertyListValue, format: PropertyListFormat)
+        do {
+            decoded = try PropertyListCodec.decode(data)
+        } catch {
+            throw corruptFileError("does not parse as a property list", cause: error)
+        }
+        guard case .dictionary(let values) = decoded.value else {
+            throw corruptFileError("holds a \(decoded.value.typeName) at its root, not a dictionary", cause: nil)
+        }
+        // Written back as XML when it was XML, else binary (old-style text is read, not written).
+        return (values, decoded.format == .xml ? .xml : .binary)
+    }
+
+    private func corruptFileError(_ problem: String, cause: (any Error)?) -> DefaultsError {
+        DefaultsError(
+            .corruptFile,
+            "The suite file \(location.path) for suite \"\(location.name)\" \(problem). Its values were not loaded; "
+                + "it will be kept aside as \(location.path).corrupt-<time> before it is replaced. "
+                + "Fix or remove the file to use its values again.",
+            suite: location.name, path: location.path, underlying: cause.map { SendableDescription($0) })
+    }
+
+    // MARK: Writing
+
+    package func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+        let clean = state.withLock { $0.cleanedTemporaryFiles }
+        if !clean {
+            file.removeOrphanedTemporaryFiles()
+            state.withLock { $0.cleanedTemporaryFiles = true }
+        }
+        return try file.withLock(using: operations) { () throws(DefaultsError) in
+            try writeLocked(changes, over: known)
+        }
+    }
+
+    /// The part of a write done under the file lock.
+    private func writeLocked(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+        let last = state.withLock { (identity: $0.identity, corrupt: $0.isCorrupt, format: $0.format) }
+        var base = known.values
+        var format = last.format
+        let rereads = FileIdentity.of(path: location.path) != last.identity || last.corrupt
+        if rereads {
+            // Someone else wrote since we last looked (or the file is bad): start from what is there now.
+            if let contents = try file.read() {
+                do throws(DefaultsError) {
+                    let parsed = try parse(contents.data)
+                    base = parsed.values
+                    format = parsed.format
+                } catch {
+                    // Contract 4: never replace a bad file without keeping it.
+                    if let kept = try file.keepAside() {
+                        DefaultsErrorReporting.report(
+                            DefaultsError(
+                                .corruptFile,
+                                "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was kept "
+                                    + "as \(kept) and replaced by this process's values.",
+                                suite: location.name, path: location.path, underlying: error))
+                    }
+                }
+            } else {
+                base = [:]
+            }
+        }
+        let merged = changes.applied(to: base)
+        var data: Data?
+        var identity: FileIdentity?
+        if changes.removesSuite {
+            try file.remove()
+        } else {
+            let encoded: Data
+            do throws(DefaultsError) {
+                encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
+            } catch {
+                throw DefaultsError(
+                    .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
+                    path: location.path, underlying: error)
+            }
+            identity = try file.replace(with: encoded, using: operations)
+            data = encoded
+        }
+        let version = state.withLock { state -> UInt64 in
+            state.bytes = data
+            state.identity = identity
+            state.isCorrupt = false
+            state.format = format
+            state.version += 1
+            return state.version
+        }
+        return SuiteWritten(snapshot: SuiteSnapshot(values: merged, version: version), unchangedByOthers: !rereads)
+    }
+
+    // MARK: Outside changes
+
+    package func reload() -> SuiteReload {
+        let contents: SuiteFile.Contents?
+        do throws(DefaultsError) {
+            contents = try file.read()
+        } catch {
+            return .failed(error)
+        }
+        let (same, watch) = state.withLock {
+            ($0.bytes == contents?.data && ($0.bytes != nil || contents == nil), $0.watch)
+        }
+        if same { return .unchanged }
+        // Gone for a moment only (its directory made again, an editor saving) is no deletion:
+        // the watcher calls again when the file is back or has stayed away for the grace.
+        if contents == nil, let watch, !watch.absenceCounts() { return .unchanged }
+        var parsed: (values: [String: PropertyListValue], format: PropertyListFormat)?
+        if let contents {
+            do throws(DefaultsError) {
+                parsed = try parse(contents.data)
+            } catch {
+                // Keep the last good values; the file is kept aside only if this process must write
+                // before it is fixed (a person may still be editing it).
+                let isNew = state.withLock { state -> Bool in
+                    let isNew = state.bytes != contents.data
+                    state.bytes = contents.data
+                    state.identity = contents.identity
+                    state.isCorrupt = true
+                    return isNew
+                }
+                return .unreadable(error, isNew: isNew)
+            }
+        }
+        let version = state.withLock { state -> UInt64 in
+            state.bytes = contents?.data
+            state.identity = contents?.identity
+            state.isCorrupt = false
+            if let parsed { state.format = parsed.format }
+            state.version += 1
+            return state.version
+        }
+        return .changed(SuiteSnapshot(values: parsed?.values ?? [:], version: version))
+    }
+
+    package func startWatching(_ onChange: @escaping @Sendable () -> Void) {
+        let needsWatch = state.withLock { $0.watch == nil }
+        guard needsWatch else { return }
+        let watch = FileWatcher.shared.watch(path: location.path, onChange: onChange)
+        state.withLock { state in
+            if state.watch == nil { state.watch = watch } else { watch.cancel() }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/// Where a suite's values are kept: how a suite is loaded, written (under the backend's own
+/// lock), and watched for changes made outside this process.
+///
+/// ``SuiteStore`` owns the values in memory (``SuiteValues``), the order of changes and the
+/// scheduling; a backend only moves values to and from its storage. Calls of ``load()``,
+/// ``write(_:over:)`` and ``reload()`` never overlap for one store (the store's I/O lock
+/// serialises them) and are never made under the ``ChangeLock``. Backends: files (``FileBackend``,
+/// contracts 3–5) and memory (``MemoryBackend``); a remote one plugs in the same way
+/// (docs/design.md, "Store model and backends").
+package protocol SuiteBackend: Sendable {
+    /// Reads the suite for the first time.
+    func load() -> SuiteLoad
+
+    /// Writes this process's changes: under the backend's lock, starts from what the backend holds
+    /// now (`known` when no one else changed it since), applies `changes` (each key keeps the last
+    /// write) and stores the result.
+    ///
+    /// - Parameter known: The values (and their version) this store last installed.
+    /// - Returns: The values now stored.
+    /// - Throws: ``DefaultsError`` when nothing was written (the store keeps the changes pending).
+    func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten
+
+    /// Looks at the suite again, after the watch said it changed outside this process.
+    func reload() -> SuiteReload
+
+    /// Starts calling `onChange` when the suite may have changed outside this process (each call
+    /// is followed by a coalesced ``reload()``). A backend with no outside does nothing.
+    func startWatching(_ onChange: @escaping @Sendable () -> Void)
+}
+
+/// A suite's values at one version of its backend.
+package struct SuiteSnapshot: Sendable, Equatable {
+    package var values: [String: PropertyListValue]
+    /// Grows with every new content the backend sees (a remote backend's revision).
+    package var version: UInt64
+
+    package init(values: [String: PropertyListValue] = [:], version: UInt64 = 0) {
+        self.values = values
+        self.version = version
+    }
+}
+
+/// What a first read found.
+package struct SuiteLoad: Sendable {
+    /// The values (empty when there are none, or when they could not be read).
+    package var snapshot = SuiteSnapshot()
+    /// Why the values could not be read: the store starts empty and says so in `lastError`.
+    package var error: DefaultsError?
+    /// Problems to report that do not stop the store (an unsafe directory).
+    package var warnings: [DefaultsError] = []
+
+    package init(snapshot: SuiteSnapshot = SuiteSnapshot(), error: DefaultsError? = nil, warnings: [DefaultsError] = [])
+    {
+        self.snapshot = snapshot
+        self.error = error
+        self.warnings = warnings
+    }
+}
+
+/// What a write stored.
+package struct SuiteWritten: Sendable {
+    /// The values now stored: what the backend held, with the write applied.
+    package var snapshot: SuiteSnapshot
+    /// The backend held exactly the values the write was made over: nothing from outside to deliver.
+    package var unchangedByOthers: Bool
+
+    package init(snapshot: SuiteSnapshot, unchangedByOthers: Bool) {
+        self.snapshot = snapshot
+        self.unchangedByOthers = unchangedByOthers
+    }
+}
+
+/// What a reload found.
+package enum SuiteReload: Sendable {
+    /// Nothing new (this store's own write, or a change not yet complete).
+    case unchanged
+    /// New values: the store installs them and delivers the difference (origin `.external`).
+    case changed(SuiteSnapshot)
+    /// The suite is there but unreadable (a corrupt file): the store keeps its values, records the
+    /// error and reports it when `isNew`.
+    case unreadable(DefaultsError, isNew: Bool)
+    /// Looking failed (an I/O error): reported, nothing else changes.
+    case failed(DefaultsError)
+}

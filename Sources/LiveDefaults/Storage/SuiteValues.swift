@@ -1,0 +1,169 @@
+/// One suite's values in this process, as a pure value: the backend's values at a version, this
+/// process's changes not yet written, and what reads see — the first with the second laid over it.
+///
+/// No locks, no I/O and no callbacks (as ``WatchRegistry`` is for the watcher): ``SuiteStore``
+/// keeps it under its state lock and does the I/O through its backend. Every change returns the
+/// per-key old and new values it made. A write and a reload install new backend values through
+/// the same merge, ``install(_:after:)`` (docs/design.md, "Store model and backends").
+package struct SuiteValues: Sendable {
+    /// A change of this process not yet written: nil is a removal. The generation orders them, so
+    /// a change made while a write was under way is not taken for the one written.
+    package struct Pending: Sendable, Equatable {
+        package var value: PropertyListValue?
+        package var generation: UInt64
+    }
+
+    /// What reads see: `stored` with `pending` laid over it (or, while the whole suite is being
+    /// replaced, the replacement with the changes made since).
+    package private(set) var current: [String: PropertyListValue]
+    /// The backend's values at ``version``, as last loaded, written or reloaded.
+    package private(set) var stored: [String: PropertyListValue]
+    /// The backend's version of ``stored`` (for files, how many contents this process has seen; a
+    /// remote backend's revision).
+    package private(set) var version: UInt64
+    /// This process's changes not yet written.
+    package private(set) var pending: [String: Pending] = [:]
+    /// The generation of a replacement of the whole suite not yet written, nil when none.
+    package private(set) var wholeReplacement: UInt64?
+    private var generation: UInt64 = 0
+
+    package init(stored: [String: PropertyListValue] = [:], version: UInt64 = 0) {
+        self.current = stored
+        self.stored = stored
+        self.version = version
+    }
+
+    /// Whether this process has changes not yet written.
+    package var hasPendingChanges: Bool { !pending.isEmpty || wholeReplacement != nil }
+
+    // MARK: This process's changes
+
+    /// Sets (nil: removes) `key`.
+    ///
+    /// - Returns: Whether reads see a change (false when the value was already that), and the
+    ///   value they saw before. (A pair, not a ``StoredChange``: this is every write's path.)
+    @inline(__always)
+    package mutating func set(
+        _ value: PropertyListValue?, forKey key: String
+    ) -> (changed: Bool, old: PropertyListValue?) {
+        generation += 1
+        pending[key] = Pending(value: value, generation: generation)
+        // One lookup, not a comparison and then a store (a SipHash each).
+        let old: PropertyListValue?
+        if let value {
+            old = current.updateValue(value, forKey: key)
+        } else {
+            old = current.removeValue(forKey: key)
+        }
+        return (old != value, old)
+    }
+
+    /// Replaces every value (empty removes them all: the next write deletes the suite).
+    ///
+    /// - Returns: The changes reads see.
+    package mutating func replaceAll(with values: [String: PropertyListValue]) -> [StoredChange] {
+        generation += 1
+        let changes = Self.changes(from: current, to: values)
+        current = values
+        pending = [:]
+        wholeReplacement = generation
+        return changes
+    }
+
+    // MARK: Writing and reloading
+
+    /// What a write sends to the backend, nil when there is nothing to write.
+    package func outgoing() -> SuiteWrite? {
+        if let wholeReplacement { return .whole(current, generation: wholeReplacement) }
+        return pending.isEmpty ? nil : .changes(pending)
+    }
+
+    /// Installs the backend's `values` at `version` — after a write of `written`, or, with nil,
+    /// after a reload — and lays this process's changes still unwritten over them: the one merge
+    /// of flush and reload.
+    ///
+    /// - Parameters:
+    ///   - unchangedByOthers: The backend says `values` are exactly the last stored values with
+    ///     `written` applied (no one else wrote in between), so reads already see them: nothing to
+    ///     compare (a thousand-key comparison on every flush otherwise).
+    /// - Returns: The changes reads see: values others wrote, net of this process's own.
+    package mutating func install(
+        _ values: [String: PropertyListValue], version: UInt64, after written: SuiteWrite?,
+        unchangedByOthers: Bool = false
+    ) -> [StoredChange] {
+        stored = values
+        self.version = version
+        switch written {
+        case .changes(let changes)?:
+            for (key, change) in changes where pending[key]?.generation == change.generation {
+                pending[key] = nil
+            }
+        case .whole(_, let generation)?:
+            if wholeReplacement == generation { wholeReplacement = nil }
+        case nil:
+            break
+        }
+        if unchangedByOthers, case .changes? = written, wholeReplacement == nil { return [] }
+        // A replacement not yet written hides the stored values entirely.
+        if wholeReplacement != nil { return [] }
+        var merged = values
+        for (key, change) in pending { merged[key] = change.value }
+        let changes = Self.changes(from: current, to: merged)
+        current = merged
+        return changes
+    }
+
+    /// The per-key differences from `old` to `new`.
+    package static func changes(
+        from old: [String: PropertyListValue], to new: [String: PropertyListValue]
+    ) -> [StoredChange] {
+        var changes: [StoredChange] = []
+        for (key, value) in old where new[key] != value {
+            changes.append(StoredChange(key: key, old: value, new: new[key]))
+        }
+        for (key, value) in new where old[key] == nil {
+            changes.append(StoredChange(key: key, old: nil, new: value))
+        }
+        return changes
+    }
+}
+
+/// What a write sends to a backend: this process's changes, or a replacement of the whole suite.
+package enum SuiteWrite: Sendable, Equatable {
+    /// Sets and removals (nil) of single keys; other keys keep what the backend holds.
+    case changes([String: SuiteValues.Pending])
+    /// Every value of the suite; empty removes the suite.
+    case whole([String: PropertyListValue], generation: UInt64)
+
+    /// The values after this write is applied to `stored`: each key keeps the last write.
+    package func applied(to stored: [String: PropertyListValue]) -> [String: PropertyListValue] {
+        switch self {
+        case .whole(let values, _):
+            return values
+        case .changes(let changes):
+            var merged = stored
+            for (key, change) in changes { merged[key] = change.value }
+            return merged
+        }
+    }
+
+    /// Whether this write removes the whole suite (as `defaults delete <domain>` does).
+    package var removesSuite: Bool {
+        if case .whole(let values, _) = self { return values.isEmpty }
+        return false
+    }
+}
+
+/// One key's stored value changing: the values it changed between, captured when the change was
+/// applied.
+package struct StoredChange: Sendable, Equatable {
+    package var key: String
+    package var old: PropertyListValue?
+    package var new: PropertyListValue?
+
+    package init(key: String, old: PropertyListValue?, new: PropertyListValue?) {
+        self.key = key
+        self.old = old
+        self.new = new
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+/// A clock the test advances: the store's background work runs when the test says, on the test's
+/// thread, so back-off and coalescing are checked without waiting.
+final class ManualStoreClock: StoreClock {
+    private struct Entry {
+        var due: Duration
+        var action: @Sendable () -> Void
+    }
+
+    private let state = Locked<(now: Duration, entries: [Entry], requested: [Duration])>((.zero, [], []))
+
+    func run(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.entries.append(Entry(due: state.now + delay, action: action))
+            state.requested.append(delay)
+        }
+    }
+
+    /// The delays asked for so far, in order.
+    var requestedDelays: [Duration] { state.withLock { $0.requested } }
+
+    /// How many actions wait.
+    var waiting: Int { state.withLock { $0.entries.count } }
+
+    /// Moves time on by `interval`, running what falls due (outside the clock's lock, in order).
+    func advance(by interval: Duration) {
+        let end = state.withLock { state in state.now + interval }
+        while true {
+            let next = state.withLock { state -> Entry? in
+                guard let index = state.entries.indices.min(by: { state.entries[$0].due < state.entries[$1].due }),
+                    state.entries[index].due <= end
+                else { return nil }
+                let entry = state.entries.remove(at: index)
+                state.now = max(state.now, entry.due)
+                return entry
+            }
+            guard let next else { break }
+            next.action()
+        }
+        state.withLock { $0.now = end }
+    }
+}
+
+/// File operations that fail on demand, as a full disk or a lock that cannot be taken would, and
+/// otherwise make the real system calls (the seam is ``FileOperations``).
+struct FailingFileOperations: FileOperations {
+    /// The `errno` each operation fails with while set.
+    let failures = Locked<[String: Int32]>([:])
+
+    func fail(_ operation: String, with code: Int32?) {
+        failures.withLock { $0[operation] = code }
+    }
+
+    private func failure(_ operation: String) -> Int32? {
+        guard let code = failures.withLock({ $0[operation] }) else { return nil }
+        errno = code
+        return code
+    }
+
+    func open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+        failure("open") == nil ? SystemFileOperations().open(path, flags, mode) : -1
+    }
+
+    func flock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
+        failure("flock") == nil ? SystemFileOperations().flock(descriptor, operation) : -1
+    }
+
+    func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+        failure("write") == nil ? SystemFileOperations().write(descriptor, buffer, count) : -1
+    }
+
+    func fsync(_ descriptor: Int32) -> Int32 {
+        failure("fsync") == nil ? SystemFileOperations().fsync(descriptor) : -1
+    }
+
+    func rename(_ source: String, _ destination: String) -> Int32 {
+        failure("rename") == nil ? SystemFileOperations().rename(source, destination) : -1
+    }
+}
+
+/// Records what a store tells its listeners.
+final class RecordingListener: SuiteStoreListener {
+    let changes = Locked<[(StoredChange, ChangeOrigin)]>([])
+
+    func suiteStore(
+        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
+        origin: ChangeOrigin
+    ) -> (() -> Void)? {
+        changes.withLock { $0.append((StoredChange(key: key, old: old, new: new), origin)) }
+        return nil
+    }
+
+    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)? {
+        self.changes.withLock { recorded in recorded += changes.map { ($0, origin) } }
+        return nil
+    }
+}
+
+/// The store over its backends: writes that fail (full disk, lock), the back-off on a test clock,
+/// and change events that carry the values they changed between.
+@Suite struct StoreBackendTests {
+    /// A store of its own (not in the registry) on a file in `directory`, with failing operations
+    /// and a manual clock.
+    static func makeStore(
+        in directory: borrowing TemporaryDirectory, name: String = "suite"
+    ) throws -> (SuiteStore, FailingFileOperations, ManualStoreClock) {
+        let location = try SuiteLocation(suiteName: name, directory: directory.path)
+        let operations = FailingFileOperations()
+        let clock = ManualStoreClock()
+        let store = SuiteStore(
+            location: location, backend: FileBackend(location: location, operations: operations), clock: clock)
+        #expect(store.load().isEmpty)
+        return (store, operations, clock)
+    }
+
+    static func fileValues(_ path: String) throws -> [String: PropertyListValue]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard case .dictionary(let values) = try PropertyListCodec.decode(data).value else { return nil }
+        return values
+    }
+
+    @Test func aFullDiskKeepsTheValueAndRetriesBackingOff() throws {
+        let directory = try TemporaryDirectory()
+        let (store, operations, clock) = try Self.makeStore(in: directory)
+        let path = store.location.path
+        operations.fail("write", with: ENOSPC)
+
+        store.set("kept", forKey: "k")
+        #expect(clock.requestedDelays == [StoreSchedule.flushDelay])
+        clock.advance(by: .milliseconds(20))
+        #expect(store.lastError?.code == .writeFailed)
+        #expect(store.lastError?.message.contains("The disk is full") == true, "\(String(describing: store.lastError))")
+        #expect(store.value(forKey: "k") == "kept", "the value stays in memory")
+        #expect(store.hasPendingChanges)
+        #expect(try Self.fileValues(path) == nil, "nothing was written")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.contains(".tmp-") }
+        #expect(leftovers.isEmpty, "the temporary file was removed: \(leftovers)")
+
+        // Each retry waits twice as long.
+        clock.advance(by: .milliseconds(250))
+        clock.advance(by: .milliseconds(500))
+        #expect(
+            clock.requestedDelays == [StoreSchedule.flushDelay, .milliseconds(250), .milliseconds(500), .seconds(1)])
+        #expect(throws: DefaultsError.self) { try store.flush() }
+
+        // Space is freed: the next retry writes, and the error clears.
+        operations.fail("write", with: nil)
+        clock.advance(by: .seconds(1))
+        #expect(try Self.fileValues(path) == ["k": "kept"])
+        #expect(store.lastError == nil)
+        #expect(!store.hasPendingChanges)
+        // The back-off is over: the next change waits the usual delay.
+        store.set("next", forKey: "k")
+        #expect(clock.requestedDelays.last == StoreSchedule.flushDelay)
+        clock.advance(by: .milliseconds(20))
+        #expect(try Self.fileValues(path) == ["k": "next"])
+    }
+
+    @Test func aLockThatCannotBeTakenWritesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let (store, operations, _) = try Self.makeStore(in: directory)
+        operations.fail("flock", with: ENOLCK)
+        store.set(1, forKey: "k")
+        #expect(throws: DefaultsError.self) { try store.flush() }
+        #expect(store.lastError?.code == .lockFailed)
+        #expect(store.lastError?.path?.hasSuffix(".plist.lock") == true)
+        #expect(try Self.fileValues(store.location.path) == nil)
+        #expect(store.hasPendingChanges)
+        operations.fail("flock", with: nil)
+        try store.flush()
+        #expect(store.lastError == nil)
+        #expect(try Self.fileValues(store.location.path) == ["k": 1])
+    }
+
+    @Test func aFailedSyncOrRenameLeavesTheOldFileWhole() throws {
+        let directory = try TemporaryDirectory()
+        let (store, operations, _) = try Self.makeStore(in: directory)
+        store.set("old", forKey: "k")
+        try store.flush()
+        for operation in ["fsync", "rename"] {
+            operations.fail(operation, with: EIO)
+            store.set("new", forKey: "k")
+            #expect(throws: DefaultsError.self) { try store.flush() }
+            #expect(store.lastError?.code == .writeFailed)
+            #expect(try Self.fileValues(store.location.path) == ["k": "old"], "\(operation) failed")
+            operations.fail(operation, with: nil)
+            store.set("old", forKey: "k")
+            try store.flush()
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(names.filter { $0.contains(".tmp-") }.isEmpty, "\(names)")
+    }
+
+    @Test func changeEventsCarryTheValuesTheyChangedBetween() throws {
+        let directory = try TemporaryDirectory()
+        let (store, _, _) = try Self.makeStore(in: directory)
+        let listener = RecordingListener()
+        store.addListener(listener)
+        store.set(1, forKey: "a")
+        store.set(1, forKey: "a")  // no change, no event
+        store.set(2, forKey: "a")
+        store.set(nil, forKey: "a")
+        store.replaceAll(with: ["b": true])
+        try store.flush()
+        // Another process writes the file; the reload delivers what changed, old and new.
+        try PropertyListCodec.encode(.dictionary(["b": false, "c": "x"]), format: .binary)
+            .write(to: URL(fileURLWithPath: store.location.path))
+        store.reload()
+        let recorded = listener.changes.withLock { $0 }
+        #expect(
+            recorded.map(\.0).prefix(4) == [
+                StoredChange(key: "a", old: nil, new: 1), StoredChange(key: "a", old: 1, new: 2),
+                StoredChange(key: "a", old: 2, new: nil), StoredChange(key: "b", old: nil, new: true),
+            ])
+        #expect(recorded.prefix(4).allSatisfy { $0.1 == .local })
+        let external = recorded.dropFirst(4)
+        #expect(Set(external.map(\.0.key)) == ["b", "c"])
+        #expect(external.contains { $0.0 == StoredChange(key: "b", old: true, new: false) && $0.1 == .external })
+        #expect(external.contains { $0.0 == StoredChange(key: "c", old: nil, new: "x") && $0.1 == .external })
+        store.removeListener(listener)
+    }
+
+    @Test func concurrentWritersGiveAnUnbrokenChainOfOldAndNewValues() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, _, _) = try Self.makeStore(in: directory)
+        let listener = RecordingListener()
+        store.addListener(listener)
+        let group = DispatchGroup()
+        for thread in 0..<8 {
+            DispatchQueue.global().async(group: group) {
+                for index in 0..<500 { store.set(.integer(Int64(thread * 1_000 + index)), forKey: "k") }
+            }
+        }
+        #expect(await wait(for: group, within: 60))
+        let recorded = listener.changes.withLock { $0.map(\.0) }
+        #expect(recorded.count == 4_000, "every write changed the value")
+        var previous: PropertyListValue?
+        for change in recorded {
+            #expect(change.old == previous, "the chain breaks at \(change)")
+            previous = change.new
+        }
+        #expect(previous == store.value(forKey: "k"))
+        store.removeListener(listener)
+    }
+
+    @Test func reloadRequestsCoalesceOnTheClock() throws {
+        let directory = try TemporaryDirectory()
+        let (store, _, clock) = try Self.makeStore(in: directory)
+        let listener = RecordingListener()
+        store.addListener(listener)
+        try PropertyListCodec.encode(.dictionary(["a": 1]), format: .binary)
+            .write(to: URL(fileURLWithPath: store.location.path))
+        store.scheduleReload()
+        store.scheduleReload()
+        store.scheduleReload()
+        #expect(clock.waiting == 1)
+        clock.advance(by: .zero)
+        #expect(listener.changes.withLock { $0.map(\.0) } == [StoredChange(key: "a", old: nil, new: 1)])
+        store.scheduleReload()
+        #expect(clock.waiting == 1, "a request after the reload started arms another")
+        clock.advance(by: .zero)
+        #expect(listener.changes.withLock { $0.count } == 1, "the same bytes again are no change")
+        store.removeListener(listener)
+    }
+}
