@@ -14,11 +14,14 @@ import Observation
 /// (`defaults.observable(.theme).value`, `@Setting`'s `$theme.value`) tracks as well as a stored one.
 /// A key costs nothing until it is first used through this type or ``Setting``.
 ///
-/// **When `onChange` runs.** As Swift Observation's rule is, `onChange` runs *before* the change
-/// is readable through ``value``: reading `value` inside `onChange` gives the old value. It runs
-/// on the thread that delivers the change — for a local change, usually the thread that made it;
-/// for a change from another process, a background thread. Schedule the work that reads the new
-/// value (on a queue, a task, the next frame), and track again there.
+/// **When `onChange` runs.** Swift Observation's rule is that `onChange` runs *before* the change
+/// (at `willSet`): for an `@Observable` class, a property read inside `onChange` still gives the
+/// old value. ``value`` reads the store, which has already changed when the change is delivered, so
+/// here `onChange` and anything it schedules read the new value (or a newer one). `onChange` runs
+/// once, on the thread that delivers the change — for a local change, usually the thread that made
+/// it; for a change from another process, a background thread — so do not draw there: schedule
+/// the work (on a queue, a task, the next frame) and track again in it, as
+/// `withObservationTracking` requires.
 public final class ObservableSetting<Value: Sendable>: Observable, Sendable {
     private let tracked: TrackedSetting<Value>
     private let defaults: Defaults
@@ -30,20 +33,22 @@ public final class ObservableSetting<Value: Sendable>: Observable, Sendable {
         self.tracked = tracked
     }
 
-    /// The key's value as of the last change delivered. Setting it writes the store (and
+    /// The key's current value, tracked by Swift Observation. Setting it writes the store (and
     /// observers, this one included, are told).
     public var value: Value {
-        get { tracked.value }
+        get {
+            tracked.recordAccess()
+            return defaults[key]
+        }
         set { defaults[key] = newValue }
     }
 }
 
-/// What an ``ObservableSetting`` tracks: the registrar, the last value delivered and the
-/// observation that keeps it current. Owned by its ``Defaults`` (no reference back to it, so the
-/// two never keep each other alive); the public object holds the `Defaults` and this.
+/// What an ``ObservableSetting`` tracks: the registrar and the observation that tells it of
+/// each change of the key. Owned by its ``Defaults`` (no reference back to it, so the two never
+/// keep each other alive); the public object holds the `Defaults` and this.
 final class TrackedSetting<Value: Sendable>: Observable, Sendable {
     private let registrar = ObservationRegistrar()
-    private let storage: Locked<Value>
     private let token = Locked<ObservationToken?>(nil)
     let key: Defaults.Key<Value>
     /// The public object last handed out, kept weakly so that repeated calls give the same one.
@@ -53,24 +58,18 @@ final class TrackedSetting<Value: Sendable>: Observable, Sendable {
         weak var object: ObservableSetting<Value>?
     }
 
-    init(key: Defaults.Key<Value>, initial: Value) {
+    init(key: Defaults.Key<Value>) {
         self.key = key
-        self.storage = Locked(initial)
     }
 
     /// Starts following the key in `defaults` (once the object is fully made).
     func start(in defaults: Defaults) {
-        let observation = defaults.observe(key, options: .initial) { [weak self] change in
-            self?.update(change.newValue)
+        // Typed observation drops changes that decode to equal values.
+        let observation = defaults.observe(key) { [weak self] _ in
+            guard let self else { return }
+            self.registrar.withMutation(of: self, keyPath: \.value) {}
         }
         token.withLock { $0 = observation }
-    }
-
-    private func update(_ newValue: Value) {
-        if Equality.areEqual(storage.withLock { $0 }, newValue) { return }
-        registrar.withMutation(of: self, keyPath: \.value) {
-            storage.withLock { $0 = newValue }
-        }
     }
 
     /// The public object for `defaults`: the one handed out before if it is still in use.
@@ -83,14 +82,10 @@ final class TrackedSetting<Value: Sendable>: Observable, Sendable {
         }
     }
 
-    /// The value, tracked by Swift Observation.
-    var value: Value {
-        registrar.access(self, keyPath: \.value)
-        return storage.withLock { $0 }
-    }
+    /// What Swift Observation tracks (the value itself is read from the store).
+    var value: Void { () }
 
-    /// Records a read of the value for Swift Observation, without reading it (``Setting``'s
-    /// wrapped value reads the store itself).
+    /// Records a read of the value for Swift Observation.
     func recordAccess() {
         registrar.access(self, keyPath: \.value)
     }
@@ -130,8 +125,8 @@ extension Defaults {
     /// The ``TrackedSetting`` of `key`, made and started on first use.
     func tracked<Value>(_ key: Key<Value>) -> TrackedSetting<Value> {
         if let existing = trackedSettings.withLock({ $0.existing(key) }) { return existing }
-        // Made outside the lock: starting delivers the initial value, which may run callbacks.
-        let made = TrackedSetting(key: key, initial: self[key])
+        // Started outside the lock: registering an observer may deliver queued changes.
+        let made = TrackedSetting(key: key)
         let winner = trackedSettings.withLock { settings -> TrackedSetting<Value> in
             if let existing = settings.existing(key) { return existing }
             settings.add(made)
