@@ -231,3 +231,55 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         #expect(defaults.integer(forKey: "a") == 1)
     }
 }
+
+private struct Features: Codable, Equatable, Sendable {
+    var betaAPI: Bool
+    var rateLimit: Int
+    var ratio: Double = 1
+    var tags: [String] = []
+    var since: Date?
+}
+
+extension Defaults.Keys {
+    fileprivate static let hourFeatures = Defaults.Key<Features>(
+        "hourFeatures", default: Features(betaAPI: false, rateLimit: 10))
+}
+
+@Suite struct CodableValuesTests {
+    @Test func typedValuesInsideCodableReadAsAtTheTop() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.codable", directory: directory.url, watchesFiles: false)
+        // What `defaults write … features '{ betaAPI = 1; rateLimit = 50; }'` stores: strings.
+        defaults.set(
+            .dictionary([
+                "betaAPI": .string("1"), "rateLimit": .string("50"), "ratio": .string("0.5"),
+                "tags": .array([.string("a")]),
+            ]),
+            forKey: "hourFeatures")
+        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 50, ratio: 0.5, tags: ["a"]))
+        #expect(defaults.decodingError(for: .hourFeatures) == nil)
+        defaults.set(.string("50"), forKey: "hourPort")
+        #expect(defaults[.hourPort] == 50, "the same rule at the top")
+
+        // What `-dict betaAPI -bool YES rateLimit -int 50` stores: typed values, read strictly.
+        let since = Date(timeIntervalSince1970: 1_000_000)
+        defaults.set(
+            .dictionary([
+                "betaAPI": .bool(true), "rateLimit": .integer(50), "ratio": .real(1), "tags": .array([]),
+                "since": .date(since),
+            ]),
+            forKey: "hourFeatures")
+        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 50, since: since))
+
+        // What neither rule reads: the default, and the reason.
+        defaults.set(
+            .dictionary(["betaAPI": .string("maybe"), "rateLimit": .integer(1), "ratio": .real(1), "tags": .array([])]),
+            forKey: "hourFeatures")
+        #expect(defaults[.hourFeatures] == Features(betaAPI: false, rateLimit: 10))
+        #expect(defaults.decodingError(for: .hourFeatures)?.code == .decodingFailed)
+
+        // Values written through the key round-trip unchanged.
+        defaults[.hourFeatures] = Features(betaAPI: true, rateLimit: 7, tags: ["x", "y"], since: since)
+        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 7, tags: ["x", "y"], since: since))
+    }
+}
