@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Typed keys use it when Foundation's strict `PropertyListDecoder` fails, so a Codable value
 /// written with `defaults write … '{ rateLimit = 50; }'` (old-style text, where every scalar is a
-/// string) reads as it would at the top level: one rule for both.
+/// string) reads as it would at the top level: one rule for both (docs/design.md, "Typed reads:
+/// one conversion rule").
 struct LenientValueDecoder: Decoder {
     let value: PropertyListValue
     var codingPath: [any CodingKey] = []

@@ -59,7 +59,8 @@ extension Defaults {
     ) -> ObservationToken {
         let observer = Observer(key: key.name, options: options, queue: queue, backlogLimit: queueLimit) {
             [weak self] change in
-            // The old value was new once: only a new value is reported when it cannot be decoded.
+            // The old value was new once: only a new value is reported when it cannot be decoded
+            // (docs/design.md, "Observation: typed changes").
             let old = Self.decode(change.oldValue, as: key, reportingTo: nil)
             let new = Self.decode(change.newValue, as: key, reportingTo: self)
             if !change.isPrior, !change.isInitial, Equality.areEqual(old, new) { return }
@@ -82,6 +83,7 @@ extension Defaults {
     ///
     /// Changes arrive on the main actor in the order they were made, soon after each change (not
     /// during the call that made it); none arrives after the token is cancelled.
+    /// (docs/design.md, "Main-actor observation").
     public func observe<Value>(
         _ key: Key<Value>, options: ObservationOptions = [],
         _ handler: @escaping @MainActor @Sendable (DefaultsChange<Value>) -> Void

@@ -47,6 +47,7 @@ public final class ObservableSetting<Value: Sendable>: Observable, Sendable {
 /// What an ``ObservableSetting`` tracks: the registrar and the observation that tells it of
 /// each change of the key. Owned by its ``Defaults`` (no reference back to it, so the two never
 /// keep each other alive); the public object holds the `Defaults` and this.
+/// (docs/design.md, "Observation: Swift Observation").
 final class TrackedSetting<Value: Sendable>: Observable, Sendable {
     private let registrar = ObservationRegistrar()
     private let token = Locked<ObservationToken?>(nil)
