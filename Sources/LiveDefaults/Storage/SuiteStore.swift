@@ -222,9 +222,7 @@ extension SuiteStore {
             operations += 1
             do throws(DefaultsError) {
                 let contents = try file.read()
-                let parsed = try contents.map { contents throws(DefaultsError) in
-                    try parse(contents.data, reloading: false)
-                }
+                let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
                 state.withLock { state in
                     state.diskBytes = contents?.data
                     state.diskIdentity = contents?.identity
@@ -261,7 +259,7 @@ extension SuiteStore {
     ///
     /// - Parameter reloading: Whether values read before stay in use when the bytes are bad (a
     ///   reload), or there are none (the first load): the error says which.
-    private func parse(_ data: Data, reloading: Bool) throws(DefaultsError) -> (
+    private func parse(_ data: Data, reloading: Bool = false) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
         if data.isEmpty {
@@ -360,7 +358,7 @@ extension SuiteStore {
             let contents = try file.read()
             if let contents {
                 do throws(DefaultsError) {
-                    let parsed = try parse(contents.data, reloading: false)
+                    let parsed = try parse(contents.data)
                     base = parsed.values
                     format = parsed.format
                 } catch {
