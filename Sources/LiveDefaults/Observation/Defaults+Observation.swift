@@ -81,28 +81,16 @@ extension Defaults {
     /// }
     /// ```
     ///
-    /// Changes arrive on the main actor in the order they were made, soon after each change (not
-    /// during the call that made it); none starts after the token is cancelled.
+    /// Changes arrive on the main actor (the main queue) in the order they were made, soon after
+    /// each change (not during the call that made it); none starts after the token is cancelled.
     public func observe<Value>(
         _ key: Key<Value>, options: ObservationOptions = [],
         _ handler: @escaping @MainActor @Sendable (DefaultsChange<Value>) -> Void
     ) -> ObservationToken {
-        // One main-actor task drains the changes in order (docs/design.md, "Main-actor observation").
-        let (stream, continuation) = AsyncStream<DefaultsChange<Value>>.makeStream()
-        let token = observe(key, options: options) { continuation.yield($0) }
-        let isCancelled = Locked(false)
-        let task = Task { @MainActor in
-            for await change in stream {
-                // Changes still buffered when the token was cancelled are dropped.
-                if isCancelled.withLock({ $0 }) { break }
-                handler(change)
-            }
-        }
-        return ObservationToken {
-            isCancelled.withLock { $0 = true }
-            token.cancel()
-            continuation.finish()
-            task.cancel()
+        // Called on the main queue, in order; the main queue is the main actor's executor
+        // (docs/design.md, "Main-actor observation").
+        observe(key, options: options, queue: .main) { change in
+            MainActor.assumeIsolated { handler(change) }
         }
     }
 
