@@ -17,7 +17,7 @@ final class ChangeLog: Sendable {
 
     private let entries = Locked<[Entry]>([])
     var all: [Entry] { entries.withLock { $0 } }
-    func record(_ change: DefaultsChange<PropertyListValue>) {
+    func record(_ change: DefaultsChange<PropertyListValue?>) {
         entries.withLock {
             $0.append(Entry(key: change.key, old: change.oldValue, new: change.newValue, origin: change.origin))
         }

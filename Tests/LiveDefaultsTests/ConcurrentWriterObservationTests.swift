@@ -138,7 +138,7 @@ import Testing
     @Test func priorCallsComeJustBeforeTheirChangeWithTheSameOldValue() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try Defaults(suiteName: "com.example.prior", directory: directory.url, watchesFiles: false)
-        let calls = Locked<[DefaultsChange<PropertyListValue>]>([])
+        let calls = Locked<[DefaultsChange<PropertyListValue?>]>([])
         let token = defaults.observe("k", options: [.old, .new, .prior]) { change in
             calls.withLock { $0.append(change) }
         }

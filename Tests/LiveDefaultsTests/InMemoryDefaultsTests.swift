@@ -67,7 +67,7 @@ extension Defaults.Keys {
 
     @Test func observersSeeEveryChangeWithItsValues() async throws {
         let defaults = try Defaults.inMemory()
-        let seen = Locked<[DefaultsChange<PropertyListValue>]>([])
+        let seen = Locked<[DefaultsChange<PropertyListValue?>]>([])
         let token = defaults.observe("k") { change in seen.withLock { $0.append(change) } }
         defaults.register(defaults: ["k": 0])
         defaults.set(1, forKey: "k")

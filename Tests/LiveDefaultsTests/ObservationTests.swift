@@ -23,7 +23,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func setDeliversOldAndNewOnce() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let token = defaults.observe("theme") { recorder.record($0) }
         defaults.set("dark", forKey: "theme")
         defaults.set("dark", forKey: "theme")  // no change: nothing delivered
@@ -43,7 +43,7 @@ final class Recorder<Value: Sendable>: Sendable {
         defaults.setVolatileDomain([:] as [String: PropertyListValue], forName: Defaults.argumentDomain)
         let added = try makeDefaults(directory, "com.example.added")
         let global = try makeDefaults(directory, Defaults.globalDomain)
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let token = defaults.observe("k") { recorder.record($0) }
 
         defaults.register(defaults: ["k": "registered"])  // registration
@@ -80,19 +80,20 @@ final class Recorder<Value: Sendable>: Sendable {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
         defaults.set(1, forKey: "n")
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let token = defaults.observe("n", options: [.initial, .prior, .old, .new]) { recorder.record($0) }
         defaults.set(2, forKey: "n")
         let changes = recorder.all
         try #require(changes.count == 3)
         #expect(changes[0].isInitial && changes[0].newValue == 1)
-        #expect(changes[1].isPrior && changes[1].oldValue == 1 && changes[1].newValue == nil)
+        #expect(changes[0].oldValue == 1, "the initial call: old and new are both the current value")
+        #expect(changes[1].isPrior && changes[1].oldValue == 1 && changes[1].newValue == 2)
         #expect(!changes[2].isPrior && changes[2].oldValue == 1 && changes[2].newValue == 2)
 
-        let onlyNew = Recorder<PropertyListValue>()
+        let onlyNew = Recorder<PropertyListValue?>()
         let second = defaults.observe("n", options: [.new]) { onlyNew.record($0) }
         defaults.set(3, forKey: "n")
-        #expect(onlyNew.all.map(\.oldValue) == [nil])
+        #expect(onlyNew.all.map(\.oldValue) == [2], "both values are always given")
         #expect(onlyNew.all.map(\.newValue) == [3])
         token.cancel()
         second.cancel()
@@ -101,7 +102,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func cancelIsIdempotentAndDroppingTheTokenCancels() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let token = defaults.observe("k") { recorder.record($0) }
         defaults.set(1, forKey: "k")
         token.cancel()
@@ -110,7 +111,7 @@ final class Recorder<Value: Sendable>: Sendable {
         defaults.set(2, forKey: "k")
         #expect(recorder.count == 1)
 
-        let dropped = Recorder<PropertyListValue>()
+        let dropped = Recorder<PropertyListValue?>()
         do {
             _ = defaults.observe("k") { dropped.record($0) }  // released at once
         }
@@ -121,7 +122,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func observerMayWriteTheStoreItObserves() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         // Clamp: whenever "volume" goes above 10, set it back to 10 (writing the same key).
         let token = defaults.observe("volume") { change in
             recorder.record(change)
@@ -138,7 +139,7 @@ final class Recorder<Value: Sendable>: Sendable {
     @Test func cancellingOrDroppingInsideTheCallbackIsSafe() throws {
         let directory = try TemporaryDirectory()
         let defaults = try makeDefaults(directory)
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let holder = Locked<ObservationToken?>(nil)
         let token = defaults.observe("k") { change in
             recorder.record(change)
@@ -150,7 +151,7 @@ final class Recorder<Value: Sendable>: Sendable {
         #expect(recorder.count == 1)
 
         // Dropping the last reference from inside the callback.
-        let dropped = Recorder<PropertyListValue>()
+        let dropped = Recorder<PropertyListValue?>()
         let slot = Locked<ObservationToken?>(nil)
         slot.withLock {
             $0 = defaults.observe("j") { change in
@@ -189,7 +190,7 @@ final class Recorder<Value: Sendable>: Sendable {
         #expect(profiles.all.count == 1)
         #expect(profiles.all.first?.newValue == .some(profile))
         #expect(sizes.all.map(\.newValue) == [20])
-        #expect(nicknames.all.map(\.newValue) == [.some("n"), .some(nil)])
+        #expect(nicknames.all.map(\.newValue) == ["n", nil], "an optional key: one level of Optional")
         _ = tokens
     }
 
@@ -233,7 +234,7 @@ final class Recorder<Value: Sendable>: Sendable {
         let received = Locked<[Theme]>([])
         let task = Task {
             for await change in defaults.changes(of: .theme, options: [.initial, .new]) {
-                if let value = change.newValue { received.withLock { $0.append(value) } }
+                received.withLock { $0.append(change.newValue) }
             }
             return "ended"
         }
@@ -301,7 +302,7 @@ final class Recorder<Value: Sendable>: Sendable {
         let tokens = (0..<100_000).map { index in
             defaults.observe("other-\(index)") { _ in calls.withLock { $0 += 1 } }
         }
-        let recorder = Recorder<PropertyListValue>()
+        let recorder = Recorder<PropertyListValue?>()
         let token = defaults.observe("mine") { recorder.record($0) }
         defaults.set(1, forKey: "mine")
         #expect(recorder.count == 1)

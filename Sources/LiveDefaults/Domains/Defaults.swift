@@ -54,6 +54,10 @@ public final class Defaults: Sendable {
     let backlogGate = BacklogGate()
     /// The most changes the observers' queue holds before writers wait (``ObservationBacklog``).
     let backlogLimit = Atomic<Int>(ObservationBacklog.defaultLimit)
+    /// The keys used through Swift Observation (``ObservableSetting``, ``Setting``).
+    let trackedSettings = Locked(TrackedSettings())
+    /// The undecodable value last reported for each typed key (``noteUndecodable(_:_:_:)``).
+    let reportedUndecodable = Locked<[String: PropertyListValue]>([:])
 
     struct State {
         var arguments: [String: PropertyListValue]
@@ -267,7 +271,7 @@ public final class Defaults: Sendable {
     func applyRefresh(
         _ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }
     ) -> (() -> Void)? {
-        typealias Batch = [(observer: Observer, change: DefaultsChange<PropertyListValue>)]
+        typealias Batch = [(observer: Observer, change: UntypedChange)]
         let claimed = state.withLock { state -> (batch: Batch?, notify: Bool, waits: Bool) in
             change(&state)
             var changed = false
@@ -340,7 +344,7 @@ public final class Defaults: Sendable {
     }
 
     /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: [(observer: Observer, change: DefaultsChange<PropertyListValue>)]) {
+    private func deliver(_ first: [(observer: Observer, change: UntypedChange)]) {
         var batch = first
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).

@@ -147,7 +147,8 @@ extension Defaults.Key {
 extension Defaults {
     /// The value of a typed key: its effective value through the search list, or the key's default
     /// when there is none or when the stored value cannot be read as the key's type (the failure
-    /// is then reported through ``DefaultsErrorReporting`` and readable with ``decodingError(for:)``).
+    /// is then reported through ``DefaultsErrorReporting`` — once per bad value, whether the key is
+    /// observed or not — and readable with ``decodingError(for:)``).
     /// Setting writes the suite; setting nil (for an optional key) removes the value.
     @inlinable
     public subscript<Value>(key: Key<Value>) -> Value {
@@ -156,6 +157,7 @@ extension Defaults {
             do {
                 return try key.decode(stored)
             } catch {
+                noteUndecodable(key, stored, error)
                 return key.defaultValue
             }
         }

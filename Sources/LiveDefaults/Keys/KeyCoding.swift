@@ -61,13 +61,21 @@ enum KeyCoding {
         return first
     }
 
+    /// Decodes a Codable value: strictly, as Foundation's `PropertyListDecoder` does, and when that
+    /// fails with the typed getters' conversions inside it too (a stored "50" for an `Int` field),
+    /// the rule a top-level typed key follows (``LenientValueDecoder``).
     @usableFromInline
     static func decodeCodable<Value: Decodable>(_ stored: PropertyListValue) throws -> Value {
         let data = try PropertyListCodec.encode(.array([stored]), format: .binary)
-        guard let value = try PropertyListDecoder().decode([Value].self, from: data).first else {
-            throw Mismatch(expected: "\(Value.self)", found: stored)
+        do {
+            guard let value = try PropertyListDecoder().decode([Value].self, from: data).first else {
+                throw Mismatch(expected: "\(Value.self)", found: stored)
+            }
+            return value
+        } catch {
+            guard let value = try? LenientValueDecoder.decode(Value.self, from: stored) else { throw error }
+            return value
         }
-        return value
     }
 
     static func decodingError(key: String, suite: String, stored: PropertyListValue, cause: any Error) -> DefaultsError

@@ -12,7 +12,7 @@ extension Defaults {
     /// - Parameter options: As for ``observe(_:options:queue:_:)-(Key<Value>,_,_,_)``; with
     ///   ``ObservationOptions/initial`` the sequence starts with the current value.
     public func changes<Value>(
-        of key: Key<Value>, options: ObservationOptions = [.old, .new]
+        of key: Key<Value>, options: ObservationOptions = []
     ) -> AsyncStream<DefaultsChange<Value>> {
         AsyncStream { continuation in
             let token = observe(key, options: options) { continuation.yield($0) }
@@ -22,8 +22,8 @@ extension Defaults {
 
     /// The changes of a key, by name, as an asynchronous sequence of property-list values.
     public func changes(
-        of key: String, options: ObservationOptions = [.old, .new]
-    ) -> AsyncStream<DefaultsChange<PropertyListValue>> {
+        of key: String, options: ObservationOptions = []
+    ) -> AsyncStream<DefaultsChange<PropertyListValue?>> {
         AsyncStream { continuation in
             let token = observe(key, options: options) { continuation.yield($0) }
             continuation.onTermination = { _ in token.cancel() }

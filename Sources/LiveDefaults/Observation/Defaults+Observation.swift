@@ -14,9 +14,9 @@ extension Defaults {
     ///
     /// - Parameters:
     ///   - key: The key to observe.
-    ///   - options: ``ObservationOptions/old`` and ``ObservationOptions/new`` fill the change's
-    ///     values; ``ObservationOptions/initial`` calls at once with the current value;
-    ///     ``ObservationOptions/prior`` calls before each local change too.
+    ///   - options: ``ObservationOptions/initial`` calls at once with the current value;
+    ///     ``ObservationOptions/prior`` calls before each local change too. The old and new values
+    ///     are always given.
     ///   - queue: Where to call `handler`; nil calls it directly (see above).
     ///   - handler: Receives each change; a nil value means the key has no value.
     /// - Returns: A token: the observation lasts until it is cancelled or released.
@@ -27,60 +27,107 @@ extension Defaults {
     /// }
     /// ```
     public func observe(
-        _ key: String, options: ObservationOptions = [.old, .new], queue: DispatchQueue? = nil,
-        _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
+        _ key: String, options: ObservationOptions = [], queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue?>) -> Void
     ) -> ObservationToken {
         register(Observer(key: key, options: options, queue: queue, backlogLimit: queueLimit, handler: handler))
     }
 
     /// Observes every key's effective value (as `defaults watch` does): one call per changed key.
     public func observeAll(
-        options: ObservationOptions = [.old, .new], queue: DispatchQueue? = nil,
-        _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
+        options: ObservationOptions = [], queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (DefaultsChange<PropertyListValue?>) -> Void
     ) -> ObservationToken {
         register(Observer(key: nil, options: options, queue: queue, backlogLimit: queueLimit, handler: handler))
     }
 
-    /// Observes a typed key: the change's values are of the key's type. A stored value that cannot
-    /// be read as the type is delivered as the key's default, and the failure is reported through
-    /// ``DefaultsErrorReporting``. Changes that decode to equal values are not delivered.
+    /// Observes a typed key: the change's values have the key's type — `Int` for a
+    /// `Key<Int>` (its default stands in when the key has no value), `Profile?` for a
+    /// `Key<Profile?>`. A stored value that cannot be read as the type is delivered as the key's
+    /// default, and the failure is reported once (``DefaultsErrorReporting``). Changes that decode
+    /// to equal values are not delivered. Threads and `queue` as for
+    /// ``observe(_:options:queue:_:)-(String,_,_,_)``.
+    ///
+    /// ```swift
+    /// let token = defaults.observe(.port) { change in
+    ///     server.rebind(to: change.newValue)   // an Int, never nil
+    /// }
+    /// ```
     public func observe<Value>(
-        _ key: Key<Value>, options: ObservationOptions = [.old, .new], queue: DispatchQueue? = nil,
+        _ key: Key<Value>, options: ObservationOptions = [], queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (DefaultsChange<Value>) -> Void
     ) -> ObservationToken {
-        let suiteName = suiteName
-        let decode: @Sendable (PropertyListValue?) -> Value = { stored in
-            guard let stored else { return key.defaultValue }
-            do {
-                return try key.decode(stored)
-            } catch {
-                DefaultsErrorReporting.report(
-                    KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error))
-                return key.defaultValue
-            }
-        }
-        // Decoding needs both values even when the caller asked for neither, to drop equal ones.
-        let observer = Observer(
-            key: key.name, options: options.union([.old, .new]), queue: queue, backlogLimit: queueLimit
-        ) { change in
-            let old = decode(change.oldValue)
-            let new = decode(change.newValue)
+        let observer = Observer(key: key.name, options: options, queue: queue, backlogLimit: queueLimit) {
+            [weak self] change in
+            // The old value was new once: only a new value is reported when it cannot be decoded
+            // (docs/design.md, "Observation: typed changes").
+            let old = Self.decode(change.oldValue, as: key, reportingTo: nil)
+            let new = Self.decode(change.newValue, as: key, reportingTo: self)
             if !change.isPrior, !change.isInitial, Equality.areEqual(old, new) { return }
             handler(
                 DefaultsChange(
-                    key: change.key, oldValue: options.contains(.old) && !change.isInitial ? old : nil,
-                    newValue: (options.contains(.new) || change.isInitial) && !change.isPrior ? new : nil,
-                    origin: change.origin,
-                    isPrior: change.isPrior, isInitial: change.isInitial))
+                    key: change.key, oldValue: old, newValue: new, origin: change.origin, isPrior: change.isPrior,
+                    isInitial: change.isInitial))
         }
-        return register(observer, requestedOptions: options)
+        return register(observer)
+    }
+
+    /// Observes a typed key on the main actor: `handler` is main-actor isolated, so it may change
+    /// main-actor state directly. Mark the closure `@MainActor` to choose this form.
+    ///
+    /// ```swift
+    /// let token = defaults.observe(.port) { @MainActor change in
+    ///     config.port = change.newValue      // `config` is main-actor isolated
+    /// }
+    /// ```
+    ///
+    /// Changes arrive on the main actor (the main queue) in the order they were made, soon after
+    /// each change (not during the call that made it); none starts after the token is cancelled.
+    public func observe<Value>(
+        _ key: Key<Value>, options: ObservationOptions = [],
+        _ handler: @escaping @MainActor @Sendable (DefaultsChange<Value>) -> Void
+    ) -> ObservationToken {
+        // Called on the main queue, in order; the main queue is the main actor's executor
+        // (docs/design.md, "Main-actor observation").
+        observe(key, options: options, queue: .main) { change in
+            MainActor.assumeIsolated { handler(change) }
+        }
+    }
+
+    /// A stored value as `key`'s type: its default when there is none or it cannot be decoded (then
+    /// reported once through `defaults`, if given).
+    static func decode<Value>(
+        _ stored: PropertyListValue?, as key: Key<Value>, reportingTo defaults: Defaults?
+    ) -> Value {
+        guard let stored else { return key.defaultValue }
+        do {
+            return try key.decode(stored)
+        } catch {
+            defaults?.noteUndecodable(key, stored, error)
+            return key.defaultValue
+        }
+    }
+
+    /// Reports that `stored` cannot be read as `key`'s type, unless this value of the key was
+    /// reported already: each bad value once, when it is first read or delivered.
+    @usableFromInline
+    func noteUndecodable(_ key: AnyKey, _ stored: PropertyListValue, _ error: any Error) {
+        let isNew = reportedUndecodable.withLock { reported in
+            if reported[key.name] == stored { return false }
+            reported[key.name] = stored
+            return true
+        }
+        if isNew {
+            DefaultsErrorReporting.report(
+                KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error))
+        }
     }
 
     /// The backlog limit for a `queue:` observer registered now.
     private var queueLimit: Int { backlogLimit.load(ordering: .relaxed) }
 
-    private func register(_ observer: Observer, requestedOptions: ObservationOptions? = nil) -> ObservationToken {
-        let options = requestedOptions ?? observer.options
+    private func register(_ observer: Observer) -> ObservationToken {
+        let options = observer.options
         state.withLock { state in
             state.observers.add(observer)
             if let key = observer.key { state.effective.setObserved(HashedKey(key), true) }
@@ -89,7 +136,7 @@ extension Defaults {
                 state.observers.queue.append(
                     (
                         observer,
-                        DefaultsChange(key: key, oldValue: nil, newValue: current, origin: .local, isInitial: true)
+                        DefaultsChange(key: key, oldValue: current, newValue: current, origin: .local, isInitial: true)
                     ))
             }
         }

@@ -1,16 +1,21 @@
 /// One change of a key's effective value, as an observer receives it.
 ///
-/// `Value` is the key's type for typed keys, and `PropertyListValue` for string keys (where a nil
-/// value means the key has no value anywhere in the search list).
+/// The values have the key's own type: for `Key<Int>("port", default: 8080)` they are `Int` (the
+/// key's default stands in when the key has no value), for an optional key such as
+/// `Key<Profile?>("profile")` they are `Profile?`. Observers of a key by name get
+/// `DefaultsChange<PropertyListValue?>`, where nil means the key has no value anywhere in the
+/// search list.
+///
+/// Both values are always given, whatever the ``ObservationOptions``: in the call made at
+/// registration (``isInitial``) both are the current value; in a prior call (``isPrior``)
+/// `oldValue` is the value before the change and `newValue` the one it is about to take.
 public struct DefaultsChange<Value: Sendable>: Sendable {
     /// The key that changed.
     public let key: String
-    /// The value before the change; nil unless ``ObservationOptions/old`` was asked for (and, for
-    /// string keys, nil when the key had no value).
-    public let oldValue: Value?
-    /// The value after the change; nil unless ``ObservationOptions/new`` was asked for (and, for
-    /// string keys, nil when the key has no value). Nil in a prior call.
-    public let newValue: Value?
+    /// The value before the change (the current value in the initial call).
+    public let oldValue: Value
+    /// The value after the change (the value about to be set, in a prior call).
+    public let newValue: Value
     /// Whether this process made the change, or it came from the file.
     public let origin: ChangeOrigin
     /// A call made before a local change (``ObservationOptions/prior``).
@@ -19,7 +24,7 @@ public struct DefaultsChange<Value: Sendable>: Sendable {
     public let isInitial: Bool
 
     package init(
-        key: String, oldValue: Value?, newValue: Value?, origin: ChangeOrigin, isPrior: Bool = false,
+        key: String, oldValue: Value, newValue: Value, origin: ChangeOrigin, isPrior: Bool = false,
         isInitial: Bool = false
     ) {
         self.key = key
@@ -30,3 +35,6 @@ public struct DefaultsChange<Value: Sendable>: Sendable {
         self.isInitial = isInitial
     }
 }
+
+/// A change as the store queues it for observers: values by name, nil when the key has none.
+typealias UntypedChange = DefaultsChange<PropertyListValue?>

@@ -57,7 +57,7 @@ extension Defaults {
         _ handler: @escaping @Sendable (DefaultsKeyChange) -> Void
     ) -> ObservationToken {
         let tokens = keys.map { key in
-            observe(key.name, options: options.intersection(.initial).union([.old, .new]), queue: queue) { change in
+            observe(key.name, options: options.intersection(.initial), queue: queue) { change in
                 handler(
                     DefaultsKeyChange(
                         key: key, origin: change.origin, isInitial: change.isInitial, storedOld: change.oldValue,

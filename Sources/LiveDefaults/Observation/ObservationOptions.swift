@@ -1,14 +1,17 @@
-/// What an observation delivers, as KVO's `NSKeyValueObservingOptions`.
+/// When an observation calls, as KVO's `NSKeyValueObservingOptions`.
+///
+/// A change always carries both its old and its new value (``DefaultsChange``): `.old` and `.new`
+/// are accepted, so KVO-style option sets read as before, and change nothing.
 public struct ObservationOptions: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    /// Fill ``DefaultsChange/newValue``.
+    /// KVO's option for the new value; it is always given.
     public static let new = ObservationOptions(rawValue: 1 << 0)
-    /// Fill ``DefaultsChange/oldValue``.
+    /// KVO's option for the old value; it is always given.
     public static let old = ObservationOptions(rawValue: 1 << 1)
     /// One call at registration with the current value (``DefaultsChange/isInitial``).
     public static let initial = ObservationOptions(rawValue: 1 << 2)
-    /// A call before each local change, with ``DefaultsChange/isPrior`` set and the value before it.
+    /// A call before each local change, with ``DefaultsChange/isPrior`` set.
     public static let prior = ObservationOptions(rawValue: 1 << 3)
 }

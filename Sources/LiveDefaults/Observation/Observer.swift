@@ -7,7 +7,7 @@ package final class Observer: Sendable {
     let key: String?
     let options: ObservationOptions
     let queue: DispatchQueue?
-    let handler: @Sendable (DefaultsChange<PropertyListValue>) -> Void
+    let handler: @Sendable (UntypedChange) -> Void
     let isActive = Atomic<Bool>(true)
     /// The most changes waiting on `queue` before the deliverer waits.
     let backlogLimit: Int
@@ -18,7 +18,7 @@ package final class Observer: Sendable {
     init(
         key: String?, options: ObservationOptions, queue: DispatchQueue?,
         backlogLimit: Int = ObservationBacklog.defaultLimit,
-        handler: @escaping @Sendable (DefaultsChange<PropertyListValue>) -> Void
+        handler: @escaping @Sendable (UntypedChange) -> Void
     ) {
         self.backlogLimit = backlogLimit
         self.key = key
@@ -29,7 +29,7 @@ package final class Observer: Sendable {
 
     /// Calls the handler (on its queue when it has one) unless it was cancelled meanwhile. With a
     /// queue, waits first while the queue holds `backlogLimit` of its changes (``ObservationBacklog``).
-    func deliver(_ change: DefaultsChange<PropertyListValue>) {
+    func deliver(_ change: UntypedChange) {
         if let queue {
             let limit = backlogLimit
             if inFlight.load(ordering: .relaxed) >= limit {
@@ -45,15 +45,12 @@ package final class Observer: Sendable {
         }
     }
 
-    /// The change as this observer asked for it (old and new only where requested).
+    /// The change as this observer receives it.
     func shaped(
         key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false,
         isInitial: Bool = false
-    ) -> DefaultsChange<PropertyListValue> {
-        DefaultsChange(
-            key: key, oldValue: options.contains(.old) ? old : nil,
-            newValue: options.contains(.new) && !isPrior ? new : nil, origin: origin, isPrior: isPrior,
-            isInitial: isInitial)
+    ) -> UntypedChange {
+        DefaultsChange(key: key, oldValue: old, newValue: new, origin: origin, isPrior: isPrior, isInitial: isInitial)
     }
 }
 
@@ -65,7 +62,7 @@ struct ObserverTable {
     private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
-    var queue: [(observer: Observer, change: DefaultsChange<PropertyListValue>)] = []
+    var queue: [(observer: Observer, change: UntypedChange)] = []
     /// Whether some thread is delivering the queue now.
     var isDelivering = false
 
@@ -127,13 +124,13 @@ struct ObserverTable {
     /// Takes the queue for delivery when there is something to deliver and no other thread is
     /// delivering, marking this thread as the deliverer (to be called under the same lock that
     /// queued the changes, saving a second acquisition).
-    mutating func claimBatch() -> [(observer: Observer, change: DefaultsChange<PropertyListValue>)]? {
+    mutating func claimBatch() -> [(observer: Observer, change: UntypedChange)]? {
         takeBatch(claiming: true)
     }
 
     /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
     /// deliverer. Returns nil (and clears the mark) when there is nothing left.
-    mutating func takeBatch(claiming: Bool) -> [(observer: Observer, change: DefaultsChange<PropertyListValue>)]? {
+    mutating func takeBatch(claiming: Bool) -> [(observer: Observer, change: UntypedChange)]? {
         if claiming {
             if isDelivering || queue.isEmpty { return nil }
             isDelivering = true

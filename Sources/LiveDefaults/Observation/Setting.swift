@@ -7,7 +7,9 @@
 /// }
 /// ```
 ///
-/// The projected value (`$theme`) is an ``ObservableSetting`` for Swift Observation.
+/// Reading the property inside `withObservationTracking` tracks the key, as reading the projected
+/// value's ``ObservableSetting/value`` does: the next change of the key fires `onChange`.
+/// `$theme` is the key's ``ObservableSetting`` (the same object each time while it is in use).
 @propertyWrapper
 public struct Setting<Value: Sendable>: Sendable {
     private let key: Defaults.Key<Value>
@@ -21,9 +23,13 @@ public struct Setting<Value: Sendable>: Sendable {
         self.defaults = defaults
     }
 
-    /// The key's current value.
+    /// The key's current value (read from the store, so a write is seen at once); tracked by
+    /// Swift Observation.
     public var wrappedValue: Value {
-        get { defaults[key] }
+        get {
+            defaults.tracked(key).recordAccess()
+            return defaults[key]
+        }
         nonmutating set { defaults[key] = newValue }
     }
 

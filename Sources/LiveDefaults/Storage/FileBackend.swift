@@ -71,31 +71,43 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     }
 
     /// Parses suite bytes: the values and the format to write them back in.
-    private func parse(_ data: Data) throws(DefaultsError) -> (
+    ///
+    /// - Parameter reloading: Whether values read before stay in use when the bytes are bad (a
+    ///   reload), or there are none (the first load): the error says which.
+    private func parse(_ data: Data, reloading: Bool = false) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
         if data.isEmpty {
-            throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil)
+            throw corruptFileError("is empty (0 bytes), so it is not a property list", cause: nil, reloading: reloading)
         }
         let decoded: (value: PropertyListValue, format: PropertyListFormat)
         do {
             decoded = try PropertyListCodec.decode(data)
         } catch {
-            throw corruptFileError("does not parse as a property list", cause: error)
+            // The codec's message says where: the line (XML, old-style text) or byte offset (binary).
+            throw corruptFileError(
+                "does not parse as a property list (\(error.message))", cause: error, reloading: reloading)
         }
         guard case .dictionary(let values) = decoded.value else {
-            throw corruptFileError("holds a \(decoded.value.typeName) at its root, not a dictionary", cause: nil)
+            throw corruptFileError(
+                "holds a \(decoded.value.typeName) at its root, not a dictionary", cause: nil, reloading: reloading)
         }
         // Written back as XML when it was XML, else binary (old-style text is read, not written).
         return (values, decoded.format == .xml ? .xml : .binary)
     }
 
-    private func corruptFileError(_ problem: String, cause: (any Error)?) -> DefaultsError {
-        DefaultsError(
+    private func corruptFileError(_ problem: String, cause: (any Error)?, reloading: Bool) -> DefaultsError {
+        let consequence =
+            reloading
+            ? "The values read from it before are kept in use. The file is left in place (it may still be "
+                + "being edited); if this process writes before it is fixed, it is first kept aside as "
+                + "\(location.path).corrupt-<time>. Fix the file to use its new values."
+            : "Its values were not loaded: the suite reads as empty until the file is fixed. It will be kept "
+                + "aside as \(location.path).corrupt-<time> before this process replaces it. Fix or remove the "
+                + "file to use its values."
+        return DefaultsError(
             .corruptFile,
-            "The suite file \(location.path) for suite \"\(location.name)\" \(problem). Its values were not loaded; "
-                + "it will be kept aside as \(location.path).corrupt-<time> before it is replaced. "
-                + "Fix or remove the file to use its values again.",
+            "The suite file \(location.path) for suite \"\(location.name)\" \(problem). " + consequence,
             suite: location.name, path: location.path, underlying: cause.map { SendableDescription($0) })
     }
 
@@ -187,7 +199,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var parsed: (values: [String: PropertyListValue], format: PropertyListFormat)?
         if let contents {
             do throws(DefaultsError) {
-                parsed = try parse(contents.data)
+                parsed = try parse(contents.data, reloading: true)
             } catch {
                 // Keep the last good values; the file is kept aside only if this process must write
                 // before it is fixed (a person may still be editing it).
