@@ -16,7 +16,9 @@ let package = Package(
             providers: [.apt(["libinotifytools0-dev"])]
         ),
         .target(name: "LiveDefaults", dependencies: ["CInotifyTools"], path: "Sources/LiveDefaults"),
-        .executableTarget(name: "defaults", dependencies: ["LiveDefaults"], path: "Sources/defaults"),
+        .target(name: "LiveDefaultsCommand", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsCommand"),
+        .executableTarget(
+            name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
         // The onboarding demo: its state model, answers and rendering in a library the tests use,
         // and a thin executable that does the terminal, the signals and standard input.
         .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
@@ -29,11 +31,16 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
         .testTarget(
+            name: "LiveDefaultsCommandTests", dependencies: ["LiveDefaultsCommand", "LiveDefaults", "TestSupport"],
+            path: "Tests/LiveDefaultsCommandTests"),
+        .testTarget(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
         .testTarget(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
-            dependencies: ["LiveDefaults", "TestSupport", "TestHelper", "defaults", "OnboardingDemo"],
+            dependencies: [
+                "LiveDefaults", "LiveDefaultsCommand", "TestSupport", "TestHelper", "defaults", "OnboardingDemo",
+            ],
             path: "Tests/EndToEndTests"
         ),
     ],
