@@ -15,7 +15,13 @@ let package = Package(
             path: "Sources/CInotifyTools",
             providers: [.apt(["libinotifytools0-dev"])]
         ),
-        .target(name: "LiveDefaults", dependencies: ["CInotifyTools"], path: "Sources/LiveDefaults"),
+        .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
+        .target(
+            name: "LiveDefaultsWatching", dependencies: ["LiveDefaultsLocking", "CInotifyTools"],
+            path: "Sources/LiveDefaultsWatching"),
+        .target(
+            name: "LiveDefaults", dependencies: ["LiveDefaultsLocking", "LiveDefaultsWatching"],
+            path: "Sources/LiveDefaults"),
         .target(name: "LiveDefaultsCommand", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsCommand"),
         .executableTarget(
             name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
@@ -29,7 +35,9 @@ let package = Package(
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by both test targets (temporary directories, waiting with a deadline).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
+        .testTarget(
+            name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "LiveDefaultsWatching", "TestSupport"],
+            path: "Tests/LiveDefaultsTests"),
         .testTarget(
             name: "LiveDefaultsCommandTests", dependencies: ["LiveDefaultsCommand", "LiveDefaults", "TestSupport"],
             path: "Tests/LiveDefaultsCommandTests"),
@@ -39,7 +47,8 @@ let package = Package(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
             dependencies: [
-                "LiveDefaults", "LiveDefaultsCommand", "TestSupport", "TestHelper", "defaults", "OnboardingDemo",
+                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsWatching", "TestSupport", "TestHelper", "defaults",
+                "OnboardingDemo",
             ],
             path: "Tests/EndToEndTests"
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsWatching
 import TestSupport
 import Testing
 

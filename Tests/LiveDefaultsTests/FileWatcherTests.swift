@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaults
+@testable import LiveDefaultsWatching
 
 /// The calls one watch received: when, and whether the file existed at that moment.
 private final class CallRecorder: Sendable {
@@ -204,7 +205,7 @@ private func run(_ arguments: [String]) throws {
     }
 
     @Test func pollingWatcherSeesChangesAndDeletions() async throws {
-        let watcher = FileWatcher(forcePolling: true)
+        let watcher = FileWatcher(forcePolling: true) { problem in Issue.record("a problem: \(problem.message)") }
         #expect(watcher.mode == .polling)
         try await withTemporaryDirectory { directory in
             let path = directory + "/suite.plist"
@@ -583,7 +584,8 @@ private func run(_ arguments: [String]) throws {
         var watched = WatchedPath.resolve("/d/f")
         watched.isChainTooLong = true
         _ = registry.add(watched, onChange: {}, now: 0)
-        let reports = registry.takeDueWork(now: 1).reports
+        // As the library reports it.
+        let reports = registry.takeDueWork(now: 1).reports.map(DefaultsError.init)
         #expect(reports.count == 1)
         #expect(reports.first?.code == .watchingDegraded)
         #expect(reports.first?.path == "/d/f")

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsWatching
 
 /// Where a change came from.
 public enum ChangeOrigin: Sendable, Hashable {

@@ -11,11 +11,14 @@
 /// `Mutex` as a race and would hide real ones; builds for the sanitizer define
 /// `LIVEDEFAULTS_PTHREAD_LOCKS` (`swift test --sanitize=thread -Xswiftc -DLIVEDEFAULTS_PTHREAD_LOCKS`,
 /// as CI does) and get a `pthread_mutex_t`, which it understands. Both give the same exclusion.
+///
+/// Its own module, so the watcher and the library share it; ``withLock(_:)`` is inlinable, so taking
+/// the lock from another module costs no call (the read path takes it on every read).
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-        private var value: Value
+        @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+        @usableFromInline var value: Value
 
         package init(_ value: Value) {
             self.value = value
@@ -31,7 +34,7 @@ package final class Locked<Value>: @unchecked Sendable {
 
         /// Runs `body` with exclusive access to the value. Not reentrant: `body` must not take the
         /// same lock again.
-        @inline(__always)
+        @inlinable @inline(__always)
         package func withLock<Result, Failure: Error>(
             _ body: (inout Value) throws(Failure) -> Result
         ) throws(Failure) -> Result {
@@ -40,11 +43,11 @@ package final class Locked<Value>: @unchecked Sendable {
             return try body(&value)
         }
     #else
-        private let mutex = Mutex<Void>(())
+        @usableFromInline let mutex = Mutex<Void>(())
         // The value is kept through a pointer, not in a stored `var` of this class: a class's `var`
         // costs a dynamic exclusivity check (`swift_beginAccess`/`swift_endAccess`) on every
         // access, a fifth of the instructions of a read. The lock gives the exclusivity.
-        private let value: UnsafeMutablePointer<Value>
+        @usableFromInline let value: UnsafeMutablePointer<Value>
 
         package init(_ value: Value) {
             self.value = .allocate(capacity: 1)
@@ -58,7 +61,7 @@ package final class Locked<Value>: @unchecked Sendable {
 
         /// Runs `body` with exclusive access to the value. Not reentrant: `body` must not take the
         /// same lock again.
-        @inline(__always)
+        @inlinable @inline(__always)
         package func withLock<Result, Failure: Error>(
             _ body: (inout Value) throws(Failure) -> Result
         ) throws(Failure) -> Result {
