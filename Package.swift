@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The package's architecture, lowest layer first. Only the library and the `defaults` command are
+// The package's architecture, lowest layer first. Only the libraries and the `defaults` command are
 // products; the demo and the benchmark are executable targets, which `swift run` runs by name in this
 // package (`swift run onboarding-demo`, `swift run -c release livedefaults-bench`) and which packages
 // that depend on LiveDefaults never see.
@@ -9,6 +9,7 @@ let package = Package(
     name: "LiveDefaults",
     products: [
         .library(name: "LiveDefaults", targets: ["LiveDefaults"]),
+        .library(name: "LiveDefaultsEtcd", targets: ["LiveDefaultsEtcd"]),
         .executable(name: "defaults", targets: ["defaults"]),
     ],
     targets: [
@@ -18,6 +19,8 @@ let package = Package(
             path: "Sources/CInotifyTools",
             providers: [.apt(["libinotifytools0-dev"])]
         ),
+        // libcurl, which the etcd client calls (not FoundationNetworking: docs/design.md).
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // `Locked`, the one lock every module guards its state with (inlinable: it is on the read path).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
         // The file watcher: tells the store when a suite file may have changed (inotify, else polling).
@@ -28,6 +31,8 @@ let package = Package(
         .target(
             name: "LiveDefaults", dependencies: ["LiveDefaultsLocking", "LiveDefaultsWatching"],
             path: "Sources/LiveDefaults"),
+        // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
+        .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
         .target(name: "LiveDefaultsCommand", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsCommand"),
         // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
@@ -38,8 +43,10 @@ let package = Package(
         // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals and standard input.
         .executableTarget(
             name: "onboarding-demo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
-        // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults.
-        .executableTarget(name: "livedefaults-bench", dependencies: ["LiveDefaults"], path: "Benchmarks"),
+        // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
+        // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
+        .executableTarget(
+            name: "livedefaults-bench", dependencies: ["LiveDefaults"], path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
@@ -55,6 +62,9 @@ let package = Package(
         // The onboarding demo's tests, in process.
         .testTarget(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
+        // The etcd client and fleet settings against real etcd members on loopback (skipped without etcd).
+        .testTarget(
+            name: "EtcdTests", dependencies: ["LiveDefaultsEtcd", "LiveDefaults", "TestSupport"], path: "Tests/EtcdTests"),
         // The built executables run as separate processes: the store across processes, live reload, crashes,
         // the `defaults` binary and the demo.
         .testTarget(

@@ -10,6 +10,8 @@ extension Defaults.Keys {
 struct BenchmarkRunner {
     let options: BenchmarkOptions
     let workspace: Workspace
+    /// dconf, measured in the same run when it is installed (`DconfPeer`).
+    let dconf: DconfPeer?
 
     var directory: URL { workspace.directory }
 
@@ -49,17 +51,30 @@ struct BenchmarkRunner {
             measure("ours string") { blackHole(defaults.string(forKey: "name")) }
             measure("theirs string") { blackHole(foundation.string(forKey: "name")) }
             measure("ours typed") { blackHole(defaults[.benchFlag]) }
+            // dconf_client_read of a boolean and of a string, timed the same way inside the peer.
+            for kind in ["bool", "string"] {
+                if let each = dconf?.number("read-\(kind) \(calls)") {
+                    best["dconf \(kind)"] = min(best["dconf \(kind)"] ?? .infinity, each)
+                }
+            }
         }
-        record(&report, "read", "bool(forKey:)", best["ours bool"]!, best["theirs bool"]!, best["limit bool"]!)
-        record(&report, "read", "string(forKey:)", best["ours string"]!, best["theirs string"]!, best["limit string"]!)
+        record(
+            &report, "read", "bool(forKey:)", best["ours bool"]!, best["theirs bool"]!, best["limit bool"]!,
+            dconf: best["dconf bool"])
+        record(
+            &report, "read", "string(forKey:)", best["ours string"]!, best["theirs string"]!, best["limit string"]!,
+            dconf: best["dconf string"])
         record(&report, "read", "typed key (Bool)", best["ours typed"]!, best["theirs bool"]!, best["limit bool"]!)
     }
 
     private func record(
-        _ report: inout Report, _ group: String, _ name: String, _ ours: Double, _ theirs: Double, _ limit: Double
+        _ report: inout Report, _ group: String, _ name: String, _ ours: Double, _ theirs: Double, _ limit: Double,
+        dconf: Double? = nil
     ) {
         let met = theirs / ours >= 20 && ours / limit <= 2
-        report.add(group, name, ours, foundation: theirs, limit: limit, target: "≥20× Foundation, ≤2× limit", met: met)
+        report.add(
+            group, name, ours, foundation: theirs, limit: limit, target: "≥20× Foundation, ≤2× limit", met: met,
+            dconf: dconf, dconfTarget: "≥5×", dconfMet: { $0 / ours >= 5 })
     }
 
     // MARK: Writes
@@ -77,8 +92,11 @@ struct BenchmarkRunner {
             counter += 1
             defaults.set(counter, forKey: "counter")
         }
+        // dconf_client_write_fast: what GSettings does on a set (the change goes to dconf-service later).
+        let dconfWrite = dconf?.number("write-fast \(calls)")
         report.add(
-            "write", "set, no observers", ours, foundation: theirs, target: "≥10× Foundation", met: theirs / ours >= 10)
+            "write", "set, no observers", ours, foundation: theirs, target: "≥15× Foundation", met: theirs / ours >= 15,
+            dconf: dconfWrite, dconfTarget: "≥1.5× write_fast", dconfMet: { $0 / ours >= 1.5 })
         let observed = Atomic<Int>(0)
         let token = defaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
         let withObserver = nanosecondsPerCall(calls) {
@@ -133,13 +151,13 @@ struct BenchmarkRunner {
             let foundation = UserDefaults(suiteName: foundationName)!
             _ = foundation.object(forKey: "key-0")
             let rounds = options.quick ? 5 : max(21, 2_000 / max(size / 10, 1))
-            // The limit: encoding the same dictionary with Foundation's binary encoder and writing it.
             let values = Workspace.sampleDictionary(keys: size)
-            let objects = values.mapValues(\.foundationObject)
-            let scratch = directory.appendingPathComponent("limit.plist")
             // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
             let bytes = try! PropertyListCodec.encode(.dictionary(values), format: .binary)
+            // dconf's database holds as many keys as the suite: dconf-service rewrites the whole
+            // file on every change, with the same write ▸ fsync ▸ rename ▸ fsync dir.
+            let dconfReady = dconf?.number("populate \(size)") != nil
             // Round by round, each variant in turn, so that all of them meet the same disk (an
             // fsync's time moves a lot from one second to the next); the median of each.
             var samples: [String: [Double]] = [:]
@@ -159,25 +177,23 @@ struct BenchmarkRunner {
                     foundation.set(counter, forKey: "key-0")
                     foundation.synchronize()
                 }
-                sample("limit") {
-                    let data = try? PropertyListSerialization.data(
-                        fromPropertyList: objects, format: .binary, options: 0)
-                    try? data?.write(to: scratch)
-                }
                 sample("floor") { durablyReplace(directory.appendingPathComponent("floor.plist"), bytes) }
+                // dconf_client_write_sync of one key: returns when dconf-service has written it.
+                if dconfReady, let each = dconf?.number("write-sync") { samples["dconf", default: []].append(each) }
             }
-            func median(_ name: String) -> Double {
-                let sorted = samples[name]!.sorted()
+            func median(_ name: String) -> Double? {
+                guard let sorted = samples[name]?.sorted(), !sorted.isEmpty else { return nil }
                 return sorted[sorted.count / 2]
             }
-            let ours = median("ours")
-            let theirs = median("theirs")
-            let durable = median("floor")
-            report.add(
-                "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: median("limit"),
-                target: size == 1_000 ? "≥5× Foundation" : nil, met: size == 1_000 ? theirs / ours >= 5 : nil)
+            let ours = median("ours")!
+            let theirs = median("theirs")!
+            let durable = median("floor")!
             report.add(
                 "flush", "\(size) keys: write ▸ fsync ▸ rename ▸ fsync dir alone (floor)", durable, foundation: theirs)
+            report.add(
+                "flush", "\(size) keys, one changed", ours, foundation: theirs, limit: durable,
+                target: size == 1_000 ? "≤1.2× the floor" : nil, met: size == 1_000 ? ours / durable <= 1.2 : nil,
+                dconf: median("dconf"), dconfTarget: "≤ write_sync", dconfMet: { ours <= $0 })
         }
     }
 
@@ -202,13 +218,21 @@ struct BenchmarkRunner {
             let rounds = options.quick ? 3 : 15
             // Distinct files, since both libraries keep a suite cached once opened.
             for round in 0..<rounds {
-                try? workspace.makeSuite("bench.cold.\(size).ours.\(round)", keys: size)
-                try? workspace.makeSuite("bench.cold.\(size).theirs.\(round)", keys: size)
+                for side in ["ours", "theirs", "floor"] {
+                    try? workspace.makeSuite("bench.cold.\(size).\(side).\(round)", keys: size)
+                }
             }
             var ours: [Double] = []
             var theirs: [Double] = []
+            var floor: [Double] = []
             for round in 0..<rounds {
+                // The floor: reading a file of its own (as cold as ours) and decoding it, nothing else.
                 var start = monotonicNanoseconds()
+                blackHole(
+                    try? PropertyListCodec.decode(
+                        readFile(directory.appendingPathComponent("bench.cold.\(size).floor.\(round).plist").path)))
+                floor.append(Double(monotonicNanoseconds() - start))
+                start = monotonicNanoseconds()
                 let defaults = open("bench.cold.\(size).ours.\(round)")
                 blackHole(defaults.string(forKey: "key-0"))
                 ours.append(Double(monotonicNanoseconds() - start))
@@ -219,10 +243,12 @@ struct BenchmarkRunner {
             }
             let oursMedian = ours.sorted()[rounds / 2]
             let theirsMedian = theirs.sorted()[rounds / 2]
+            let floorMedian = floor.sorted()[rounds / 2]
+            report.add("cold load", "read the file and decode it alone, \(size) keys (floor)", floorMedian)
             report.add(
-                "cold load", "open \(size) keys, read one", oursMedian, foundation: theirsMedian,
-                target: size == 1_000 ? "≥5× Foundation" : nil,
-                met: size == 1_000 ? theirsMedian / oursMedian >= 5 : nil)
+                "cold load", "open \(size) keys, read one", oursMedian, foundation: theirsMedian, limit: floorMedian,
+                target: size == 1_000 ? "≥5× Foundation, ≤2× the floor" : nil,
+                met: size == 1_000 ? theirsMedian / oursMedian >= 5 && oursMedian / floorMedian <= 2 : nil)
         }
         // And a whole fresh process, for scale: both pay their start-up costs there.
         let name = "bench.cold.process"
@@ -237,12 +263,30 @@ struct BenchmarkRunner {
         }
     }
 
+    /// The whole file at `path`, read with open ▸ fstat ▸ read ▸ close (the least a load can do).
+    private func readFile(_ path: String) -> Data {
+        let file = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { fatalError("cannot open \(path): errno \(errno)") }
+        defer { close(file) }
+        var info = stat()
+        fstat(file, &info)
+        var data = Data(count: Int(info.st_size))
+        let count = data.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+        precondition(count == Int(info.st_size), "short read of \(path)")
+        return data
+    }
+
     // MARK: The codec against PropertyListSerialization
 
     func measureCodec(into report: inout Report) {
         for size in options.sizes where size >= 1_000 || options.quick {
-            let value = PropertyListValue.dictionary(Workspace.sampleDictionary(keys: size))
+            let dictionary = Workspace.sampleDictionary(keys: size)
+            let value = PropertyListValue.dictionary(dictionary)
             let objects = value.foundationObject
+            // The floor of decoding: building (and freeing) the result from its parts in memory.
+            let floor = DecodeFloor(dictionary)
+            let floorTime = medianNanoseconds(options.quick ? 5 : 50) { blackHole(floor.build()) }
+            report.add("codec", "build the decoded [String: PropertyListValue] alone, \(size) keys (floor)", floorTime)
             for (format, foundationFormat) in [
                 (PropertyListFormat.binary, PropertyListSerialization.PropertyListFormat.binary), (.xml, .xml),
             ] {
@@ -265,9 +309,8 @@ struct BenchmarkRunner {
                     target: "≥20× Foundation",
                     met: encodeTheirs / encodeOurs >= 20)
                 report.add(
-                    "codec", "\(format) decode \(size) keys", decodeOurs, foundation: decodeTheirs,
-                    target: "≥20× Foundation",
-                    met: decodeTheirs / decodeOurs >= 20)
+                    "codec", "\(format) decode \(size) keys", decodeOurs, foundation: decodeTheirs, limit: floorTime,
+                    target: "≤1.5× the floor", met: decodeOurs / floorTime <= 1.5)
             }
         }
     }
@@ -322,9 +365,27 @@ struct BenchmarkRunner {
             Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))])
         }
         let p99 = percentile(0.99)
-        report.add("external change", "\(label): p50 (\(samples.count) changes)", percentile(0.5))
-        report.add("external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000)
-        report.add("external change", "\(label): max", Double(samples.last!))
+        let p50 = percentile(0.5)
+        // dconf: another process's dconf_client_write_fast → the watching client's `changed` signal,
+        // paced the same way (the next change after the callback, `spacing` ms later).
+        var theirs: [Double]? = nil
+        // dconf's database as small as the suite (10 keys): dconf-service rewrites it on every change.
+        if let dconf, dconf.number("populate 10") == nil {
+            report.notes.append("external change (\(label)): dconf's database could not be reset")
+        }
+        if let answer = dconf?.ask("external \(options.externalChanges) \(spacing)"), answer.count == 4, answer[3] > 0 {
+            theirs = answer
+        } else if dconf != nil {
+            report.notes.append("external change (\(label)): no dconf change reached its callback")
+        }
+        report.add(
+            "external change",
+            "\(label): p50 (\(samples.count) changes\(theirs.map { ", dconf \(Int($0[3]))" } ?? ""))",
+            p50, dconf: theirs?[0], dconfTarget: "lower", dconfMet: { p50 < $0 })
+        report.add(
+            "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000, dconf: theirs?[1],
+            dconfTarget: "lower", dconfMet: { p99 < $0 })
+        report.add("external change", "\(label): max", Double(samples.last!), dconf: theirs?[2])
     }
 
     // MARK: Fan-out

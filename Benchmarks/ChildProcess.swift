@@ -13,6 +13,8 @@ enum ChildProcess {
         case "memory" where arguments.count == 4:
             residentGrowthHere(
                 library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
+        case "repeat" where arguments.count == 4:
+            repeatWork(arguments[1], size: Int(arguments[2]) ?? 0, times: Int(arguments[3]) ?? 0)
         case "cold-load" where arguments.count == 4:
             coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         default:
@@ -39,6 +41,54 @@ enum ChildProcess {
             guard readLine() != nil else { exit(0) }
             if spacing > 0 { usleep(spacing * 1000) }  // pacing the changes, not synchronisation
         }
+        exit(0)
+    }
+
+    /// Repeats one piece of work `times` times with nothing else around it, for instruction counts:
+    /// `valgrind --tool=callgrind livedefaults-bench --child repeat decode-xml 1000 20`, minus the
+    /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
+    /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
+    /// a suite file not opened before, in XML, and reading one key, cold-watch: the same, watching the file;
+    /// set: one `set` of an integer).
+    static func repeatWork(_ what: String, size: Int, times: Int) -> Never {
+        let dictionary = Workspace.sampleDictionary(keys: size)
+        let value = PropertyListValue.dictionary(dictionary)
+        let floor = DecodeFloor(dictionary)
+        let binary = try! PropertyListCodec.encode(value, format: .binary)
+        let xml = try! PropertyListCodec.encode(value, format: .xml)
+        var defaults: Defaults? = nil
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
+        if what == "cold" || what == "cold-watch" {
+            try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for index in 0..<times {
+                try! xml.write(to: directory.appendingPathComponent("bench.cold.\(index).plist"))
+            }
+        }
+        if what == "flush" || what == "set" {
+            defaults = try! Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
+            for (key, value) in dictionary { defaults!.set(value, forKey: key) }
+            try! defaults!.synchronize()
+        }
+        for index in 0..<times {
+            switch what {
+            case "floor": blackHole(floor.build())
+            case "decode-binary": blackHole(try? PropertyListCodec.decode(binary))
+            case "decode-xml": blackHole(try? PropertyListCodec.decode(xml))
+            case "encode-binary": blackHole(try? PropertyListCodec.encode(value, format: .binary))
+            case "encode-xml": blackHole(try? PropertyListCodec.encode(value, format: .xml))
+            case "cold", "cold-watch":
+                let suite = try? Defaults(
+                    suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: what == "cold-watch")
+                blackHole(suite?.string(forKey: "key-0"))
+            case "set":
+                defaults!.set(index, forKey: "counter")
+            case "flush":
+                defaults!.set(index, forKey: "key-0")
+                try! defaults!.synchronize()
+            default: exit(2)
+            }
+        }
+        if defaults != nil || what.hasPrefix("cold") { try? FileManager.default.removeItem(at: directory) }
         exit(0)
     }
 

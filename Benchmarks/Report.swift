@@ -9,12 +9,17 @@ struct Report {
         var liveDefaults: Double
         /// Foundation's UserDefaults' figure, when it has one.
         var foundation: Double?
+        /// dconf's figure for the same operation, when it has one and dconf was measured.
+        var dconf: Double?
         /// The raw limit (a Mutex-guarded dictionary, encoding plus writing), when there is one.
         var limit: Double?
         var unit: String
         /// The target, as text, and whether this run met it.
         var target: String?
         var met: Bool?
+        /// The target against dconf, and whether this run met it.
+        var dconfTarget: String?
+        var dconfMet: Bool?
     }
 
     let options: BenchmarkOptions
@@ -25,12 +30,15 @@ struct Report {
 
     mutating func add(
         _ group: String, _ name: String, _ liveDefaults: Double, foundation: Double? = nil, limit: Double? = nil,
-        unit: String = "ns", target: String? = nil, met: Bool? = nil
+        unit: String = "ns", target: String? = nil, met: Bool? = nil, dconf: Double? = nil,
+        dconfTarget: String? = nil, dconfMet: ((Double) -> Bool)? = nil
     ) {
         rows.append(
             Row(
-                group: group, name: name, liveDefaults: liveDefaults, foundation: foundation, limit: limit, unit: unit,
-                target: target, met: met))
+                group: group, name: name, liveDefaults: liveDefaults, foundation: foundation, dconf: dconf,
+                limit: limit,
+                unit: unit, target: target, met: met, dconfTarget: dconf == nil ? nil : dconfTarget,
+                dconfMet: dconf.flatMap { value in dconfMet.map { $0(value) } }))
     }
 
     static func format(_ value: Double?, _ unit: String) -> String {
@@ -60,21 +68,33 @@ struct Report {
             return
         }
         Swift.print("LiveDefaults benchmark — \(Self.machine())\(options.quick ? " (quick)" : "")\n")
-        let header = ["measurement", "LiveDefaults", "Foundation", "limit", "ratio", "target"]
+        let header = [
+            "measurement", "LiveDefaults", "Foundation", "dconf", "limit", "ratio", "target", "against dconf",
+        ]
         var table: [[String]] = [header]
         for row in rows {
-            var ratio = "—"
+            var ratios: [String] = []
             if let foundation = row.foundation, row.liveDefaults > 0 {
-                ratio = String(
-                    format: row.unit == "MB" ? "%.1f× smaller" : "%.1f× faster", foundation / row.liveDefaults)
-            } else if let limit = row.limit, limit > 0 {
-                ratio = String(format: "%.2f× the limit", row.liveDefaults / limit)
+                ratios.append(
+                    String(
+                        format: row.unit == "MB" ? "%.1f× smaller" : "%.1f× faster", foundation / row.liveDefaults))
             }
+            if let limit = row.limit, limit > 0 {
+                ratios.append(String(format: "%.2f× the limit", row.liveDefaults / limit))
+            }
+            let ratio = ratios.isEmpty ? "—" : ratios.joined(separator: ", ")
             let target = row.target.map { "\($0) \(row.met == true ? "✓" : row.met == false ? "✗" : "")" } ?? ""
+            var againstDconf = ""
+            if let dconf = row.dconf, row.liveDefaults > 0 {
+                againstDconf = String(format: "%.1f× faster", dconf / row.liveDefaults)
+                if let dconfTarget = row.dconfTarget {
+                    againstDconf += " (\(dconfTarget) \(row.dconfMet == true ? "✓" : "✗"))"
+                }
+            }
             table.append([
                 "\(row.group): \(row.name)", Self.format(row.liveDefaults, row.unit),
-                Self.format(row.foundation, row.unit),
-                Self.format(row.limit, row.unit), ratio, target,
+                Self.format(row.foundation, row.unit), Self.format(row.dconf, row.unit),
+                Self.format(row.limit, row.unit), ratio, target, againstDconf,
             ])
         }
         let widths = (0..<header.count).map { column in table.map { $0[column].count }.max() ?? 0 }

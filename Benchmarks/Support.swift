@@ -5,6 +5,8 @@ import LiveDefaults
 struct BenchmarkOptions {
     var quick = false
     var json = false
+    /// Leave dconf out even when it is installed (`--no-dconf`).
+    var noDconf = false
     /// Run only these groups (`--only codec,read`); all when empty.
     var only: Set<String> = []
 
@@ -16,8 +18,9 @@ struct BenchmarkOptions {
                 only = Set((remaining.popFirst() ?? "").split(separator: ",").map(String.init))
             case "--quick": quick = true
             case "--json": json = true
+            case "--no-dconf": noDconf = true
             case "--help", "-h":
-                Swift.print("usage: livedefaults-bench [--quick] [--json] [--only group,…]")
+                Swift.print("usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…]")
                 Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory")
                 exit(0)
             default:
@@ -26,6 +29,9 @@ struct BenchmarkOptions {
             }
         }
     }
+
+    /// Whether a group runs in this run.
+    func runs(_ group: String) -> Bool { only.isEmpty || only.contains(group) }
 
     /// Suite sizes measured for flush, cold load and the codec.
     var sizes: [Int] { quick ? [10, 100] : [10, 1_000, 10_000] }
@@ -109,4 +115,69 @@ func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The floor of decoding a suite: building the same `[String: PropertyListValue]` from its parts
+/// already in memory — making the key and value strings from their bytes, the values, hashing and
+/// inserting into a dictionary reserved to size — and freeing it again. A reader cannot do less.
+struct DecodeFloor {
+    private enum Part {
+        case string(Range<Int>)
+        case integer(Int64)
+        case real(Double)
+        case bool(Bool)
+        case array([Part])
+    }
+
+    /// Every string's UTF-8, back to back.
+    private var bytes: [UInt8] = []
+    private var entries: [(key: Range<Int>, value: Part)] = []
+
+    init(_ values: [String: PropertyListValue]) {
+        for (key, value) in values { entries.append((append(key), part(value))) }
+    }
+
+    private mutating func append(_ string: String) -> Range<Int> {
+        let start = bytes.count
+        bytes.append(contentsOf: string.utf8)
+        return start..<bytes.count
+    }
+
+    private mutating func part(_ value: PropertyListValue) -> Part {
+        switch value {
+        case .string(let string): .string(append(string))
+        case .integer(let integer): .integer(integer)
+        case .real(let real): .real(real)
+        case .bool(let bool): .bool(bool)
+        case .array(let elements): .array(elements.map { part($0) })
+        default: fatalError("the benchmark's suites hold no \(value.typeName)")
+        }
+    }
+
+    /// Builds the dictionary (the caller drops it, which frees it).
+    func build() -> [String: PropertyListValue] {
+        bytes.withUnsafeBufferPointer { buffer in
+            // The cheapest String from bytes known to be text: one copy into its storage.
+            func string(_ range: Range<Int>) -> String {
+                if range.isEmpty { return "" }
+                return String(unsafeUninitializedCapacity: range.count) {
+                    $0.baseAddress!.initialize(from: buffer.baseAddress! + range.lowerBound, count: range.count)
+                    return range.count
+                }
+            }
+            func value(_ part: Part) -> PropertyListValue {
+                switch part {
+                case .string(let range): .string(string(range))
+                case .integer(let integer): .integer(integer)
+                case .real(let real): .real(real)
+                case .bool(let bool): .bool(bool)
+                case .array(let parts): .array(parts.map(value))
+                }
+            }
+            var result: [String: PropertyListValue] = [:]
+            result.reserveCapacity(entries.count)
+            for (key, part) in entries { result[string(key)] = value(part) }
+            return result
+        }
+    }
 }

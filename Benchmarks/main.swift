@@ -1,4 +1,4 @@
-// LiveDefaults against Foundation's UserDefaults and against the raw limit, in one run.
+// LiveDefaults against Foundation's UserDefaults, dconf (when installed) and the raw limit, in one run.
 //
 //   swift run -c release livedefaults-bench            the full run (about a minute)
 //   swift run -c release livedefaults-bench --quick    small sizes and counts (CI's smoke test)
@@ -32,13 +32,24 @@ guard let scratch = ProcessInfo.processInfo.environment["LIVEDEFAULTS_BENCH_DIRE
 let workspace = Workspace(directory: URL(fileURLWithPath: scratch))
 
 var report = Report(options: options)
-let runner = BenchmarkRunner(options: options, workspace: workspace)
+// dconf takes part in reads, writes, flushes and external changes when it is installed.
+var dconf: DconfPeer? = nil
+if options.noDconf {
+    report.notes.append("dconf: columns skipped (--no-dconf).")
+} else if ["read", "write", "flush", "external"].contains(where: options.runs) {
+    switch DconfPeer.start(in: workspace.directory) {
+    case .success(let peer): dconf = peer
+    case .failure(let unavailable): report.notes.append("dconf: columns skipped: \(unavailable.reason).")
+    }
+}
+let runner = BenchmarkRunner(options: options, workspace: workspace, dconf: dconf)
 let groups: [(String, (inout Report) -> Void)] = [
     ("read", runner.measureReads), ("write", runner.measureWrites), ("flush", runner.measureFlushes),
     ("cold", runner.measureColdLoads), ("codec", runner.measureCodec), ("external", runner.measureExternalChanges),
     ("fanout", runner.measureFanOut), ("memory", runner.measureMemory),
 ]
-for (name, measure) in groups where options.only.isEmpty || options.only.contains(name) {
+for (name, measure) in groups where options.runs(name) {
     measure(&report)
 }
+dconf?.stop()
 report.print()

@@ -1,13 +1,41 @@
 #!/usr/bin/env bash
 # Installs what LiveDefaults needs on a fresh Debian machine, and nothing that is already there:
-# libinotifytools (the watcher links it), and the tools the end-to-end tests drive (vim, python3).
+# libinotifytools (the watcher links it), the tools the end-to-end tests drive (vim, python3), and
+# libcurl (the fleet-settings target, LiveDefaultsEtcd, calls it) and etcd with etcdctl (its tests
+# start their own members on loopback; Debian's package also enables a system service, which the
+# tests never use).
 # Needs root (or sudo) only when something is missing. Safe to run again.
+#
+#   scripts/setup.sh --bench   also what the benchmark needs to measure dconf side by side (its C
+#                              library, dconf-service, a private session bus, a C compiler). Only
+#                              the benchmark uses them; the library and its tests never do.
 set -euo pipefail
+
+bench=false
+for argument in "$@"; do
+    case "$argument" in
+    --bench) bench=true ;;
+    *)
+        echo "usage: scripts/setup.sh [--bench]" >&2
+        exit 2
+        ;;
+    esac
+done
 
 missing=()
 dpkg -s libinotifytools0-dev >/dev/null 2>&1 || missing+=(libinotifytools0-dev)
 command -v vim >/dev/null 2>&1 || missing+=(vim-nox)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
+if $bench; then
+    dpkg -s libdconf-dev >/dev/null 2>&1 || missing+=(libdconf-dev)
+    dpkg -s dconf-service >/dev/null 2>&1 || missing+=(dconf-service)
+    command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus-daemon)
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+    command -v cc >/dev/null 2>&1 || missing+=(gcc)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}" >&2

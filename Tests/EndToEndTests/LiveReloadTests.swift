@@ -440,7 +440,12 @@ final class LiveSuite {
         // Rounds in which the file was away for the grace or longer (the machine was slow):
         // a removal is then right, and those rounds do not count.
         var slowRounds: Set<Int> = []
-        for round in 1...Self.rounds {
+        // Rounds go on until enough were quick (a loaded machine, or the thread sanitizer, makes
+        // more of the 70 ms rounds slow), up to three times as many.
+        var round = 0
+        while round - slowRounds.count < Self.rounds && round < 3 * Self.rounds {
+            round += 1
+            let round = round
             let away = try await Self.onAThreadOfItsOwn {
                 let deleted = ContinuousClock.now
                 let aside = directory.deletingLastPathComponent().appendingPathComponent("aside")
@@ -459,8 +464,8 @@ final class LiveSuite {
             guard await eventually(within: 5, { defaults.string(forKey: "theme") == "flick-\(round)" }) else { break }
             arrived = round
         }
-        #expect(arrived == Self.rounds, "\(replacement): the value of every round arrived")
-        #expect(slowRounds.count <= Self.rounds / 2, "enough rounds were quick enough to test")
+        #expect(arrived == round, "\(replacement): the value of every round arrived")
+        #expect(round - slowRounds.count >= Self.rounds / 2, "enough rounds were quick enough to test")
         // A removal reports the value of the round before the one it happened in.
         let removals = log.all.filter { $0.new == nil }
         let roundsWithRemovals = Set(
@@ -477,7 +482,7 @@ final class LiveSuite {
             roundsWithRemovals.isEmpty,
             "\(replacement): removals in \(roundsWithRemovals.count) of \(quickRounds) quick rounds (slow: \(slowRounds.sorted())): \(removals.prefix(6))"
         )
-        #expect(defaults.integer(forKey: "round") == Self.rounds)
+        #expect(defaults.integer(forKey: "round") == round)
         token.cancel()
     }
 

@@ -243,6 +243,36 @@ enum RandomPropertyList {
             ])
     }
 
+    @Test func xmlRealsReadAsDoubleReadsTheirText() throws {
+        // The reader's fast path for plain decimals, at its edges (2^53, 10^±22, 19 digits, signs,
+        // leading zeros, a bare point) and past them, and the texts writers give random Doubles.
+        var texts = [
+            "0", "-0", "+1", "0.1", "0.5", ".5", "5.", "007.250", "0.000001", "1.5E+3", "2.5e-3", "1e22", "1e23",
+            "-1e-22", "1e-23", "1E0005", "9007199254740992", "9007199254740993", "-9007199254740993e-5",
+            "0.30000000000000004", "1234567890123456789", "12345678901234567890", "123456789012345678901e-20",
+            "1.7976931348623157e308", "4.9e-324", "1e400", "-1e-400",
+        ]
+        var generator = SeededGenerator(state: 17)
+        for _ in 0..<3_000 {
+            let number = Double(bitPattern: generator.next())
+            if number.isFinite {
+                texts.append(XMLPropertyListWriter.realText(number))
+                texts.append(String(format: "%.17g", number))
+            }
+            texts.append("\(Int64(bitPattern: generator.next()) % 100_000).\(generator.next() % 10_000)")
+            texts.append("\(generator.next() % 1_000_000)e-\(generator.next() % 30)")
+        }
+        for text in texts {
+            let decoded = try XMLPropertyListReader.decode(Data("<plist><real>\(text)</real></plist>".utf8))
+            let expected = try #require(Double(text), "\(text)")
+            guard case .real(let number) = decoded else {
+                Issue.record("\(text) decoded as \(decoded)")
+                continue
+            }
+            #expect(number.bitPattern == expected.bitPattern, "\(text): \(number), expected \(expected)")
+        }
+    }
+
     @Test func invalidUTF8InXMLIsAnError() {
         var bytes = Array("<plist><string>".utf8)
         bytes += [0xC3, 0x28]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -167,6 +168,10 @@ import Testing
         }
         let seconds = 3.0 * Double(Stress.factor)
         let deadline = Date().addingTimeInterval(seconds)
+        // Past the deadline the threads go on until they have done 1,000 operations in all (a
+        // sanitizer build on a loaded machine does few per second), for at most a minute more.
+        let latest = deadline.addingTimeInterval(60)
+        let done = Atomic<Int>(0)
         let operations = Locked(0)
         let group = DispatchGroup()
         let path = directory.file(name + ".plist").path
@@ -176,7 +181,7 @@ import Testing
                 var generator = SystemRandomNumberGenerator()
                 var count = 0
                 let queue = DispatchQueue(label: "observer-\(thread)")
-                while Date() < deadline {
+                while Date() < deadline || (done.load(ordering: .relaxed) <= 1_000 && Date() < latest) {
                     let defaults = Bool.random(using: &generator) ? first : second
                     let key = keys.randomElement(using: &generator)!
                     switch Int.random(in: 0..<10, using: &generator) {
@@ -211,12 +216,13 @@ import Testing
                         defaults.register(defaults: ["registered-\(thread)": .integer(Int64(count))])
                     }
                     count += 1
+                    done.add(1, ordering: .relaxed)
                 }
                 operations.withLock { $0 += count }
                 group.leave()
             }
         }
-        #expect(await wait(for: group, within: seconds + 60))
+        #expect(await wait(for: group, within: seconds + 120))
         let total = operations.withLock { $0 }
         #expect(total > 1_000)
         Attachment.record("8 threads, \(seconds) s: \(total) operations", named: "threads.txt")

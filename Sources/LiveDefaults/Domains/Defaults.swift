@@ -216,7 +216,14 @@ public final class Defaults: Sendable {
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
         var values = state.registration
         func lay(_ layer: [String: PropertyListValue]) {
-            values.merge(layer) { _, upper in upper }
+            // The first layer with values is taken whole, its storage shared: merged into an empty
+            // dictionary, a suite's thousand keys were hashed again and the table grown step by
+            // step (a third of a cold load's instructions).
+            if values.isEmpty {
+                values = layer
+            } else {
+                values.merge(layer) { _, upper in upper }
+            }
         }
         if let global { lay(global.values()) }
         for added in state.addedSuites.reversed() { lay(added.values()) }
@@ -344,8 +351,15 @@ public final class Defaults: Sendable {
         }
     }
 
+    /// How long the notification waits after the first change of a burst, so that a burst posts once.
+    ///
+    /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
+    /// then took this store's lock on the other core, and writes ran at half speed in some runs
+    /// (docs/design.md, "The change notification").
+    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
+
     private func scheduleChangeNotification() {
-        DispatchQueue.global().async { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.notificationScheduled = false }
             NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)

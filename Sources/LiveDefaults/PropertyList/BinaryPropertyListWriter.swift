@@ -70,10 +70,12 @@ package enum BinaryPropertyListWriter {
 
     /// How `string` is written: ASCII as its bytes, anything else as UTF-16 (big-endian).
     static func form(of string: String) -> (isASCII: Bool, count: Int) {
-        let isASCII =
-            string.utf8.withContiguousStorageIfAvailable(BinaryPropertyListWriter.isASCII)
-            ?? string.utf8.allSatisfy { $0 < 0x80 }
-        return isASCII ? (true, string.utf8.count) : (false, string.utf16.count)
+        // Every scalar beyond ASCII takes fewer UTF-16 units than UTF-8 bytes, so the counts are
+        // equal exactly when the string is ASCII; and for a string known to be ASCII (the flag
+        // every native String carries) both counts are its length, without a scan.
+        let bytes = string.utf8.count
+        let units = string.utf16.count
+        return bytes == units ? (true, bytes) : (false, units)
     }
 
     /// What the objects of a value take: objects, bytes (without references) and references.

@@ -300,6 +300,7 @@ package enum XMLPropertyListReader {
                 let text = tag.empty ? "" : try self.text(closing: .integer)
                 return try integer(Self.trimmed(text), at: tag.start)
             case .real:
+                if !tag.empty, let value = try plainReal() { return value }
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .real))
                 if let number = Double(text) { return .real(number) }
                 switch text.lowercased() {
@@ -394,6 +395,79 @@ package enum XMLPropertyListReader {
                 return nil
             }
             return .integer(value)
+        }
+
+        /// Powers of ten a Double holds exactly (10^22 is the last).
+        static let exactPowersOfTen: [Double] = [
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+            1e19, 1e20, 1e21, 1e22,
+        ]
+
+        /// The common real, read from the bytes: an optional sign, decimal digits with at most one
+        /// point, an optional exponent, up to `</real>`. Only when the digits, read as an integer,
+        /// are at most 2^53 and the scale is at most 10^±22: both are then exact Doubles, and one
+        /// multiplication or division rounds correctly, so the result is the one `Double(_:)`
+        /// gives. nil (having read nothing) for anything else, which the general path reads.
+        @inline(__always)
+        mutating func plainReal() throws(Malformed) -> PropertyListValue? {
+            var index = position
+            let negative = index < count && base[index] == UInt8(ascii: "-")
+            if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
+            var digits: UInt64 = 0
+            var significant = 0
+            var fractionDigits = 0
+            var sawDigit = false
+            var sawPoint = false
+            while index < count {
+                let byte = base[index]
+                let digit = byte &- UInt8(ascii: "0")
+                if digit < 10 {
+                    sawDigit = true
+                    if sawPoint { fractionDigits += 1 }
+                    if digits != 0 || digit != 0 {  // leading zeros are not significant
+                        significant += 1
+                        if significant > 19 { return nil }  // (19 digits cannot overflow a UInt64)
+                        digits = digits * 10 + UInt64(digit)
+                    }
+                } else if byte == UInt8(ascii: "."), !sawPoint {
+                    sawPoint = true
+                } else {
+                    break
+                }
+                index += 1
+            }
+            guard sawDigit else { return nil }
+            var exponent = 0
+            if index < count, base[index] | 0x20 == UInt8(ascii: "e") {
+                index += 1
+                let negativeExponent = index < count && base[index] == UInt8(ascii: "-")
+                if negativeExponent || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
+                let exponentStart = index
+                while index < count, index - exponentStart < 4, base[index] &- UInt8(ascii: "0") < 10 {
+                    exponent = exponent * 10 + Int(base[index] &- UInt8(ascii: "0"))
+                    index += 1
+                }
+                guard index > exponentStart else { return nil }
+                if negativeExponent { exponent = -exponent }
+            }
+            let scale = exponent - fractionDigits
+            guard index < count, base[index] == UInt8(ascii: "<"), digits <= 1 << 53, (-22...22).contains(scale)
+            else { return nil }
+            var value = Double(digits)
+            if scale < 0 {
+                value /= Self.exactPowersOfTen[-scale]
+            } else {
+                value *= Self.exactPowersOfTen[scale]
+            }
+            let start = position
+            position = index
+            do {
+                try closeTag(.real)
+            } catch {
+                position = start
+                return nil
+            }
+            return .real(negative ? -value : value)
         }
 
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.

@@ -101,6 +101,9 @@ package struct SuiteFile: Sendable {
             do throws(SystemError) {
                 if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
                 try SystemCall.writeAll(descriptor, data)
+                // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
+                // (its size and blocks are needed to read the data back), on ext4 in the same journal
+                // commit, so it would save nothing here.
                 try SystemCall.retrying("fsync") { fsync(descriptor) }
                 try SystemCall.retrying("close") { close(descriptor) }
             } catch {

@@ -336,54 +336,81 @@ extension SuiteStore {
         _ pending: [String: (value: PropertyListValue?, generation: UInt64)], wholeFile: [String: PropertyListValue]?,
         tellingListeners: Bool
     ) throws(DefaultsError) -> FollowUps {
-        let known = state.withLock {
-            (identity: $0.diskIdentity, values: $0.diskValues, corrupt: $0.diskIsCorrupt, format: $0.format)
+        // The values on disk are taken out of the state while the flush runs (every use of them is
+        // under `inputOutput`, as this is), so that the pending changes are merged into them in
+        // place: left in the state, the merge would copy the whole dictionary on every flush. A
+        // failed flush puts them back as they were.
+        var merged: [String: PropertyListValue] = [:]
+        let known = state.withLock { state in
+            swap(&merged, &state.diskValues)
+            return (identity: state.diskIdentity, corrupt: state.diskIsCorrupt, format: state.format)
         }
-        var base = known.values
         var format = known.format
         let rereads = FileIdentity.of(path: location.path) != known.identity || known.corrupt
-        if rereads {
-            // Someone else wrote since we last looked (or the file is bad): start from what is there now.
-            let contents = try file.read()
-            if let contents {
-                do throws(DefaultsError) {
-                    let parsed = try parse(contents.data)
-                    base = parsed.values
-                    format = parsed.format
-                } catch {
-                    // Contract 4: never replace a bad file without keeping it.
-                    if let kept = try file.keepAside() {
-                        DefaultsErrorReporting.report(
-                            DefaultsError(
-                                .corruptFile,
-                                "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was kept "
-                                    + "as \(kept) and replaced by this process's values.",
-                                suite: location.name, path: location.path, underlying: error))
-                    }
-                }
-            } else {
-                base = [:]
-            }
-        }
-        var merged = wholeFile ?? base
-        if wholeFile == nil {
-            for (key, change) in pending { merged[key] = change.value }
-        }
-        // Replacing the whole domain with nothing removes it, as `defaults delete <domain>` does.
-        let removesFile = wholeFile?.isEmpty == true
+        /// The taken values when they were replaced rather than changed in place, else the values
+        /// the pending changes replaced: either way, enough to put them back.
+        var original: [String: PropertyListValue]? = nil
+        var replacedValues: [(key: String, value: PropertyListValue?)] = []
         var data: Data?
         var identity: FileIdentity?
-        if removesFile {
-            try file.remove()
-        } else {
-            do throws(DefaultsError) {
-                data = try PropertyListCodec.encode(.dictionary(merged), format: format)
-            } catch {
-                throw DefaultsError(
-                    .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
-                    path: location.path, underlying: error)
+        do throws(DefaultsError) {
+            if rereads || wholeFile != nil { original = merged }
+            if rereads {
+                // Someone else wrote since we last looked (or the file is bad): start from what is there now.
+                let contents = try file.read()
+                if let contents {
+                    do throws(DefaultsError) {
+                        let parsed = try parse(contents.data)
+                        merged = parsed.values
+                        format = parsed.format
+                    } catch {
+                        // Contract 4: never replace a bad file without keeping it.
+                        if let kept = try file.keepAside() {
+                            DefaultsErrorReporting.report(
+                                DefaultsError(
+                                    .corruptFile,
+                                    "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was "
+                                        + "kept as \(kept) and replaced by this process's values.",
+                                    suite: location.name, path: location.path, underlying: error))
+                        }
+                    }
+                } else {
+                    merged = [:]
+                }
             }
-            identity = try file.replace(with: data!)
+            if let wholeFile {
+                merged = wholeFile
+            } else {
+                replacedValues.reserveCapacity(original == nil ? pending.count : 0)
+                for (key, change) in pending {
+                    let old =
+                        if let value = change.value { merged.updateValue(value, forKey: key) } else {
+                            merged.removeValue(forKey: key)
+                        }
+                    if original == nil { replacedValues.append((key, old)) }
+                }
+            }
+            // Replacing the whole domain with nothing removes it, as `defaults delete <domain>` does.
+            if wholeFile?.isEmpty == true {
+                try file.remove()
+            } else {
+                do throws(DefaultsError) {
+                    data = try PropertyListCodec.encode(.dictionary(merged), format: format)
+                } catch {
+                    throw DefaultsError(
+                        .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)",
+                        suite: location.name, path: location.path, underlying: error)
+                }
+                identity = try file.replace(with: data!)
+            }
+        } catch {
+            if let original {
+                merged = original
+            } else {
+                for (key, value) in replacedValues.reversed() { merged[key] = value }
+            }
+            state.withLock { swap(&merged, &$0.diskValues) }
+            throw error
         }
         let update = { (state: inout State) -> Set<String> in
             state.diskBytes = data

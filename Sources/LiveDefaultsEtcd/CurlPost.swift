@@ -1,0 +1,106 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One HTTP POST through libcurl, on the calling thread (`curl_easy_perform` blocks).
+///
+/// Not FoundationNetworking: etcd's gateway answers a failed call with a chunked body and an HTTP
+/// trailer, and FoundationNetworking stops the process on a trailer (docs/design.md, "Fleet
+/// settings: the etcd gateway"). libcurl reads it as HTTP/1.1 says, keeps TLS with the system trust
+/// store, and streams a watch's response as it arrives.
+final class CurlPost: @unchecked Sendable {
+    // Safe as Sendable: `received` is touched only by the thread running `perform()`; `cancelled`
+    // is atomic.
+
+    /// How a POST ended.
+    enum Outcome: Sendable {
+        /// The whole response arrived; its status.
+        case completed(status: Int)
+        /// ``cancel()`` ended it.
+        case cancelled
+        /// No answer, a broken connection, or nothing received for the idle time.
+        case failed(String, timedOut: Bool)
+    }
+
+    private static let globalSetUp: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    private let url: String
+    private let body: Data
+    private let headers: [String]
+    private let timeout: TimeInterval?
+    private let idleTimeout: TimeInterval?
+    private let onData: (Data, Int) -> Void
+    private let cancelled = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - timeout: The most the whole call may take; nil for none (a watch).
+    ///   - idleTimeout: The call fails when nothing arrives for this long; nil for none.
+    ///   - onData: Each piece of the response body as it arrives, with the response's status.
+    init(
+        url: URL, body: Data, headers: [String: String], timeout: TimeInterval?, idleTimeout: TimeInterval?,
+        onData: @escaping (Data, Int) -> Void
+    ) {
+        self.url = url.absoluteString
+        self.body = body
+        self.headers = headers.map { "\($0.key): \($0.value)" } + ["Content-Type: application/json", "Expect:"]
+        self.timeout = timeout
+        self.idleTimeout = idleTimeout
+        self.onData = onData
+    }
+
+    /// Ends the call from another thread, soon.
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Runs the call on this thread until it ends.
+    func perform() -> Outcome {
+        Self.globalSetUp
+        guard let handle = curl_easy_init() else { return .failed("libcurl could not start a call", timedOut: false) }
+        defer { curl_easy_cleanup(handle) }
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        for header in headers { headerList = curl_slist_append(headerList, header) }
+        defer { curl_slist_free_all(headerList) }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let payload = body
+        return payload.withUnsafeBytes { bytes -> Outcome in
+            ldcurl_setopt_string(handle, CURLOPT_URL, url)
+            ldcurl_setopt_long(handle, CURLOPT_POST, 1)
+            ldcurl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            ldcurl_setopt_large(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            ldcurl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
+            ldcurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+            ldcurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, 5_000)
+            if let timeout { ldcurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)) }
+            if let idleTimeout {
+                // Less than one byte a second for the idle time: the connection is idle.
+                ldcurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+                ldcurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(idleTimeout.rounded(.up))))
+            }
+            ldcurl_setopt_write(handle) { data, size, count, context in
+                guard let data, let context else { return 0 }
+                let post = Unmanaged<CurlPost>.fromOpaque(context).takeUnretainedValue()
+                let length = size * count
+                post.onData(Data(bytes: data, count: length), post.status)
+                return post.cancelled.load(ordering: .relaxed) ? 0 : length
+            }
+            ldcurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
+            ldcurl_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+            ldcurl_setopt_progress(handle) { context, _, _, _, _ in
+                guard let context else { return 0 }
+                return Unmanaged<CurlPost>.fromOpaque(context).takeUnretainedValue().cancelled.load(ordering: .relaxed)
+                    ? 1 : 0
+            }
+            ldcurl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context)
+            currentHandle = handle
+            defer { currentHandle = nil }
+            let result = curl_easy_perform(handle)
+            if cancelled.load(ordering: .relaxed) { return .cancelled }
+            if result == CURLE_OK { return .completed(status: ldcurl_response_code(handle)) }
+            let message = String(cString: curl_easy_strerror(result))
+            return .failed(message, timedOut: result == CURLE_OPERATION_TIMEDOUT)
+        }
+    }
+
+    /// The handle while `perform()` runs (read by the write callback on the same thread).
+    private var currentHandle: UnsafeMutableRawPointer?
+    private var status: Int { currentHandle.map { ldcurl_response_code($0) } ?? 0 }
+}

@@ -1,0 +1,264 @@
+import Foundation
+import LiveDefaults
+
+/// What went wrong talking to etcd.
+struct EtcdError: Error, Sendable, CustomStringConvertible {
+    enum Kind: Sendable, Equatable {
+        /// No endpoint answered (refused, reset, timed out).
+        case unavailable
+        /// etcd answered with an error (its gRPC code, when it gave one).
+        case rejected(code: Int?)
+        /// The answer was not what the gateway sends.
+        case malformed
+    }
+
+    let kind: Kind
+    let message: String
+
+    var description: String { message }
+
+    /// etcd's gRPC code for "required revision has been compacted" and friends (OUT_OF_RANGE).
+    static let outOfRange = 11
+    /// gRPC PERMISSION_DENIED.
+    static let permissionDenied = 7
+    /// gRPC INVALID_ARGUMENT ("user name is empty").
+    static let invalidArgument = 3
+    /// gRPC UNAUTHENTICATED ("invalid auth token").
+    static let unauthenticated = 16
+}
+
+/// A client of etcd's v3 JSON gateway (etcd 3.4: `POST /v3/kv/range`, `/v3/kv/txn`, `/v3/watch`, …)
+/// through libcurl (``CurlPost``), with nothing outside the toolchain and Debian's libcurl
+/// (docs/design.md, "Fleet settings: the etcd gateway").
+///
+/// Unary calls try the endpoints in turn until one answers. A watch is a long-lived stream
+/// (``EtcdWatch``).
+final class EtcdClient: Sendable {
+    let endpoints: [URL]
+    private let credentials: (user: String, password: String)?
+    private let token = Locked<String?>(nil)
+    private let requestTimeout: TimeInterval
+    private let preferred = Locked<Int>(0)
+
+    /// - Parameters:
+    ///   - endpoints: Client URLs, such as `http://127.0.0.1:2379`.
+    ///   - credentials: An etcd user, when the cluster has authentication on.
+    ///   - requestTimeout: How long a unary call may wait for its answer.
+    init(endpoints: [URL], credentials: (user: String, password: String)? = nil, requestTimeout: TimeInterval = 10) {
+        precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
+        self.endpoints = endpoints
+        self.credentials = credentials
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The token in use (for tests of its renewal).
+    var currentToken: String? { token.withLock { $0 } }
+
+    // MARK: Key-value calls
+
+    /// Every key under `prefix` at one revision.
+    func range(prefix: Data) async throws -> (header: EtcdResponseHeader, kvs: [EtcdKeyValue]) {
+        let response: EtcdRangeResponse = try await call(
+            "/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix))))
+        return (response.header ?? EtcdResponseHeader(), response.kvs ?? [])
+    }
+
+    /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
+    static let maximumOperationsPerTransaction = 128
+
+    /// Puts and deletes in one transaction, committed at one revision — or, past
+    /// ``maximumOperationsPerTransaction``, in several, each atomic on its own.
+    ///
+    /// - Returns: The revision the (last) transaction committed at.
+    func commit(puts: [(key: Data, value: Data)], deletes: [Data]) async throws -> Int64 {
+        let operations =
+            puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
+            + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
+        var revision: Int64 = 0
+        var start = 0
+        repeat {
+            let end = min(start + Self.maximumOperationsPerTransaction, operations.count)
+            let response: EtcdTxnResponse = try await call(
+                "/v3/kv/txn", EtcdTxnRequest(compare: [], success: Array(operations[start..<end]), failure: []))
+            revision = response.header?.revisionValue ?? revision
+            start = end
+        } while start < operations.count
+        return revision
+    }
+
+    /// Changes one key from the value it has to `transform`'s result, only if no one changed it
+    /// in between (a compare of its modification revision, or of its absence); tried again
+    /// otherwise. For counters and create-if-absent, where "the last write wins" would lose updates.
+    ///
+    /// - Parameter transform: The new value from the current one (nil: absent); nil removes.
+    /// - Returns: The revision the change committed at.
+    func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) async throws -> Int64 {
+        for _ in 0..<attempts {
+            let current: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
+            let existing = current.kvs?.first
+            let compare =
+                existing.map {
+                    EtcdCompare(
+                        result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: $0.mod_revision ?? EtcdInt64(0)
+                    )
+                }
+                ?? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
+            let operation =
+                try transform(existing.map { $0.value?.data ?? Data() }).map {
+                    EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0)))
+                } ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
+            let response: EtcdTxnResponse = try await call(
+                "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []))
+            if response.succeeded == true { return response.header?.revisionValue ?? 0 }
+        }
+        throw EtcdError(
+            kind: .rejected(code: nil),
+            message: "the key kept changing: \(attempts) attempts to update it all lost the race")
+    }
+
+    /// Compacts the history up to `revision` (for tests and operators).
+    func compact(revision: Int64) async throws {
+        struct Compaction: Codable { var revision: EtcdInt64; var physical: Bool }
+        let _: EtcdResponseHeaderOnly = try await call(
+            "/v3/kv/compaction", Compaction(revision: EtcdInt64(revision), physical: true))
+    }
+
+    /// Starts watching every key under `prefix` from `revision` on.
+    ///
+    /// - Parameter idleTimeout: The stream is ended when nothing, not even a progress
+    ///   notification, arrives for this long.
+    func watch(prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30) async throws
+        -> EtcdWatch
+    {
+        let body = EtcdWatchRequest(
+            create_request: EtcdWatchCreateRequest(
+                key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)),
+                start_revision: EtcdInt64(revision), progress_notify: true))
+        let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
+        var request = try await makeRequest(endpoint, "/v3/watch", body)
+        // Without it an isolated member goes on sending progress at its stale revision.
+        request.headers["Grpc-Metadata-Hasleader"] = "true"
+        return EtcdWatch(request: request, idleTimeout: idleTimeout)
+    }
+
+    /// The first key after every key that starts with `prefix`: the prefix with its last byte
+    /// that is not 0xff raised by one (etcd's `range_end` for a prefix).
+    static func prefixEnd(_ prefix: Data) -> Data {
+        var end = Array(prefix)
+        while let last = end.last {
+            if last < 0xff {
+                end[end.count - 1] = last + 1
+                return Data(end)
+            }
+            end.removeLast()
+        }
+        return Data([0])  // every key
+    }
+
+    // MARK: Calls
+
+    private struct EtcdResponseHeaderOnly: Codable { var header: EtcdResponseHeader? }
+
+    /// A POST to the gateway: where, what, and its headers.
+    struct Request: Sendable {
+        var url: URL
+        var body: Data
+        var headers: [String: String] = [:]
+    }
+
+    private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> Request {
+        var request = Request(url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body))
+        if let token = try await currentToken(endpoint) { request.headers["Authorization"] = token }
+        return request
+    }
+
+    private func currentToken(_ endpoint: URL) async throws -> String? {
+        guard let credentials else { return nil }
+        if let token = token.withLock({ $0 }) { return token }
+        let request = Request(
+            url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
+            body: try JSONEncoder().encode(
+                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)))
+        let (data, status) = try await send(request)
+        let answer: EtcdAuthenticateResponse = try decode(data, status)
+        guard let fresh = answer.token else {
+            throw EtcdError(kind: .malformed, message: "etcd at \(endpoint) answered authenticate without a token")
+        }
+        token.withLock { $0 = fresh }
+        return fresh
+    }
+
+    /// One unary call, on the endpoints in turn from the last one that answered; a token etcd no
+    /// longer takes is renewed once.
+    private func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body) async throws -> Answer {
+        var lastProblem: (any Error)?
+        let start = preferred.withLock { $0 }
+        for attempt in 0..<endpoints.count {
+            let index = (start + attempt) % endpoints.count
+            let endpoint = endpoints[index]
+            do {
+                var renewed = false
+                while true {
+                    let request = try await makeRequest(endpoint, path, body)
+                    let (data, status) = try await send(request)
+                    do {
+                        let answer: Answer = try decode(data, status)
+                        preferred.withLock { $0 = index }
+                        return answer
+                    } catch let error as EtcdError
+                        where !renewed && credentials != nil
+                        && (error.kind == .rejected(code: EtcdError.unauthenticated)
+                            || error.message.contains("invalid auth token"))
+                    {
+                        // Simple tokens expire (300 s by default): authenticate again, once.
+                        token.withLock { $0 = nil }
+                        renewed = true
+                    }
+                }
+            } catch let error as EtcdError where error.kind == .unavailable {
+                lastProblem = error
+            }
+        }
+        throw lastProblem ?? EtcdError(kind: .unavailable, message: "no etcd endpoint answered")
+    }
+
+    /// Runs one POST on a thread of its own (libcurl blocks), and gives its body and status.
+    private func send(_ request: Request) async throws -> (Data, Int) {
+        let timeout = requestTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                var received = Data()
+                let post = CurlPost(
+                    url: request.url, body: request.body, headers: request.headers, timeout: timeout, idleTimeout: nil
+                ) { data, _ in received.append(data) }
+                switch post.perform() {
+                case .completed(let status):
+                    continuation.resume(returning: (received, status))
+                case .cancelled:
+                    continuation.resume(throwing: CancellationError())
+                case .failed(let problem, _):
+                    continuation.resume(
+                        throwing: EtcdError(
+                            kind: .unavailable,
+                            message: "etcd at \(request.url.absoluteString) did not answer: \(problem)"))
+                }
+            }
+        }
+    }
+
+    private func decode<Answer: Decodable>(_ data: Data, _ status: Int) throws -> Answer {
+        if status != 200 {
+            let body = try? JSONDecoder().decode(EtcdErrorBody.self, from: data)
+            throw EtcdError(
+                kind: .rejected(code: body?.code),
+                message:
+                    "etcd answered HTTP \(status): \(body?.message ?? body?.error ?? String(decoding: data, as: UTF8.self))"
+            )
+        }
+        do {
+            return try JSONDecoder().decode(Answer.self, from: data)
+        } catch {
+            throw EtcdError(kind: .malformed, message: "etcd's answer did not decode: \(error)")
+        }
+    }
+}

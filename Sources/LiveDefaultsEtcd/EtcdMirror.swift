@@ -1,0 +1,131 @@
+import Foundation
+import LiveDefaults
+
+/// One suite's values as etcd holds them, at one revision: the pure part of a fleet suite
+/// (docs/design.md, "Fleet settings: the mirror").
+///
+/// Layout: one etcd key per defaults key, `<prefix><key>` with the key's UTF-8 bytes, and the value
+/// a property-list document holding that one value, so types stay exact. etcd compares bytes and
+/// `String` compares canonical equivalence, so a key is normalised to NFC: two etcd keys that
+/// normalise alike are one defaults key, and the one written last (the higher modification
+/// revision) gives its value.
+struct EtcdMirror: Sendable {
+    /// One key's change, with the values before and after it.
+    struct Change: Sendable, Equatable {
+        var key: String
+        var old: PropertyListValue?
+        var new: PropertyListValue?
+    }
+
+    /// A value that is not a property-list document: reported, and read as absent.
+    struct UnreadableValue: Sendable, Equatable {
+        var key: String
+        var revision: Int64
+        var problem: String
+    }
+
+    private struct Entry: Sendable {
+        var rawKey: Data
+        var modRevision: Int64
+        var value: PropertyListValue?
+    }
+
+    let prefix: Data
+    private var entries: [String: Entry] = [:]
+    /// The revision the mirror is at (a range's header, then each applied event's).
+    private(set) var revision: Int64 = 0
+    /// The cluster the revision belongs to; 0 before the first range.
+    private(set) var clusterID: UInt64 = 0
+
+    init(prefix: Data) { self.prefix = prefix }
+
+    /// The values, as reads see them.
+    var values: [String: PropertyListValue] { entries.compactMapValues(\.value) }
+
+    /// The etcd key of a defaults key: the prefix and the key's NFC form in UTF-8.
+    static func etcdKey(_ key: String, prefix: Data) -> Data {
+        prefix + Data(key.precomposedStringWithCanonicalMapping.utf8)
+    }
+
+    /// A value as it is stored: an XML property-list document (readable with `etcdctl get`).
+    static func encode(_ value: PropertyListValue) throws -> Data {
+        try PropertyListCodec.encode(value, format: .xml)
+    }
+
+    /// Replaces everything with a range's result.
+    ///
+    /// - Returns: The net change per key from what the mirror held to what etcd holds now, and the
+    ///   values that could not be read.
+    mutating func resync(header: EtcdResponseHeader, kvs: [EtcdKeyValue]) -> (
+        changes: [Change], unreadable: [UnreadableValue]
+    ) {
+        var fresh: [String: Entry] = [:]
+        var unreadable: [UnreadableValue] = []
+        for kv in kvs {
+            guard let (key, entry, problem) = entry(of: kv) else { continue }
+            if let problem { unreadable.append(problem) }
+            if let existing = fresh[key], existing.modRevision > entry.modRevision { continue }
+            fresh[key] = entry
+        }
+        var changes: [Change] = []
+        for (key, entry) in entries where fresh[key]?.value != entry.value {
+            changes.append(Change(key: key, old: entry.value, new: fresh[key]?.value))
+        }
+        for (key, entry) in fresh where entries[key] == nil && entry.value != nil {
+            changes.append(Change(key: key, old: nil, new: entry.value))
+        }
+        entries = fresh
+        revision = header.revisionValue
+        clusterID = header.clusterID
+        return (changes.sorted { $0.key < $1.key }, unreadable)
+    }
+
+    /// Applies one watch message's events, in order.
+    ///
+    /// - Returns: The net change per key over the message (one transaction is one message), and
+    ///   the values that could not be read.
+    mutating func apply(_ events: [EtcdEvent]) -> (changes: [Change], unreadable: [UnreadableValue]) {
+        var before: [String: PropertyListValue?] = [:]
+        var order: [String] = []
+        var unreadable: [UnreadableValue] = []
+        for event in events {
+            guard let kv = event.kv, let (key, entry, problem) = entry(of: kv) else { continue }
+            if before[key] == nil {
+                before[key] = .some(entries[key]?.value)
+                order.append(key)
+            }
+            revision = max(revision, entry.modRevision)
+            if event.type == "DELETE" {
+                // Only the spelling that gives the key its value removes it.
+                if entries[key]?.rawKey == entry.rawKey { entries[key] = nil }
+                continue
+            }
+            if let problem { unreadable.append(problem) }
+            if let existing = entries[key], existing.rawKey != entry.rawKey, existing.modRevision > entry.modRevision {
+                continue
+            }
+            entries[key] = entry
+        }
+        var changes: [Change] = []
+        for key in order {
+            let old = before[key] ?? nil
+            let new = entries[key]?.value
+            if old != new { changes.append(Change(key: key, old: old, new: new)) }
+        }
+        return (changes, unreadable)
+    }
+
+    private func entry(of kv: EtcdKeyValue) -> (key: String, entry: Entry, problem: UnreadableValue?)? {
+        guard let raw = kv.key?.data, raw.starts(with: prefix) else { return nil }
+        let key = String(decoding: raw.dropFirst(prefix.count), as: UTF8.self).precomposedStringWithCanonicalMapping
+        let modRevision = kv.mod_revision?.value ?? 0
+        let bytes = kv.value?.data ?? Data()
+        do {
+            let value = try PropertyListCodec.decode(bytes).value
+            return (key, Entry(rawKey: raw, modRevision: modRevision, value: value), nil)
+        } catch {
+            let problem = UnreadableValue(key: key, revision: modRevision, problem: error.message)
+            return (key, Entry(rawKey: raw, modRevision: modRevision, value: nil), problem)
+        }
+    }
+}

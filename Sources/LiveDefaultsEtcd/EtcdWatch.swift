@@ -1,0 +1,130 @@
+import Foundation
+import LiveDefaults
+
+/// One watch stream of etcd's JSON gateway: its messages in order, until it ends.
+///
+/// The gateway sends one JSON object per line, over a chunked response that stays open; the
+/// stream reads it through libcurl (``CurlPost``) on a thread of its own. **Every end is a
+/// disconnect, never "done"**: a clean end of the response (etcd stopped with SIGTERM), a transport
+/// error, the idle timeout, a `canceled` result (a compaction past the start revision, a permission
+/// the user lacks) or an in-stream error ("no leader") — after a `canceled` result or an error line
+/// the stream ends itself, as etcd leaves the response open.
+final class EtcdWatch: Sendable {
+    /// The stream's messages: results (events, progress, the creation) in order. It finishes
+    /// without an error for a clean end and throws ``EtcdError`` for every other end.
+    let messages: AsyncThrowingStream<EtcdWatchResult, any Error>
+    private let continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
+    private let post: CurlPost
+    /// Set once the stream has ended (the reading thread, or `cancel()`).
+    private let finished = Locked(false)
+
+    init(request: EtcdClient.Request, idleTimeout: TimeInterval) {
+        let (messages, continuation) = AsyncThrowingStream<EtcdWatchResult, any Error>.makeStream()
+        self.messages = messages
+        self.continuation = continuation
+        let reader = LineReader()
+        let finished = self.finished
+        let post = CurlPost(
+            url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout
+        ) { data, status in
+            reader.feed(data, status: status, finished: finished, continuation: continuation)
+        }
+        self.post = post
+        continuation.onTermination = { [post] _ in post.cancel() }
+        Thread.detachNewThread {
+            let outcome = post.perform()
+            let error: (any Error)?
+            switch outcome {
+            case .completed(200), .cancelled: error = nil
+            case .completed(let status):
+                error = EtcdError(
+                    kind: .rejected(code: reader.errorCode),
+                    message: "etcd answered the watch with HTTP \(status): \(reader.errorText)")
+            case .failed(let problem, let timedOut):
+                error = EtcdError(
+                    kind: .unavailable,
+                    message: timedOut ? "the watch was idle for \(idleTimeout) s" : "the watch stream broke: \(problem)"
+                )
+            }
+            Self.finish(error, finished: finished, continuation: continuation)
+        }
+    }
+
+    /// Ends the stream (idempotent).
+    func cancel() {
+        post.cancel()
+        Self.finish(nil, finished: finished, continuation: continuation)
+    }
+
+    fileprivate static func finish(
+        _ error: (any Error)?, finished: Locked<Bool>,
+        continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
+    ) {
+        let first = finished.withLock { finished in
+            defer { finished = true }
+            return !finished
+        }
+        guard first else { return }
+        if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+    }
+}
+
+/// Splits a watch response into lines and each line into a message (on the reading thread only).
+private final class LineReader: @unchecked Sendable {
+    // Safe as Sendable: used by the one thread that runs the watch's POST.
+    private var buffer = Data()
+    private var errorBody = Data()
+    var errorText: String { String(decoding: errorBody.prefix(500), as: UTF8.self) }
+    var errorCode: Int? { (try? JSONDecoder().decode(EtcdErrorBody.self, from: errorBody))?.code }
+
+    func feed(
+        _ data: Data, status: Int, finished: Locked<Bool>,
+        continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
+    ) {
+        guard status == 200 else {
+            errorBody.append(data)
+            return
+        }
+        buffer.append(data)
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            let line = buffer[buffer.startIndex..<newline]
+            buffer.removeSubrange(buffer.startIndex...newline)
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { continue }
+            if finished.withLock({ $0 }) { return }
+            handle(Data(line), finished: finished, continuation: continuation)
+        }
+    }
+
+    private func handle(
+        _ line: Data, finished: Locked<Bool>, continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
+    ) {
+        let decoded: EtcdWatchLine
+        do {
+            decoded = try JSONDecoder().decode(EtcdWatchLine.self, from: line)
+        } catch {
+            EtcdWatch.finish(
+                EtcdError(kind: .malformed, message: "a watch message did not decode: \(error)"), finished: finished,
+                continuation: continuation)
+            return
+        }
+        if let error = decoded.error {
+            EtcdWatch.finish(
+                EtcdError(
+                    kind: .rejected(code: error.grpc_code),
+                    message: "etcd ended the watch: \(error.message ?? "an error") (HTTP \(error.http_code ?? 0))"),
+                finished: finished, continuation: continuation)
+            return
+        }
+        guard let result = decoded.result else { return }
+        continuation.yield(result)
+        if result.canceled == true {
+            let reason =
+                result.compact_revision.map { "history before revision \($0.value) was compacted" }
+                ?? result.cancel_reason ?? "canceled"
+            EtcdWatch.finish(
+                EtcdError(kind: .rejected(code: nil), message: "etcd canceled the watch: \(reason)"),
+                finished: finished,
+                continuation: continuation)
+        }
+    }
+}

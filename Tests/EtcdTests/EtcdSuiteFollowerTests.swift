@@ -1,0 +1,145 @@
+import Foundation
+import LiveDefaults
+import TestSupport
+import Testing
+
+@testable import LiveDefaultsEtcd
+
+/// The follower against a real etcd: per-key old and new values whose chain never breaks, and a
+/// final state equal to etcd's, across restarts and compaction.
+@Suite(
+    .enabled(
+        if: EtcdServer.binary != nil || EtcdServer.required,
+        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member"),
+    .serialized)
+struct EtcdSuiteFollowerTests {
+    static let prefix = Data("/livedefaults/v1/com.example.follow/".utf8)
+
+    /// Every change the follower delivered, per key, and the bursts.
+    final class Record: Sendable {
+        private let state = Locked<(byKey: [String: [EtcdMirror.Change]], bursts: Int)>(([:], 0))
+
+        func add(_ changes: [EtcdMirror.Change]) {
+            state.withLock { state in
+                state.bursts += 1
+                for change in changes { state.byKey[change.key, default: []].append(change) }
+            }
+        }
+
+        var bursts: Int { state.withLock { $0.bursts } }
+        func last(_ key: String) -> PropertyListValue? { state.withLock { $0.byKey[key]?.last?.new } }
+
+        /// Keys whose chain of old → new broke somewhere (an old value that was not the previous new).
+        var brokenChains: [String] {
+            state.withLock { state in
+                state.byKey.compactMap { key, changes in
+                    var previous: PropertyListValue? = nil
+                    for change in changes {
+                        if change.old != previous { return key }
+                        previous = change.new
+                    }
+                    return nil
+                }.sorted()
+            }
+        }
+    }
+
+    static func put(_ client: EtcdClient, _ values: [String: PropertyListValue], delete: [String] = []) async throws
+        -> Int64
+    {
+        try await client.commit(
+            puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
+            deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
+    }
+
+    /// What etcd holds under the prefix now, decoded.
+    static func etcdValues(_ client: EtcdClient) async throws -> [String: PropertyListValue] {
+        var mirror = EtcdMirror(prefix: prefix)
+        let (header, kvs) = try await client.range(prefix: prefix)
+        _ = mirror.resync(header: header, kvs: kvs)
+        return mirror.values
+    }
+
+    @Test func oneTransactionIsOneBurstWithEachKeysOldAndNewValue() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        _ = try await Self.put(writer, ["theme": "dark"])
+        let record = Record()
+        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
+            changes, _ in record.add(changes)
+        }
+        follower.start()
+        defer { follower.stop() }
+        #expect(await eventually { record.last("theme") == "dark" })
+        let burstsBefore = record.bursts
+        _ = try await Self.put(writer, ["theme": "light", "fontSize": 14, "übersicht": true])
+        #expect(await eventually { record.last("fontSize") == 14 })
+        #expect(record.bursts == burstsBefore + 1)
+        #expect(record.last("theme") == "light")
+        #expect(record.last("übersicht") == true)
+        _ = try await Self.put(writer, [:], delete: ["theme"])
+        #expect(await eventually { follower.values["theme"] == nil })
+        #expect(record.brokenChains.isEmpty)
+        #expect(follower.values == (try await Self.etcdValues(writer)))
+    }
+
+    @Test func killedAndRestartedEtcdLosesNoChangeAndLeavesNoDeletedKey() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        let record = Record()
+        let follower = EtcdSuiteFollower(
+            client: EtcdClient(endpoints: [server.endpoint], requestTimeout: 2), prefix: Self.prefix, idleTimeout: 5
+        ) { changes, _ in record.add(changes) }
+        follower.start()
+        defer { follower.stop() }
+        for round in 1...3 {
+            for step in 1...20 { _ = try await Self.put(writer, ["counter": .integer(Int64(round * 100 + step))]) }
+            _ = try await Self.put(writer, ["gone-\(round)": true])
+            _ = try await Self.put(writer, [:], delete: ["gone-\(round)"])
+            #expect(await eventually(within: 20) { record.last("counter") == .integer(Int64(round * 100 + 20)) })
+            server.send(round == 2 ? SIGTERM : SIGKILL)
+            server.waitForExit()
+            #expect(
+                await eventually(within: 20) {
+                    if case .offline = follower.status { return true }
+                    return false
+                })
+            try await server.start()
+        }
+        _ = try await Self.put(writer, ["after": "restart"])
+        #expect(await eventually(within: 30) { follower.values["after"] == "restart" })
+        #expect(record.brokenChains.isEmpty, "chains broke for \(record.brokenChains)")
+        #expect(follower.values == (try await Self.etcdValues(writer)))
+        #expect(follower.resyncCount >= 4)
+    }
+
+    @Test func compactionWhileAwayIsANetChangeAndNeverLeavesADeletedKey() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        _ = try await Self.put(writer, ["k": 1, "doomed": "here"])
+        let record = Record()
+        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
+            changes, _ in record.add(changes)
+        }
+        follower.start()
+        #expect(await eventually { follower.values["doomed"] == "here" })
+        follower.stop()
+        // While the follower is away: etcd issue 18089's sequence, then the history compacted.
+        for value in 2...4 { _ = try await Self.put(writer, ["k": .integer(Int64(value))]) }
+        let deletion = try await Self.put(writer, [:], delete: ["doomed"])
+        _ = try await Self.put(writer, ["k": 5])
+        try await writer.compact(revision: deletion)
+        follower.start()
+        defer { follower.stop() }
+        #expect(await eventually { record.last("k") == 5 })
+        #expect(follower.values["doomed"] == nil)
+        #expect(record.brokenChains.isEmpty)
+        #expect(follower.values == (try await Self.etcdValues(writer)))
+    }
+}
