@@ -21,7 +21,7 @@ let package = Package(
         ),
         // libcurl, which the etcd client calls (not FoundationNetworking: docs/design.md).
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // `Locked`, the one lock every module guards its state with (inlinable: it is on the read path).
+        // `Locked` for the watcher: the library keeps its own copy, in-module for the read path (docs/design.md).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
         // The file watcher: tells the store when a suite file may have changed (inotify, else polling).
         .target(
@@ -29,8 +29,7 @@ let package = Package(
             path: "Sources/LiveDefaultsWatching"),
         // The library: the store and its files, the search list, observation, typed keys, the codec.
         .target(
-            name: "LiveDefaults", dependencies: ["LiveDefaultsLocking", "LiveDefaultsWatching"],
-            path: "Sources/LiveDefaults"),
+            name: "LiveDefaults", dependencies: ["LiveDefaultsWatching"], path: "Sources/LiveDefaults"),
         // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
         .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.

@@ -12,13 +12,14 @@
 /// `LIVEDEFAULTS_PTHREAD_LOCKS` (`swift test --sanitize=thread -Xswiftc -DLIVEDEFAULTS_PTHREAD_LOCKS`,
 /// as CI does) and get a `pthread_mutex_t`, which it understands. Both give the same exclusion.
 ///
-/// Its own module, so the watcher and the library share it; ``withLock(_:)`` is inlinable, so taking
-/// the lock from another module costs no call (the read path takes it on every read).
+/// The watcher's copy of the library's `Locked` (Sources/LiveDefaults/Locked.swift, the same code):
+/// shared from one module, the library's calls were not specialized, and a read took 24 ns instead
+/// of 19 (docs/design.md, Targets). Change both together.
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS
-        @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-        @usableFromInline var value: Value
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+        private var value: Value
 
         package init(_ value: Value) {
             self.value = value
@@ -34,7 +35,7 @@ package final class Locked<Value>: @unchecked Sendable {
 
         /// Runs `body` with exclusive access to the value. Not reentrant: `body` must not take the
         /// same lock again.
-        @inlinable @inline(__always)
+        @inline(__always)
         package func withLock<Result, Failure: Error>(
             _ body: (inout Value) throws(Failure) -> Result
         ) throws(Failure) -> Result {
@@ -43,11 +44,11 @@ package final class Locked<Value>: @unchecked Sendable {
             return try body(&value)
         }
     #else
-        @usableFromInline let mutex = Mutex<Void>(())
+        private let mutex = Mutex<Void>(())
         // The value is kept through a pointer, not in a stored `var` of this class: a class's `var`
         // costs a dynamic exclusivity check (`swift_beginAccess`/`swift_endAccess`) on every
         // access, a fifth of the instructions of a read. The lock gives the exclusivity.
-        @usableFromInline let value: UnsafeMutablePointer<Value>
+        private let value: UnsafeMutablePointer<Value>
 
         package init(_ value: Value) {
             self.value = .allocate(capacity: 1)
@@ -61,7 +62,7 @@ package final class Locked<Value>: @unchecked Sendable {
 
         /// Runs `body` with exclusive access to the value. Not reentrant: `body` must not take the
         /// same lock again.
-        @inlinable @inline(__always)
+        @inline(__always)
         package func withLock<Result, Failure: Error>(
             _ body: (inout Value) throws(Failure) -> Result
         ) throws(Failure) -> Result {
