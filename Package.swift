@@ -1,48 +1,78 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The package's architecture, lowest layer first. Only the libraries and the `defaults` command are
+// products; the demo and the benchmark are executable targets, which `swift run` runs by name in this
+// package (`swift run onboarding-demo`, `swift run -c release livedefaults-bench`) and which packages
+// that depend on LiveDefaults never see.
 let package = Package(
     name: "LiveDefaults",
     products: [
         .library(name: "LiveDefaults", targets: ["LiveDefaults"]),
         .library(name: "LiveDefaultsEtcd", targets: ["LiveDefaultsEtcd"]),
         .executable(name: "defaults", targets: ["defaults"]),
-        .executable(name: "onboarding-demo", targets: ["OnboardingDemo"]),
-        .executable(name: "livedefaults-bench", targets: ["Benchmarks"]),
     ],
     targets: [
+        // libinotifytools (GPL-2) through a module map; only LiveDefaultsWatching links it.
         .systemLibrary(
             name: "CInotifyTools",
             path: "Sources/CInotifyTools",
             providers: [.apt(["libinotifytools0-dev"])]
         ),
-        .target(name: "LiveDefaults", dependencies: ["CInotifyTools"], path: "Sources/LiveDefaults"),
-        .executableTarget(name: "defaults", dependencies: ["LiveDefaults"], path: "Sources/defaults"),
-        // The onboarding demo: its state model, answers and rendering in a library the tests use,
-        // and a thin executable that does the terminal, the signals and standard input.
-        .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
-        .executableTarget(
-            name: "OnboardingDemo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
-        // dconf's side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
-        .executableTarget(
-            name: "Benchmarks", dependencies: ["LiveDefaults"], path: "Benchmarks", exclude: ["DconfPeer"]),
-        // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
-        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
-        // Helpers shared by both test targets (temporary directories, waiting with a deadline).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "TestSupport"], path: "Tests/LiveDefaultsTests"),
-        .testTarget(
-            name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
         // libcurl, which the etcd client calls (not FoundationNetworking: docs/design.md).
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // `Locked` for the watcher: the library keeps its own copy, in-module for the read path (docs/design.md).
+        .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
+        // The file watcher: tells the store when a suite file may have changed (inotify, else polling).
+        .target(
+            name: "LiveDefaultsWatching", dependencies: ["LiveDefaultsLocking", "CInotifyTools"],
+            path: "Sources/LiveDefaultsWatching"),
+        // The library: the store and its files, the search list, observation, typed keys, the codec.
+        .target(
+            name: "LiveDefaults", dependencies: ["LiveDefaultsWatching"], path: "Sources/LiveDefaults"),
         // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
         .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
+        // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
+        .target(name: "LiveDefaultsCommand", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsCommand"),
+        // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
+        .executableTarget(
+            name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
+        // The onboarding demo's state model, answers and rendering, in a library the tests use.
+        .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
+        // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals and standard input.
+        .executableTarget(
+            name: "onboarding-demo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
+        // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
+        // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
+        .executableTarget(
+            name: "livedefaults-bench", dependencies: ["LiveDefaults"], path: "Benchmarks", exclude: ["DconfPeer"]),
+        // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
+        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
+        // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The library's unit tests, the watcher's included.
+        .testTarget(
+            name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "LiveDefaultsWatching", "TestSupport"],
+            path: "Tests/LiveDefaultsTests"),
+        // The `defaults` command's tests, in process through its seam.
+        .testTarget(
+            name: "LiveDefaultsCommandTests", dependencies: ["LiveDefaultsCommand", "LiveDefaults", "TestSupport"],
+            path: "Tests/LiveDefaultsCommandTests"),
+        // The onboarding demo's tests, in process.
+        .testTarget(
+            name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
+        // The etcd client and fleet settings against real etcd members on loopback (skipped without etcd).
         .testTarget(
             name: "EtcdTests", dependencies: ["LiveDefaultsEtcd", "LiveDefaults", "TestSupport"], path: "Tests/EtcdTests"),
+        // The built executables run as separate processes: the store across processes, live reload, crashes,
+        // the `defaults` binary and the demo.
         .testTarget(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
-            dependencies: ["LiveDefaults", "TestSupport", "TestHelper", "defaults", "OnboardingDemo"],
+            dependencies: [
+                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsWatching", "TestSupport", "TestHelper", "defaults",
+                "onboarding-demo",
+            ],
             path: "Tests/EndToEndTests"
         ),
     ],

@@ -7,8 +7,7 @@ seconds="${1:-30}"
 build=.build/fuzz
 mkdir -p "$build" Fuzz/corpus Fuzz/artifacts
 # The codec and what it needs; the rest of the library (the store, the watcher) is not linked.
-sources=(Fuzz/PropertyListFuzzer.swift Sources/LiveDefaults/PropertyList/*.swift
-    Sources/LiveDefaults/DefaultsError.swift Sources/LiveDefaults/ErrorReporting.swift Sources/LiveDefaults/Locked.swift)
+sources=(Fuzz/PropertyListFuzzer.swift Sources/LiveDefaults/PropertyList/*.swift Sources/LiveDefaults/DefaultsError.swift)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsFuzz -package-name LiveDefaults \
     -swift-version 6 "${sources[@]}" -o "$build/property-list-fuzzer"
 # Seed the corpus with one file of each format.

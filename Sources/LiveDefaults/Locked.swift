@@ -11,6 +11,10 @@
 /// `Mutex` as a race and would hide real ones; builds for the sanitizer define
 /// `LIVEDEFAULTS_PTHREAD_LOCKS` (`swift test --sanitize=thread -Xswiftc -DLIVEDEFAULTS_PTHREAD_LOCKS`,
 /// as CI does) and get a `pthread_mutex_t`, which it understands. Both give the same exclusion.
+///
+/// The watcher has a copy (Sources/LiveDefaultsLocking/Locked.swift, the same code): this one stays
+/// in the library, where its calls on the read path are specialized and inlined (docs/design.md,
+/// Targets). Change both together.
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS

@@ -1,7 +1,8 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsCommand
 
-// The `defaults` command: all parsing and logic live in LiveDefaults (Command/), where they are tested.
+// The `defaults` command: all parsing and logic live in LiveDefaultsCommand, where they are tested in process.
 // The command reports file problems itself (once, in its own words); only a degraded watch is passed on.
 DefaultsErrorReporting.setHandler { error in
     if error.code == .watchingDegraded {

@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func fourProcessesWritingDistinctKeysKeepEveryKey() async throws {
-        let keys = Stress.scaled(500)
+        let keys = Stress.scaled(500, quick: 100)
         let directory = try TemporaryDirectory()
         let writers = try (0..<4).map { index in
             try ProductRunner.start(
@@ -78,7 +78,9 @@ import Testing
     }
 
     @Test func processKilledWhileFlushingLeavesACompleteEarlierState() throws {
-        let kills = Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_KILLS"] ?? "") ?? Stress.scaled(1_000)
+        // 1,000 kills in CI (about 100 s here); 50 in a quick run.
+        let kills =
+            Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_KILLS"] ?? "") ?? Stress.scaled(1_000, quick: 50)
         let keys = 2000  // about 250 KB of suite
         let directory = try TemporaryDirectory()
         let path = directory.file("com.example.crash.plist")

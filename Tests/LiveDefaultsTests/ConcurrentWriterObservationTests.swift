@@ -8,7 +8,8 @@ import Testing
 /// with the old and new value that change made, in the order the changes were applied.
 @Suite struct ConcurrentWriterObservationTests {
     static let threads = 8
-    static let writesPerThread = Stress.scaled(10_000)
+    /// 10,000 in CI, 2,000 in a quick run (``Stress``).
+    static let writesPerThread = Stress.scaled(10_000, quick: 2_000)
 
     /// The new values an observer received, and whether each old value was the previous new value.
     final class Chain: Sendable {

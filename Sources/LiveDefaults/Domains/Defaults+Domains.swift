@@ -188,8 +188,9 @@ extension Defaults {
         NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
     }
 
-    /// Replaces this suite's stored values (nil or empty removes the file at the next flush).
-    public func replacePersistentValues(_ values: [String: PropertyListValue]?) {
+    /// Replaces this suite's stored values (nil or empty removes the file at the next flush). For the
+    /// `defaults` command (`write <domain> <plist>`, `delete <domain>`); not public API.
+    package func replacePersistentValues(_ values: [String: PropertyListValue]?) {
         suite.replaceAll(with: values ?? [:])
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsWatching
 
 /// Directories already warned about (``DefaultsError/Code/insecureDirectory``): once each per process.
 private let insecureDirectoriesReported = Locked<Set<String>>([])

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsWatching
 
 /// Hears how a suite store's values changed, in the order the changes were applied, with the old
 /// and new value of each key captured in the step that made the change.

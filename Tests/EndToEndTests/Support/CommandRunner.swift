@@ -88,21 +88,31 @@ final class RunningCommand: Sendable {
         process.standardOutput = output
         process.standardError = error
         process.standardInput = input
+        // Each stream is read by a thread of its own with blocking reads until end of file, not by a
+        // `readabilityHandler`: that one is a Dispatch read source, and the pipe's descriptor is closed
+        // while its source may still be registered with Dispatch's epoll; with descriptors opened and
+        // closed fast in process by other tests, the number was reused and Dispatch's event loop crashed
+        // (a bad pointer in `_dispatch_event_loop_drain`).
         for (pipe, stream) in [(output, Stream.output), (error, Stream.error)] {
-            pipe.fileHandleForReading.readabilityHandler = { [collected] handle in
-                let chunk = handle.availableData
-                collected.buffers.withLock { buffers in
-                    if chunk.isEmpty {
-                        handle.readabilityHandler = nil
-                        buffers.openStreams -= 1
-                    } else if stream == .output {
-                        buffers.output.append(chunk)
-                    } else {
-                        buffers.error.append(chunk)
+            let handle = pipe.fileHandleForReading
+            let reader = Thread { [collected] in
+                while true {
+                    let chunk = handle.availableData
+                    collected.buffers.withLock { buffers in
+                        if chunk.isEmpty {
+                            buffers.openStreams -= 1
+                        } else if stream == .output {
+                            buffers.output.append(chunk)
+                        } else {
+                            buffers.error.append(chunk)
+                        }
                     }
+                    collected.arrived.signal()
+                    if chunk.isEmpty { return }
                 }
-                collected.arrived.signal()
             }
+            reader.name = "RunningCommand.\(stream)"
+            reader.start()
         }
         try process.run()
         if let standardInput { input.fileHandleForWriting.write(standardInput) }

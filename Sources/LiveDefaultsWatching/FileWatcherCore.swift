@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LiveDefaultsLocking
 
 /// The state of one ``FileWatcher`` and its dispatcher thread.
 ///
@@ -13,8 +14,11 @@ final class FileWatcherCore: Sendable {
     private let dispatcherWakeUp = DispatchSemaphore(value: 0)
     /// How other threads wake the inotify thread; `nil` when there is none (polling).
     let inotifyWakeChannel = Locked<InotifyWakeChannel?>(nil)
+    /// Where problems go, on the dispatcher thread (see ``FileWatcher/init(usingInotify:report:)``).
+    private let report: @Sendable (WatchProblem) -> Void
 
-    init(mode: FileWatcher.Mode) {
+    init(mode: FileWatcher.Mode, report: @escaping @Sendable (WatchProblem) -> Void) {
+        self.report = report
         registry = Locked(
             WatchRegistry(
                 mode: mode, coalescingWindow: FileWatcher.coalescingWindow, deletionGrace: FileWatcher.deletionGrace,
@@ -60,9 +64,9 @@ final class FileWatcherCore: Sendable {
             var needsDispatcher = false
             for event in events {
                 if registry.apply(event, now: now) { needsDispatcher = true }
-                if let error = Self.degradation(for: event), !registry.hasReportedDegradation {
+                if let problem = Self.degradation(for: event), !registry.hasReportedDegradation {
                     registry.hasReportedDegradation = true
-                    registry.pendingReports.append(error)
+                    registry.pendingReports.append(problem)
                     needsDispatcher = true
                 }
             }
@@ -71,18 +75,16 @@ final class FileWatcherCore: Sendable {
         if needsDispatcher { signalDispatcher() }
     }
 
-    /// The error that says a watcher degraded to polling, once per watcher.
-    static func degradation(for event: WatchRegistry.Event) -> DefaultsError? {
+    /// The problem that says a watcher degraded to polling, once per watcher.
+    static func degradation(for event: WatchRegistry.Event) -> WatchProblem? {
         let interval = "every \(WatchRegistry.nanoseconds(FileWatcher.pollInterval) / 1_000_000) ms"
         switch event {
         case .inotifyStopped(let reason):
-            return DefaultsError(
-                .watchingDegraded,
+            return WatchProblem(
                 "File watching fell back to polling \(interval): \(reason). Changes from other processes are "
                     + "seen up to one interval late.")
         case .directoryFailed(let directory, let reason?):
-            return DefaultsError(
-                .watchingDegraded,
+            return WatchProblem(
                 "Files in \(directory) are polled \(interval) instead of watched: \(reason).", path: directory)
         default:
             return nil
@@ -114,7 +116,7 @@ final class FileWatcherCore: Sendable {
 
     /// Does the due work: reports, `stat`s outside the lock, then the calls.
     private func perform(_ work: WatchRegistry.DueWork) {
-        for report in work.reports { DefaultsErrorReporting.report(report) }
+        for problem in work.reports { report(problem) }
         let due = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
         let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
         let polled = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }

@@ -1,6 +1,7 @@
 import CInotifyTools
 import Dispatch
 import Foundation
+import LiveDefaultsLocking
 
 /// The one thread that calls into libinotifytools, for the whole process.
 ///

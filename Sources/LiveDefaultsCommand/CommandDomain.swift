@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 
 /// What the `defaults` command needs of an open domain — the store's API, behind a seam so the command's
 /// logic is tested without caring how the store is built.

@@ -78,7 +78,7 @@ struct WatchRegistry: Sendable {
 
     /// The work that fell due, to be done outside the lock.
     struct DueWork: Sendable {
-        var reports: [DefaultsError] = []
+        var reports: [WatchProblem] = []
         /// Due calls, each made only if ``WatchRegistry/admitCall(_:seeing:isLook:now:)`` agrees.
         var calls: [UInt64] = []
         /// The paths of the registrations in `calls`, to look at before calling.
@@ -110,8 +110,8 @@ struct WatchRegistry: Sendable {
     var isShutDown = false
     var hasReportedDegradation = false
     /// Reports waiting for the dispatcher thread, which makes them outside any lock and never
-    /// on a caller's thread (a handler could otherwise run inside the start of ``FileWatcher/shared``).
-    var pendingReports: [DefaultsError] = []
+    /// on a caller's thread (a handler could otherwise run inside the start of `FileWatcher.shared`).
+    var pendingReports: [WatchProblem] = []
 
     init(mode: FileWatcher.Mode, coalescingWindow: Duration, deletionGrace: Duration, pollInterval: Duration) {
         self.mode = mode
@@ -186,8 +186,7 @@ struct WatchRegistry: Sendable {
     /// Says that the symbolic links at `path` are more than can be followed.
     private mutating func reportChainTooLong(_ path: String) {
         pendingReports.append(
-            DefaultsError(
-                .watchingDegraded,
+            WatchProblem(
                 "The symbolic links at \(path) form a chain of more than \(WatchedPath.maximumLinkHops) links, or a "
                     + "loop: the file cannot be opened, and only the first \(WatchedPath.maximumLinkHops) links are "
                     + "watched. Shorten the chain.", path: path))

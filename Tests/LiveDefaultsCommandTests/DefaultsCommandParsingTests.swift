@@ -1,7 +1,8 @@
 import Foundation
+import LiveDefaults
 import Testing
 
-@testable import LiveDefaults
+@testable import LiveDefaultsCommand
 
 @Suite struct DefaultsCommandParsingTests {
     @Test(

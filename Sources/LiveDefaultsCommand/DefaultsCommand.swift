@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 
 /// A domain as the `defaults` command names it.
 package enum DomainReference: Hashable, Sendable {

@@ -1,3 +1,5 @@
+import LiveDefaults
+
 /// One verb of the `defaults` command: its names, the forms `help` lists, and how its arguments are parsed.
 ///
 /// ``all`` is the single table both parsing and `defaults help` are generated from.

@@ -1,3 +1,5 @@
+import LiveDefaultsLocking
+
 /// One file being watched by a ``FileWatcher``; calls stop when it is cancelled or deallocated.
 ///
 /// The watch keeps its watcher alive. After ``cancel()`` returns no new call starts; a call

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 
 extension Defaults: CommandDomain {
     package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 
 /// Where the `defaults` command reads and writes its text and data.
 package struct CommandIO: Sendable {

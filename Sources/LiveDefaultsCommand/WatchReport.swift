@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 
 /// One change that `defaults watch` reports.
 package struct WatchReport: Sendable, Hashable {
@@ -43,10 +44,8 @@ package struct WatchReport: Sendable, Hashable {
         case .string(let string): return json(string)
         case .integer(let integer): return String(integer)
         case .unsignedInteger(let integer): return String(integer)
-        case .real, .float:
-            let real = value.widenedReal ?? 0
-            guard real.isFinite else { return json(real.isNaN ? "nan" : real < 0 ? "-inf" : "inf") }
-            return "\(real)"
+        case .real(let real): return json(real: real)
+        case .float(let float): return json(real: Double(float))
         case .bool(let bool): return bool ? "true" : "false"
         case .date(let date): return json(date.formatted(.iso8601))
         case .data(let data): return json(data.base64EncodedString())
@@ -54,6 +53,12 @@ package struct WatchReport: Sendable, Hashable {
         case .dictionary(let entries):
             return "{" + entries.keys.sorted().map { json($0) + ":" + json(entries[$0]) }.joined(separator: ",") + "}"
         }
+    }
+
+    /// A real as JSON: a number, or a string for what JSON has no number for.
+    private static func json(real: Double) -> String {
+        guard real.isFinite else { return json(real.isNaN ? "nan" : real < 0 ? "-inf" : "inf") }
+        return "\(real)"
     }
 
     private static func json(_ string: String) -> String {

@@ -1,12 +1,13 @@
 import Foundation
+import LiveDefaultsLocking
 
 /// Tells the store when a suite file may have changed on disk.
 ///
-/// One watcher serves the whole process (``shared``): a dedicated thread owns libinotifytools
-/// and watches the *directories* of the watched files, filtering events by name. When inotify
-/// cannot serve (no descriptor below 1024, initialisation fails, the watch limit is reached),
-/// the files concerned are polled every ``pollInterval`` and that is reported once with
-/// ``DefaultsError/Code/watchingDegraded``.
+/// One watcher serves the whole process (`FileWatcher.shared`, which the library makes): a
+/// dedicated thread owns libinotifytools and watches the *directories* of the watched files,
+/// filtering events by name. When inotify cannot serve (no descriptor below 1024, initialisation
+/// fails, the watch limit is reached), the files concerned are polled every ``pollInterval`` and
+/// that is reported once, as a ``WatchProblem``, to the watcher's `report` closure.
 ///
 /// `onChange` is called on the watcher's own thread whenever the file's content may have
 /// changed. A spurious call is harmless — the store compares content hashes — but no change is
@@ -53,34 +54,32 @@ package final class FileWatcher: Sendable {
     /// How long a deleted file has to stay absent before the deletion counts.
     package static let deletionGrace: Duration = .milliseconds(100)
 
-    /// The watcher of this process, the only one that uses inotify; its threads start on first use.
-    /// Setting the environment variable `LIVEDEFAULTS_WATCHER=poll` makes it poll instead (for
-    /// file systems where inotify sees no changes made by other machines, such as NFS).
-    package static let shared = FileWatcher(
-        usingInotify: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER"] != "poll")
-
     /// Only one watcher per process may use inotify: libinotifytools' state is process-global.
     private static let isInotifyClaimed = Locked(false)
 
     let core: FileWatcherCore
 
-    /// Creates a private watcher, for tests and diagnostics; ``shared`` is the one to use.
+    /// Creates a private watcher, for tests and diagnostics; `FileWatcher.shared` is the one to use.
     ///
-    /// - Parameter forcePolling: `true` for a polling-only watcher. `false` uses inotify only when
-    ///   no other watcher in the process does (libinotifytools is process-global) and polls
-    ///   otherwise — so do not pass `false` before ``shared`` has been used.
-    package convenience init(forcePolling: Bool) {
-        self.init(usingInotify: !forcePolling)
+    /// - Parameters:
+    ///   - forcePolling: `true` for a polling-only watcher. `false` uses inotify only when no other
+    ///     watcher in the process does (libinotifytools is process-global) and polls otherwise — so
+    ///     do not pass `false` before `FileWatcher.shared` has been used.
+    ///   - report: Called with each problem, on the watcher's thread, never under its lock.
+    package convenience init(forcePolling: Bool, report: @escaping @Sendable (WatchProblem) -> Void) {
+        self.init(usingInotify: !forcePolling, report: report)
     }
 
-    private init(usingInotify: Bool) {
+    /// Creates a watcher that uses inotify when `usingInotify` and no other watcher in the process
+    /// does, and polls otherwise. `report` is called with each problem, on the watcher's thread.
+    package init(usingInotify: Bool, report: @escaping @Sendable (WatchProblem) -> Void) {
         let claimed =
             usingInotify
             && Self.isInotifyClaimed.withLock { claimed in
                 defer { claimed = true }
                 return !claimed
             }
-        core = FileWatcherCore(mode: claimed ? .inotify : .polling)
+        core = FileWatcherCore(mode: claimed ? .inotify : .polling, report: report)
         core.startDispatcher()
         if claimed, let failure = InotifyThread.start(core: core) {
             core.deliver([.inotifyStopped(reason: failure)])

@@ -1,18 +1,53 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsCommand
 import TestSupport
 import Testing
 
-/// One test's world: a temporary `XDG_CONFIG_HOME` and the built `defaults` binary pointed at it.
+/// What a run of the command printed and how it exited.
+struct CommandResult: Sendable, CustomStringConvertible {
+    var status: Int32
+    var standardOutput: String
+    var standardError: String
+
+    var description: String {
+        "exit \(status)\n--- stdout ---\n\(standardOutput)--- stderr ---\n\(standardError)"
+    }
+}
+
+/// Runs the `defaults` command in this process through its seam: ``DefaultsCommandRunner`` with the domains in
+/// `directory` (as `XDG_CONFIG_HOME` gives them to the binary) and its standard streams captured.
+struct InProcessCommand: Sendable {
+    /// A run that started `watch` instead of finishing: watching is tested with the binary.
+    struct NotFinished: Error {}
+
+    var directory: URL
+
+    func run(_ arguments: [String], standardInput: Data? = nil) throws -> CommandResult {
+        // One byte stream for standard output, text and data alike, as a process has.
+        let output = Locked(Data())
+        let errors = Locked(Data())
+        let io = CommandIO(
+            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
+            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
+            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
+            readStandardInput: { standardInput ?? Data() })
+        let runner = DefaultsCommandRunner(domains: CommandDomains(directory: directory), io: io)
+        guard case .exit(let status) = runner.run(arguments) else { throw NotFinished() }
+        return CommandResult(
+            status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
+            standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+}
+
+/// One test's world: a temporary domain directory and the command run in process against it.
 private struct DefaultsFixture: ~Copyable {
     let directory: TemporaryDirectory
-    let runner: CommandRunner
+    let runner: InProcessCommand
 
     init() throws {
         directory = try TemporaryDirectory()
-        runner = CommandRunner(
-            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
-            environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path])
+        runner = InProcessCommand(directory: directory.url)
     }
 
     @discardableResult
@@ -476,16 +511,6 @@ private struct DefaultsFixture: ~Copyable {
         #expect(help.contains("  read <domain> <key>                  shows defaults for given domain, key\n"))
     }
 
-    @Test(arguments: [[], ["frobnicate"], ["frobnicate", "com.x"], ["-currentHost"]])
-    func aBadVerbOrNoVerbPrintsTheFullUsageOnStandardOutputAndExits255(arguments: [String]) throws {
-        let fixture = try DefaultsFixture()
-        let help = try fixture.succeed("help")
-        #expect(help.hasPrefix("Command line interface to a user's defaults.\nSyntax:\n"))
-        let result = try fixture.runner.run(arguments)
-        #expect(result.status == 255, "\(result)")
-        #expect(result.standardOutput == help, "\(result)")
-    }
-
     /// Runs `arguments` against a seeded domain and checks that the domain's file is untouched and no file
     /// was created.
     private func runBadInput(_ arguments: [String]) throws -> CommandResult {
@@ -601,43 +626,6 @@ private struct DefaultsFixture: ~Copyable {
         #expect(result.status == 1, "\(result)")
         #expect(result.standardError.contains("com.x"), "\(result)")
         #expect(try Data(contentsOf: fixture.file("com.x")) == garbage)
-    }
-
-    // MARK: watch
-
-    @Test func watchJSONReportsAWriteByAnotherProcess() throws {
-        let fixture = try DefaultsFixture()
-        try fixture.seed("com.x", ["theme": "light"])
-        let watcher = try fixture.runner.start(["watch", "com.x", "--json"])
-        defer { watcher.terminate() }
-        try watcher.waitForLine(
-            on: .error, where: { $0.hasPrefix("Watching com.x") }, describedAs: "the watch to start")
-
-        try fixture.succeed("write", "com.x", "theme", "dark blue")
-        let line = try watcher.waitForLine(on: .output, where: { !$0.isEmpty }, describedAs: "a JSON line")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
-        #expect(
-            object == ["domain": "com.x", "key": "theme", "old": "light", "new": "dark blue", "origin": "external"])
-
-        try fixture.succeed("write", "com.x", "size", "-int", "12")
-        let second = try watcher.waitForLine(
-            on: .output, where: { $0.contains("\"size\"") }, describedAs: "the size line")
-        #expect(second == #"{"domain":"com.x","key":"size","old":null,"new":12,"origin":"external"}"#)
-    }
-
-    @Test func watchPrintsOneLinePerChangeOfTheKeysAskedFor() throws {
-        let fixture = try DefaultsFixture()
-        try fixture.seed("com.x", ["theme": "light"])
-        let watcher = try fixture.runner.start(["watch", "com.x", "theme"])
-        defer { watcher.terminate() }
-        try watcher.waitForLine(on: .error, where: { $0.hasPrefix("Watching theme in com.x") }, describedAs: "start")
-
-        try fixture.succeed("write", "com.x", "ignored", "-int", "1")
-        try fixture.succeed("write", "com.x", "theme", "-array", "a", "b c")
-        try fixture.succeed("delete", "com.x", "theme")
-        try watcher.waitForLine(on: .output, where: { $0.contains("(none)") }, describedAs: "the deletion")
-        let lines = watcher.text(of: .output).split(separator: "\n")
-        #expect(lines == [#"theme: light → (a, "b c") (external)"#, #"theme: (a, "b c") → (none) (external)"#])
     }
 }
 
