@@ -63,7 +63,7 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         try defaults.synchronize()
         let replaced = try PropertyListCodec.encode(
             .dictionary(["hourTheme": .string("dark"), "hourFontSize": .integer(30)]), format: .xml)
-        try replaced.write(to: defaults.fileURL, options: .atomic)
+        try replaced.write(to: try #require(defaults.fileURL), options: .atomic)
         #expect(await eventually { onSetting.withLock { $0 } })
         #expect(await eventually { onProjected.withLock { $0 } })
         #expect(await eventually { onInline.withLock { $0 } })
@@ -194,7 +194,7 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
     @Test func fileURLSaysWhereTheSuiteIs() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Defaults(suiteName: "com.example.where", directory: directory.url, watchesFiles: false)
-        #expect(defaults.fileURL.path == directory.file("com.example.where.plist").path)
+        #expect(defaults.fileURL?.path == directory.file("com.example.where.plist").path)
     }
 }
 
@@ -223,9 +223,9 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         let defaults = try Defaults(suiteName: "com.example.badsave", directory: directory.url)
         defaults.set(1, forKey: "a")
         try defaults.synchronize()
-        var bytes = try Data(contentsOf: defaults.fileURL)
+        var bytes = try Data(contentsOf: try #require(defaults.fileURL))
         bytes.removeLast(bytes.count / 2)  // a truncated binary file
-        try bytes.write(to: defaults.fileURL, options: .atomic)
+        try bytes.write(to: try #require(defaults.fileURL), options: .atomic)
         #expect(await eventually { defaults.lastError?.code == .corruptFile })
         let message = defaults.lastError?.message ?? ""
         #expect(message.contains("byte offset"), "\(message)")

@@ -65,6 +65,13 @@ extension Defaults.Keys {
         #expect(defaults.string(forKey: "accent") == "green")
     }
 
+    @Test func anInMemoryStoreHasNoFile() throws {
+        let defaults = try Defaults.inMemory(suiteName: "com.example.nofile")
+        defaults.set(1, forKey: "k")
+        try defaults.synchronize()
+        #expect(defaults.fileURL == nil)
+    }
+
     @Test func observersSeeEveryChangeWithItsValues() async throws {
         let defaults = try Defaults.inMemory()
         let seen = Locked<[DefaultsChange<PropertyListValue?>]>([])

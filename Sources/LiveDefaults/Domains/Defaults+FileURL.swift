@@ -1,10 +1,14 @@
 import Foundation
 
 extension Defaults {
-    /// Where this suite's file is (it may not exist yet): for logs and support requests.
+    /// Where this suite's file is (it may not exist yet), for logs and support requests; nil for a
+    /// store made with ``inMemory(suiteName:)``, which has no file.
     ///
     /// ```swift
-    /// print("settings:", defaults.fileURL.path)   // ~/.config/com.example.app.plist
+    /// print("settings:", defaults.fileURL?.path ?? "in memory")   // ~/.config/com.example.app.plist
     /// ```
-    public var fileURL: URL { URL(fileURLWithPath: suite.location.path) }
+    public var fileURL: URL? {
+        if case .memory = stores { return nil }
+        return URL(fileURLWithPath: suite.location.path)
+    }
 }
