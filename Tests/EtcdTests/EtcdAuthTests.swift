@@ -5,12 +5,7 @@ import Testing
 @testable import LiveDefaultsEtcd
 
 /// etcd's users and roles through the client, against a real member with authentication on.
-@Suite(
-    .enabled(
-        if: (EtcdServer.binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/etcdctl"))
-            || EtcdServer.required,
-        "etcd or etcdctl is not installed (apt-get install etcd-server etcd-client); these tests need a real member"),
-    .serialized)
+@Suite(.requiresEtcd, .requiresEtcdctl, .serialized)
 struct EtcdAuthTests {
     static let prefix = Data("/livedefaults/v1/com.example.secure/".utf8)
 

@@ -6,11 +6,7 @@ import Testing
 
 /// The etcd gateway client against a real etcd member on loopback (skipped, saying why, where etcd
 /// is not installed; CI sets LIVEDEFAULTS_REQUIRE_ETCD=1, so a missing etcd fails there).
-@Suite(
-    .enabled(
-        if: EtcdServer.binary != nil || EtcdServer.required,
-        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member"),
-    .serialized)
+@Suite(.requiresEtcd, .serialized)
 struct EtcdClientTests {
     static let prefix = Data("/livedefaults/v1/com.example.fleet/".utf8)
 
@@ -176,11 +172,7 @@ struct EtcdClientTests {
 }
 
 /// Writes under contention, against a real etcd.
-@Suite(
-    .enabled(
-        if: EtcdServer.binary != nil || EtcdServer.required,
-        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member"),
-    .serialized)
+@Suite(.requiresEtcd, .serialized)
 struct EtcdWriteTests {
     static let prefix = Data("/livedefaults/v1/com.example.writes/".utf8)
     static func key(_ name: String) -> Data { prefix + Data(name.utf8) }

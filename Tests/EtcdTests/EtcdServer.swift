@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -155,4 +156,21 @@ final class LockedFlag: @unchecked Sendable {
     private var isSet = false
     func set() { lock.withLock { isSet = true } }
     var value: Bool { lock.withLock { isSet } }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs a suite only where `etcd` is installed — or always in CI, which sets
+    /// `LIVEDEFAULTS_REQUIRE_ETCD=1`, so that a missing etcd fails there instead of skipping.
+    static var requiresEtcd: Self {
+        .enabled(
+            if: EtcdServer.binary != nil || EtcdServer.required,
+            "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member")
+    }
+
+    /// As ``requiresEtcd``, for suites that also set a member up with `etcdctl`.
+    static var requiresEtcdctl: Self {
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/etcdctl") || EtcdServer.required,
+            "etcdctl is not installed (apt-get install etcd-client, or scripts/setup.sh)")
+    }
 }

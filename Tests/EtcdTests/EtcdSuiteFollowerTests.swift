@@ -7,11 +7,7 @@ import Testing
 
 /// The follower against a real etcd: per-key old and new values whose chain never breaks, and a
 /// final state equal to etcd's, across restarts and compaction.
-@Suite(
-    .enabled(
-        if: EtcdServer.binary != nil || EtcdServer.required,
-        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); these tests need a real member"),
-    .serialized)
+@Suite(.requiresEtcd, .serialized)
 struct EtcdSuiteFollowerTests {
     static let prefix = Data("/livedefaults/v1/com.example.follow/".utf8)
 

@@ -4,17 +4,6 @@ import LiveDefaultsCommand
 import TestSupport
 import Testing
 
-/// What a run of the command printed and how it exited.
-struct CommandResult: Sendable, CustomStringConvertible {
-    var status: Int32
-    var standardOutput: String
-    var standardError: String
-
-    var description: String {
-        "exit \(status)\n--- stdout ---\n\(standardOutput)--- stderr ---\n\(standardError)"
-    }
-}
-
 /// Runs the `defaults` command in this process through its seam: ``DefaultsCommandRunner`` with the domains in
 /// `directory` (as `XDG_CONFIG_HOME` gives them to the binary) and its standard streams captured.
 struct InProcessCommand: Sendable {

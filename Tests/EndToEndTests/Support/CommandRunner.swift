@@ -2,17 +2,6 @@ import Foundation
 import LiveDefaults
 import TestSupport
 
-/// What a finished process printed and how it exited.
-struct CommandResult: Sendable, CustomStringConvertible {
-    var status: Int32
-    var standardOutput: String
-    var standardError: String
-
-    var description: String {
-        "exit \(status)\n--- stdout ---\n\(standardOutput)--- stderr ---\n\(standardError)"
-    }
-}
-
 /// Runs built executables as separate processes, with their own environment, and collects their output.
 ///
 /// `run` waits for the process to finish; `start` returns a ``RunningCommand`` whose output can be awaited

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs the package's built executables (they sit next to the test bundle) as separate processes.
 enum ProductRunner {
