@@ -45,7 +45,7 @@ let package = Package(
         // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
         // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
         .executableTarget(
-            name: "livedefaults-bench", dependencies: ["LiveDefaults"], path: "Benchmarks", exclude: ["DconfPeer"]),
+            name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"], path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).

@@ -15,6 +15,10 @@ enum ChildProcess {
                 library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         case "repeat" where arguments.count == 4:
             repeatWork(arguments[1], size: Int(arguments[2]) ?? 0, times: Int(arguments[3]) ?? 0)
+        case "etcd-cold" where arguments.count == 4:
+            etcdColdStart(side: arguments[1], port: Int(arguments[2]) ?? 0, suite: arguments[3])
+        case "etcd-watch" where arguments.count == 4:
+            etcdWatch(side: arguments[1], port: Int(arguments[2]) ?? 0, target: arguments[3])
         case "cold-load" where arguments.count == 4:
             coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         default:
@@ -141,16 +145,86 @@ enum ChildProcess {
         run(["--child", "cold-load", library, suite, directory.path])
     }
 
-    /// Runs this executable with `arguments` and reads the number it prints.
-    private static func run(_ arguments: [String]) -> Double? {
+    /// Runs this executable with `arguments` (and `environment` added to this process's) and reads
+    /// the number it prints.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) -> Double? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
         guard (try? process.run()) != nil else { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Times, in this fresh process, opening the remote suite `suite` and reading one key
+    /// (`livedefaults`), or ranging its prefix over a raw socket and decoding every value (`raw`);
+    /// prints nanoseconds.
+    static func etcdColdStart(side: String, port: Int, suite: String) -> Never {
+        let start = monotonicNanoseconds()
+        if side == "raw" {
+            let prefix = FleetSuite.prefix(suite)
+            guard let connection = try? RawEtcdConnection(port: port),
+                let answer = try? connection.post(
+                    "/v3/kv/range",
+                    ["key": RawEtcd.base64(prefix), "range_end": RawEtcd.base64(RawEtcd.prefixEnd(prefix))]),
+                let kvs = answer["kvs"] as? [[String: Any]]
+            else { exit(1) }
+            var values: [String: PropertyListValue] = [:]
+            for kv in kvs {
+                guard let key = (kv["key"] as? String).flatMap({ Data(base64Encoded: $0) }),
+                    let value = (kv["value"] as? String).flatMap({ Data(base64Encoded: $0) })
+                else { exit(1) }
+                values[String(decoding: key.dropFirst(prefix.utf8.count), as: UTF8.self)] =
+                    try? PropertyListCodec.decode(value).value
+            }
+            guard values["key-0"] != nil else { exit(1) }
+        } else {
+            guard let defaults = try? FleetSuite.open(endpoint: "http://127.0.0.1:\(port)", suite: suite),
+                FleetSuite.waitUntilLive(defaults), defaults.string(forKey: "key-0") != nil
+            else { exit(1) }
+        }
+        print(monotonicNanoseconds() - start)
+        exit(0)
+    }
+
+    /// Watches the remote suite `target` (`livedefaults`) or the prefix `target` (`raw`), prints
+    /// `ready` once watching, then `<value> <monotonic ns>` for each integer `stamp` it sees;
+    /// exits when standard input ends.
+    static func etcdWatch(side: String, port: Int, target: String) -> Never {
+        @Sendable func report(_ value: Int64, _ time: UInt64) {
+            FileHandle.standardOutput.write(Data("\(value) \(time)\n".utf8))
+        }
+        var keep: [AnyObject] = []
+        if side == "raw" {
+            guard
+                let watch = try? RawEtcd.Watch(
+                    port: port, prefix: target,
+                    onEvents: { values, now in
+                        for data in values {
+                            if case .integer(let value)? = try? PropertyListCodec.decode(data).value { report(value, now) }
+                        }
+                    })
+            else { exit(1) }
+            keep.append(watch)
+        } else {
+            guard let defaults = try? FleetSuite.open(endpoint: "http://127.0.0.1:\(port)", suite: target) else {
+                exit(1)
+            }
+            let token = defaults.observe("stamp") { change in
+                let now = monotonicNanoseconds()
+                if case .integer(let value)? = change.newValue { report(value, now) }
+            }
+            guard FleetSuite.waitUntilLive(defaults) else { exit(1) }
+            keep.append(defaults)
+            keep.append(token as AnyObject)
+        }
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        while readLine() != nil {}
+        withExtendedLifetime(keep) {}
+        exit(0)
     }
 }

@@ -7,7 +7,7 @@ struct BenchmarkOptions {
     var json = false
     /// Leave dconf out even when it is installed (`--no-dconf`).
     var noDconf = false
-    /// Run only these groups (`--only codec,read`); all when empty.
+    /// Run only these groups (`--only codec,read`); all when empty. `etcd` names every etcd group.
     var only: Set<String> = []
 
     init(_ arguments: [String]) {
@@ -21,7 +21,8 @@ struct BenchmarkOptions {
             case "--no-dconf": noDconf = true
             case "--help", "-h":
                 Swift.print("usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…]")
-                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory")
+                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory,")
+                Swift.print("        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume)")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("livedefaults-bench: unknown option \(argument)\n".utf8))
@@ -31,7 +32,9 @@ struct BenchmarkOptions {
     }
 
     /// Whether a group runs in this run.
-    func runs(_ group: String) -> Bool { only.isEmpty || only.contains(group) }
+    func runs(_ group: String) -> Bool {
+        only.isEmpty || only.contains(group) || (group.hasPrefix("etcd-") && only.contains("etcd"))
+    }
 
     /// Suite sizes measured for flush, cold load and the codec.
     var sizes: [Int] { quick ? [10, 100] : [10, 1_000, 10_000] }
@@ -46,6 +49,13 @@ struct BenchmarkOptions {
 /// The scratch directory of the run's suite files (the parent process removes it).
 struct Workspace {
     let directory: URL
+
+    /// A new, empty directory inside the workspace (a process's cache, an etcd member's data).
+    func scratch() -> URL {
+        let url = directory.appendingPathComponent("scratch-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
 
     /// Writes a suite of `count` keys with Foundation's codec (so both libraries start from the same file).
     func makeSuite(_ name: String, keys count: Int, format: PropertyListSerialization.PropertyListFormat = .xml) throws

@@ -3,8 +3,9 @@
 //   swift run -c release livedefaults-bench            the full run (about a minute)
 //   swift run -c release livedefaults-bench --quick    small sizes and counts (CI's smoke test)
 //   … --json                                          one JSON document instead of the table
+//   … --only etcd                                     the etcd rows alone (a member of its own on loopback)
 //
-// The same executable plays the other process for two measurements (`--child …`).
+// The same executable plays the other processes of some measurements (`--child …`).
 import Foundation
 import LiveDefaults
 
@@ -23,7 +24,10 @@ guard let scratch = ProcessInfo.processInfo.environment["LIVEDEFAULTS_BENCH_DIRE
     run.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
     run.arguments = arguments
     run.environment = ProcessInfo.processInfo.environment.merging(
-        ["XDG_CONFIG_HOME": directory.path, "LIVEDEFAULTS_BENCH_DIRECTORY": directory.path]) { _, new in new }
+        [
+            "XDG_CONFIG_HOME": directory.path, "XDG_CACHE_HOME": directory.path + "/cache",
+            "LIVEDEFAULTS_BENCH_DIRECTORY": directory.path,
+        ]) { _, new in new }
     try run.run()
     run.waitUntilExit()
     try? FileManager.default.removeItem(at: directory)
@@ -52,4 +56,21 @@ for (name, measure) in groups where options.runs(name) {
     measure(&report)
 }
 dconf?.stop()
+
+// etcd: a member of the benchmark's own on loopback, stopped by its PID at the end.
+let etcdGroups: [(String, (EtcdBenchmark) -> (inout Report) -> Void)] = [
+    ("etcd-latency", EtcdBenchmark.measureLatency), ("etcd-cold", EtcdBenchmark.measureColdStart),
+    ("etcd-fanout", EtcdBenchmark.measureFanOut), ("etcd-resume", EtcdBenchmark.measureResume),
+]
+if etcdGroups.contains(where: { options.runs($0.0) }) {
+    switch EtcdBenchmark.start(options: options, workspace: workspace) {
+    case .success(let etcd):
+        for (name, measure) in etcdGroups where options.runs(name) {
+            measure(etcd)(&report)
+        }
+        etcd.stop()
+    case .failure(let unavailable):
+        report.notes.append("etcd: rows skipped: \(unavailable.description).")
+    }
+}
 report.print()

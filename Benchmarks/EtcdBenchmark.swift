@@ -1,0 +1,408 @@
+import Foundation
+import LiveDefaults
+import Synchronization
+
+/// The etcd rows: a remote suite against a raw watch on the same etcd member, in the same run.
+/// The benchmark starts its own member on loopback (a scratch data directory, free ports) and stops
+/// it by its PID; without etcd-server the rows are skipped with a note saying so.
+struct EtcdBenchmark {
+    let options: BenchmarkOptions
+    let workspace: Workspace
+    let member: EtcdMember
+
+    /// Starts the shared member, or says why the etcd rows cannot run.
+    static func start(options: BenchmarkOptions, workspace: Workspace) -> Result<EtcdBenchmark, RawEtcdConnection.Failure>
+    {
+        guard EtcdMember.binary != nil else {
+            return .failure(
+                .init("etcd-server is not installed (apt-get install etcd-server, or scripts/setup.sh)"))
+        }
+        do {
+            let member = try EtcdMember(in: workspace.directory, name: "shared")
+            try member.start()
+            return .success(EtcdBenchmark(options: options, workspace: workspace, member: member))
+        } catch let failure as RawEtcdConnection.Failure {
+            return .failure(failure)
+        } catch {
+            return .failure(.init("\(error)"))
+        }
+    }
+
+    func stop() { member.stop() }
+
+    /// A value as the remote suite stores it (an XML property list), so both sides carry the same bytes.
+    static func encoded(_ value: Int) -> Data { try! PropertyListCodec.encode(.integer(Int64(value)), format: .xml) }
+
+    // MARK: Put → observer callback
+
+    /// Puts alternate between the remote suite's prefix and the raw watch's, each waiting until its
+    /// watcher saw it, then `spacing` milliseconds: both sides meet the same etcd and the same load.
+    func measureLatency(into report: inout Report) {
+        let count = options.quick ? 20 : 300
+        let spacing: UInt32 = 10
+        let fleetName = "bench.etcd.latency"
+        let rawPrefix = "/bench/raw/latency/"
+        let arrivals = Arrivals()
+        let defaults: Defaults
+        let connection: RawEtcdConnection
+        let rawWatch: RawEtcd.Watch
+        do {
+            connection = try RawEtcdConnection(port: member.clientPort)
+            defaults = try FleetSuite.open(endpoint: member.endpoint, suite: fleetName, cache: workspace.scratch())
+            rawWatch = try RawEtcd.Watch(port: member.clientPort, prefix: rawPrefix) { values, now in
+                for data in values {
+                    if case .integer(let value)? = try? PropertyListCodec.decode(data).value { arrivals.record(Int(value), now) }
+                }
+            }
+        } catch {
+            report.notes.append("etcd latency: could not start: \(error)")
+            return
+        }
+        let token = defaults.observe("stamp") { change in
+            let now = monotonicNanoseconds()
+            if case .integer(let value)? = change.newValue { arrivals.record(Int(value), now) }
+        }
+        defer {
+            token.cancel()
+            rawWatch.stop()
+        }
+        guard FleetSuite.waitUntilLive(defaults) else {
+            report.notes.append("etcd latency: the remote suite did not come live within 10 s")
+            return
+        }
+        var ours: [Double] = []
+        var raw: [Double] = []
+        var lost = 0
+        let fleetKey = FleetSuite.prefix(fleetName) + "stamp"
+        for index in 1...(2 * count) {
+            let isOurs = index % 2 == 0
+            let start = monotonicNanoseconds()
+            do {
+                _ = try connection.post(
+                    "/v3/kv/put",
+                    [
+                        "key": RawEtcd.base64(isOurs ? fleetKey : rawPrefix + "stamp"),
+                        "value": RawEtcd.base64(Self.encoded(index)),
+                    ])
+            } catch {
+                report.notes.append("etcd latency: a put failed: \(error)")
+                return
+            }
+            guard let end = arrivals.wait(for: index, within: 5) else {
+                lost += 1
+                continue
+            }
+            let latency = Double(end - start)
+            if isOurs { ours.append(latency) } else { raw.append(latency) }
+            usleep(spacing * 1000)  // pacing the puts, not synchronisation
+        }
+        guard !ours.isEmpty, !raw.isEmpty else {
+            report.notes.append("etcd latency: no put reached its watcher")
+            return
+        }
+        let oursP50 = percentile(ours, 0.5)
+        let oursP99 = percentile(ours, 0.99)
+        let rawP50 = percentile(raw, 0.5)
+        let rawP99 = percentile(raw, 0.99)
+        report.add(
+            "etcd", "put → observer callback, \(spacing) ms apart: p50 (\(ours.count) puts each; limit: raw watch)",
+            oursP50, limit: rawP50)
+        report.add(
+            "etcd", "put → observer callback: p99", oursP99, limit: rawP99, target: "≤1.5× the raw watch",
+            met: oursP99 / rawP99 <= 1.5)
+        report.add("etcd", "put → observer callback: max", ours.max()!, limit: raw.max()!)
+        if lost > 0 { report.notes.append("etcd latency: \(lost) puts were not seen within 5 s") }
+    }
+
+    // MARK: Cold start
+
+    /// A fresh process opens the remote suite (no cache on disk) and reads one key; against a
+    /// fresh process that ranges the prefix over a raw socket and decodes every value.
+    func measureColdStart(into report: inout Report) {
+        let rounds = options.quick ? 3 : 9
+        let connection: RawEtcdConnection
+        do { connection = try RawEtcdConnection(port: member.clientPort) } catch {
+            report.notes.append("etcd cold start: \(error)")
+            return
+        }
+        for size in options.quick ? [1_000] : [1_000, 10_000] {
+            let suite = "bench.etcd.cold.\(size)"
+            let prefix = FleetSuite.prefix(suite)
+            let values = Workspace.sampleDictionary(keys: size)
+            do {
+                try RawEtcd.putAll(
+                    values.map { (prefix + $0.key, try PropertyListCodec.encode($0.value, format: .xml)) },
+                    through: connection)
+            } catch {
+                report.notes.append("etcd cold start: could not fill \(size) keys: \(error)")
+                return
+            }
+            var ours: [Double] = []
+            var raw: [Double] = []
+            for _ in 0..<rounds {
+                if let time = ChildProcess.run(
+                    ["--child", "etcd-cold", "livedefaults", String(member.clientPort), suite],
+                    environment: ["XDG_CACHE_HOME": workspace.scratch().path])
+                {
+                    ours.append(time)
+                }
+                if let time = ChildProcess.run(
+                    ["--child", "etcd-cold", "raw", String(member.clientPort), suite],
+                    environment: ["XDG_CACHE_HOME": workspace.scratch().path])
+                {
+                    raw.append(time)
+                }
+            }
+            guard !ours.isEmpty, !raw.isEmpty else {
+                report.notes.append("etcd cold start: the measuring process failed (\(size) keys)")
+                continue
+            }
+            report.add(
+                "etcd", "cold start of a fresh process: open the remote suite, read a key, \(size) keys"
+                    + " (limit: raw range + decode)", percentile(ours, 0.5), limit: percentile(raw, 0.5))
+        }
+    }
+
+    // MARK: Fan-out to processes
+
+    /// `count` processes watch one remote suite (and as many watch one prefix raw); a put → the
+    /// last of them has it. Each process stamps the arrival with the monotonic clock, shared by
+    /// the processes of this machine.
+    func measureFanOut(into report: inout Report) {
+        let count = options.quick ? 5 : 100
+        let puts = options.quick ? 5 : 30
+        let fleetName = "bench.etcd.fanout"
+        let rawPrefix = "/bench/raw/fanout/"
+        let connection: RawEtcdConnection
+        do { connection = try RawEtcdConnection(port: member.clientPort) } catch {
+            report.notes.append("etcd fan-out: \(error)")
+            return
+        }
+        var groups: [String: WatcherGroup] = [:]
+        defer { groups.values.forEach { $0.stop() } }
+        for (side, target) in [("livedefaults", fleetName), ("raw", rawPrefix)] {
+            do {
+                let group = try WatcherGroup(
+                    count: count, arguments: ["--child", "etcd-watch", side, String(member.clientPort), target],
+                    workspace: workspace)
+                groups[side] = group
+                guard group.waitUntilReady(within: 60) else {
+                    report.notes.append("etcd fan-out: the \(side) processes did not all watch within 60 s")
+                    return
+                }
+            } catch {
+                report.notes.append("etcd fan-out: \(error)")
+                return
+            }
+        }
+        var samples: [String: [Double]] = [:]
+        for index in 1...(2 * puts) {
+            let side = index % 2 == 0 ? "livedefaults" : "raw"
+            let key = side == "raw" ? rawPrefix + "stamp" : FleetSuite.prefix(fleetName) + "stamp"
+            let start = monotonicNanoseconds()
+            do {
+                _ = try connection.post(
+                    "/v3/kv/put", ["key": RawEtcd.base64(key), "value": RawEtcd.base64(Self.encoded(index))])
+            } catch {
+                report.notes.append("etcd fan-out: a put failed: \(error)")
+                return
+            }
+            if let last = groups[side]!.lastArrival(of: index, within: 10) {
+                samples[side, default: []].append(Double(last - start))
+            } else {
+                report.notes.append("etcd fan-out: not every \(side) process saw put \(index) within 10 s")
+            }
+            usleep(50_000)  // pacing the puts, not synchronisation
+        }
+        guard let ours = samples["livedefaults"], let raw = samples["raw"] else { return }
+        report.add(
+            "etcd", "fan-out, put → all \(count) processes have it: p50 (\(ours.count) puts; limit: raw watches)",
+            percentile(ours, 0.5), limit: percentile(raw, 0.5))
+        report.add("etcd", "fan-out to \(count) processes: p99", percentile(ours, 0.99), limit: percentile(raw, 0.99))
+    }
+
+    // MARK: Resume after the member is killed
+
+    /// kill -9 of a member of its own, restarted at once on the same data; a writer puts every
+    /// 10 ms from the moment it answers; the time from the kill to the first change the remote
+    /// suite delivers again (limit: the kill to etcd answering `/health` again).
+    func measureResume(into report: inout Report) {
+        let rounds = options.quick ? 1 : 5
+        let member: EtcdMember
+        let defaults: Defaults
+        do {
+            member = try EtcdMember(in: workspace.directory, name: "resume")
+            try member.start()
+            defaults = try FleetSuite.open(
+                endpoint: member.endpoint, suite: "bench.etcd.resume", cache: workspace.scratch())
+        } catch {
+            report.notes.append("etcd resume: could not start: \(error)")
+            return
+        }
+        defer { member.stop() }
+        let latest = Atomic<Int>(0)
+        let token = defaults.observe("stamp") { change in
+            if case .integer(let value)? = change.newValue { latest.store(Int(value), ordering: .sequentiallyConsistent) }
+        }
+        defer { token.cancel() }
+        guard FleetSuite.waitUntilLive(defaults) else {
+            report.notes.append("etcd resume: the remote suite did not come live within 10 s")
+            return
+        }
+        let key = RawEtcd.base64(FleetSuite.prefix("bench.etcd.resume") + "stamp")
+        var ours: [Double] = []
+        var restart: [Double] = []
+        var counter = 0
+        for _ in 0..<rounds {
+            let killed = monotonicNanoseconds()
+            member.kill9()
+            do { try member.start() } catch {
+                report.notes.append("etcd resume: the member did not restart: \(error)")
+                return
+            }
+            restart.append(Double(monotonicNanoseconds() - killed))
+            let firstAfter = counter + 1
+            let deadline = Date().addingTimeInterval(60)
+            var delivered: UInt64? = nil
+            var connection = try? RawEtcdConnection(port: member.clientPort)
+            while Date() < deadline {
+                counter += 1
+                if connection == nil { connection = try? RawEtcdConnection(port: member.clientPort) }
+                do {
+                    _ = try connection?.post("/v3/kv/put", ["key": key, "value": RawEtcd.base64(Self.encoded(counter))])
+                } catch {
+                    connection = nil
+                }
+                usleep(10_000)  // the writer's pace; the check below reads what the observer saw
+                if latest.load(ordering: .sequentiallyConsistent) >= firstAfter {
+                    delivered = monotonicNanoseconds()
+                    break
+                }
+            }
+            guard let delivered else {
+                report.notes.append("etcd resume: no change was delivered within 60 s of the restart")
+                return
+            }
+            ours.append(Double(delivered - killed))
+        }
+        report.add(
+            "etcd", "resume after kill -9 and restart: kill → first change delivered (limit: kill → etcd healthy)",
+            percentile(ours, 0.5), limit: percentile(restart, 0.5))
+        if rounds > 1 {
+            report.add("etcd", "resume after kill -9: slowest of \(rounds)", ours.max()!, limit: restart.max()!)
+        }
+    }
+}
+
+/// The arrival time of each value an observer saw, waited for from the measuring thread.
+final class Arrivals: Sendable {
+    private let times = Mutex<[Int: UInt64]>([:])
+    private let arrived = DispatchSemaphore(value: 0)
+
+    /// The first arrival of `value` counts.
+    func record(_ value: Int, _ time: UInt64) {
+        let fresh = times.withLock { times in
+            guard times[value] == nil else { return false }
+            times[value] = time
+            return true
+        }
+        if fresh { arrived.signal() }
+    }
+
+    /// When `value` arrived, waiting up to `seconds` for it; nil if it did not.
+    func wait(for value: Int, within seconds: Double) -> UInt64? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            if let time = times.withLock({ $0[value] }) { return time }
+            if arrived.wait(timeout: deadline) == .timedOut { return nil }
+        }
+    }
+}
+
+/// A `Mutex` that closures can share.
+final class SharedMutex<Value: Sendable>: Sendable {
+    let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+}
+
+/// The sample at `fraction` of the sorted samples.
+func percentile(_ samples: [Double], _ fraction: Double) -> Double {
+    let sorted = samples.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+}
+
+/// Processes that each watch one suite or prefix (`--child etcd-watch …`) and report each value
+/// they see with its arrival time on standard output, one line each.
+final class WatcherGroup: @unchecked Sendable {
+    // Safe as Sendable: `arrivals` is guarded by its Mutex; the rest is set in init.
+    private let processes: [Process]
+    private let inputs: [Pipe]
+    /// Per value, the arrival time of each process that reported it.
+    private let arrivals = SharedMutex<[Int: [Int: UInt64]]>([:])
+    private let ready = DispatchSemaphore(value: 0)
+    private let changed = DispatchSemaphore(value: 0)
+
+    init(count: Int, arguments: [String], workspace: Workspace) throws {
+        var processes: [Process] = []
+        var inputs: [Pipe] = []
+        for index in 0..<count {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging([
+                "XDG_CACHE_HOME": workspace.scratch().path
+            ]) { _, new in new }
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            processes.append(process)
+            inputs.append(input)
+            let handle = output.fileHandleForReading
+            Thread.detachNewThread { [arrivals, ready, changed] in
+                var buffer = Data()
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { return }
+                    buffer.append(data)
+                    while let newline = buffer.firstIndex(of: 0x0A) {
+                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                        buffer.removeSubrange(buffer.startIndex...newline)
+                        if line == "ready" {
+                            ready.signal()
+                            continue
+                        }
+                        let parts = line.split(separator: " ")
+                        guard parts.count == 2, let value = Int(parts[0]), let time = UInt64(parts[1]) else { continue }
+                        arrivals.mutex.withLock { $0[value, default: [:]][index] = time }
+                        changed.signal()
+                    }
+                }
+            }
+        }
+        self.processes = processes
+        self.inputs = inputs
+    }
+
+    /// Waits until every process watches; false after `seconds`.
+    func waitUntilReady(within seconds: Double) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        return processes.allSatisfy { _ in ready.wait(timeout: deadline) == .success }
+    }
+
+    /// The latest arrival of `value` once every process reported it, or nil after `seconds`.
+    func lastArrival(of value: Int, within seconds: Double) -> UInt64? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == processes.count { return times.values.max() }
+            if changed.wait(timeout: deadline) == .timedOut { return nil }
+        }
+    }
+
+    /// Closes each process's standard input (it exits then) and waits for it.
+    func stop() {
+        for input in inputs { try? input.fileHandleForWriting.close() }
+        for process in processes { process.waitUntilExit() }
+    }
+}
