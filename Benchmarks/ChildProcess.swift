@@ -205,7 +205,9 @@ enum ChildProcess {
                     port: port, prefix: target,
                     onEvents: { values, now in
                         for data in values {
-                            if case .integer(let value)? = try? PropertyListCodec.decode(data).value { report(value, now) }
+                            if case .integer(let value)? = try? PropertyListCodec.decode(data).value {
+                                report(value, now)
+                            }
                         }
                     })
             else { exit(1) }

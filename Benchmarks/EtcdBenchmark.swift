@@ -11,8 +11,9 @@ struct EtcdBenchmark {
     let member: EtcdMember
 
     /// Starts the shared member, or says why the etcd rows cannot run.
-    static func start(options: BenchmarkOptions, workspace: Workspace) -> Result<EtcdBenchmark, RawEtcdConnection.Failure>
-    {
+    static func start(options: BenchmarkOptions, workspace: Workspace) -> Result<
+        EtcdBenchmark, RawEtcdConnection.Failure
+    > {
         guard EtcdMember.binary != nil else {
             return .failure(
                 .init("etcd-server is not installed (apt-get install etcd-server, or scripts/setup.sh)"))
@@ -51,7 +52,9 @@ struct EtcdBenchmark {
             defaults = try FleetSuite.open(endpoint: member.endpoint, suite: fleetName, cache: workspace.scratch())
             rawWatch = try RawEtcd.Watch(port: member.clientPort, prefix: rawPrefix) { values, now in
                 for data in values {
-                    if case .integer(let value)? = try? PropertyListCodec.decode(data).value { arrivals.record(Int(value), now) }
+                    if case .integer(let value)? = try? PropertyListCodec.decode(data).value {
+                        arrivals.record(Int(value), now)
+                    }
                 }
             }
         } catch {
@@ -158,7 +161,8 @@ struct EtcdBenchmark {
                 continue
             }
             report.add(
-                "etcd", "cold start of a fresh process: open the remote suite, read a key, \(size) keys"
+                "etcd",
+                "cold start of a fresh process: open the remote suite, read a key, \(size) keys"
                     + " (limit: raw range + decode)", percentile(ours, 0.5), limit: percentile(raw, 0.5))
         }
     }
@@ -242,7 +246,9 @@ struct EtcdBenchmark {
         defer { member.stop() }
         let latest = Atomic<Int>(0)
         let token = defaults.observe("stamp") { change in
-            if case .integer(let value)? = change.newValue { latest.store(Int(value), ordering: .sequentiallyConsistent) }
+            if case .integer(let value)? = change.newValue {
+                latest.store(Int(value), ordering: .sequentiallyConsistent)
+            }
         }
         defer { token.cancel() }
         guard FleetSuite.waitUntilLive(defaults) else {
@@ -269,7 +275,8 @@ struct EtcdBenchmark {
                 counter += 1
                 if connection == nil { connection = try? RawEtcdConnection(port: member.clientPort) }
                 do {
-                    _ = try connection?.post("/v3/kv/put", ["key": key, "value": RawEtcd.base64(Self.encoded(counter))])
+                    _ = try connection?.post(
+                        "/v3/kv/put", ["key": key, "value": RawEtcd.base64(Self.encoded(counter))])
                 } catch {
                     connection = nil
                 }
@@ -395,7 +402,9 @@ final class WatcherGroup: @unchecked Sendable {
     func lastArrival(of value: Int, within seconds: Double) -> UInt64? {
         let deadline = DispatchTime.now() + seconds
         while true {
-            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == processes.count { return times.values.max() }
+            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == processes.count {
+                return times.values.max()
+            }
             if changed.wait(timeout: deadline) == .timedOut { return nil }
         }
     }
