@@ -30,12 +30,18 @@ final class FleetBackend: SuiteBackend {
         /// The mirror's identity last handed to the store: an unchanged mirror is no reload.
         var installed: (clusterID: UInt64, revision: Int64, resyncs: Int)?
         var version: UInt64 = 0
+        /// This process's last commit: its revision, and the mirror's cluster and range count
+        /// then. The same mirror (no range since) below that revision is behind values the store
+        /// already shows; a new range is etcd's word, even below it (a restored snapshot).
+        var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64)?
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
         /// The reason of the last full re-sync that replaced what the cache held.
         var cacheReplacedBecause: String?
         var cacheToWrite: FleetCache?
         var stateListeners: [UUID: AsyncStream<FleetState>.Continuation] = [:]
+        /// What this backend reported, oldest first (the last 100; for tests).
+        var reported: [DefaultsError] = []
     }
 
     init(suite: FleetSuite) {
@@ -99,6 +105,13 @@ final class FleetBackend: SuiteBackend {
         // Nothing read from etcd yet: the cached values stay.
         guard mirror.resyncs > 0 else { return .unchanged }
         let snapshot = state.withLock { state -> SuiteSnapshot? in
+            // Behind this process's own last commit (its events are still on the way): installing
+            // it would take back values reads already show; the commit's events reload again.
+            if let commit = state.lastCommit, commit.clusterID == mirror.clusterID, commit.resyncs == mirror.resyncs,
+                mirror.revision < commit.revision
+            {
+                return nil
+            }
             if let installed = state.installed, installed.clusterID == mirror.clusterID,
                 installed.revision == mirror.revision, installed.resyncs == mirror.resyncs
             {
@@ -143,13 +156,15 @@ final class FleetBackend: SuiteBackend {
         }
         let committed: Int64
         do {
-            committed = try blocking { [client, puts, deletes] in try await client.commit(puts: puts, deletes: deletes) }
+            committed = try blocking { [client, puts, deletes] in try await client.commit(puts: puts, deletes: deletes)
+            }
         } catch let error as EtcdError where Self.isRefusal(error) {
             // Refused for good: drop the changes (reads return to etcd's values) and say which.
             let mirror = follower.snapshot
             let base = mirror.resyncs > 0 ? mirror.values : known.values
             let keys = changes.keys.sorted()
-            let listed = keys.prefix(10).map(\.debugDescription).joined(separator: ", ") + (keys.count > 10 ? ", …" : "")
+            let listed =
+                keys.prefix(10).map(\.debugDescription).joined(separator: ", ") + (keys.count > 10 ? ", …" : "")
             let refusal = DefaultsError(
                 .remoteRejected,
                 "etcd refused to write \(keys.count) key(s) of fleet suite \"\(suite.name)\" (\(listed)) at "
@@ -179,6 +194,7 @@ final class FleetBackend: SuiteBackend {
         }
         let version = state.withLock { state -> UInt64 in
             state.version += 1
+            state.lastCommit = (mirror.clusterID, mirror.resyncs, committed)
             return state.version
         }
         return SuiteWritten(snapshot: SuiteSnapshot(values: values, version: version), unchangedByOthers: false)
@@ -249,7 +265,7 @@ final class FleetBackend: SuiteBackend {
                 state.outage = error
                 return error
             }
-            DefaultsErrorReporting.report(error)
+            report(error)
         case .starting:
             break
         }
@@ -257,10 +273,22 @@ final class FleetBackend: SuiteBackend {
         for listener in state.withLock({ $0.stateListeners.values }) { listener.yield(current) }
     }
 
+    /// Reports `error`, and keeps it for ``reported``.
+    private func report(_ error: DefaultsError) {
+        state.withLock { state in
+            state.reported.append(error)
+            if state.reported.count > 100 { state.reported.removeFirst() }
+        }
+        DefaultsErrorReporting.report(error)
+    }
+
+    /// What this backend reported, oldest first (the last 100).
+    var reported: [DefaultsError] { state.withLock { $0.reported } }
+
     private func report(_ problem: String) {
         // Unreachability comes through the status, once per outage.
         guard !problem.hasPrefix("etcd is not reachable") else { return }
-        DefaultsErrorReporting.report(
+        report(
             DefaultsError(
                 .malformedPropertyList,
                 "In fleet suite \"\(suite.name)\" (\(suite.whereabouts)), \(problem). It reads as absent and is "
@@ -313,7 +341,10 @@ final class FleetBackend: SuiteBackend {
         }
         guard arms else { return }
         cacheQueue.async { [self] in
-            guard let cache = state.withLock({ state in defer { state.cacheToWrite = nil }; return state.cacheToWrite })
+            guard
+                let cache = state.withLock({ state in
+                    defer { state.cacheToWrite = nil }; return state.cacheToWrite
+                })
             else { return }
             do throws(DefaultsError) {
                 try cacheFile.replace(with: try cache.encoded(suite: suite), using: SystemFileOperations())
@@ -321,6 +352,12 @@ final class FleetBackend: SuiteBackend {
                 DefaultsErrorReporting.report(error)
             }
         }
+    }
+
+    /// What the cache file holds now, nil when there is none (for tests).
+    func cacheFileContents() throws(DefaultsError) -> FleetCache? {
+        guard let contents = try cacheFile.read() else { return nil }
+        return try FleetCache(contents.data, suite: suite, path: location.path)
     }
 
     /// Waits until pending cache writes are done (for tests).

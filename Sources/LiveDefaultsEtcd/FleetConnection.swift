@@ -92,7 +92,8 @@ public final class FleetConnection: Sendable {
             let encoded = try new.map { value in
                 do { return try EtcdMirror.encode(value) } catch {
                     throw DefaultsError(
-                        .encodingFailed, "The new value of \"\(key)\" could not be encoded: \(error)", suite: suite.name,
+                        .encodingFailed, "The new value of \"\(key)\" could not be encoded: \(error)",
+                        suite: suite.name,
                         underlying: error)
                 }
             }

@@ -78,7 +78,10 @@ public struct FleetSuite: Sendable, Hashable {
         self.endpoints = endpoints
         self.root = root == "/" ? "" : root
         self.credentials = credentials
-        self.cacheDirectory = cacheDirectory
+        // As a directory, whether or not it exists yet: two descriptions of one suite are equal.
+        self.cacheDirectory = cacheDirectory.map {
+            URL(fileURLWithPath: $0.standardizedFileURL.path, isDirectory: true)
+        }
         self.requestTimeout = requestTimeout
     }
 
