@@ -33,7 +33,10 @@ let package = Package(
         // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
         .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
-        .target(name: "LiveDefaultsCommand", dependencies: ["LiveDefaults"], path: "Sources/LiveDefaultsCommand"),
+        // Remote suites (`etcd://…` domains) go through LiveDefaultsEtcd, so the `defaults` command links libcurl.
+        .target(
+            name: "LiveDefaultsCommand", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"],
+            path: "Sources/LiveDefaultsCommand"),
         // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
         .executableTarget(
             name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
@@ -63,7 +66,10 @@ let package = Package(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
         // The etcd client and fleet settings against real etcd members on loopback (skipped without etcd).
         .testTarget(
-            name: "EtcdTests", dependencies: ["LiveDefaultsEtcd", "LiveDefaults", "TestSupport"], path: "Tests/EtcdTests"),
+            // `defaults` is a dependency so that `swift test` builds it before the binary's tests run.
+            name: "EtcdTests",
+            dependencies: ["LiveDefaultsEtcd", "LiveDefaultsCommand", "LiveDefaults", "TestSupport", "defaults"],
+            path: "Tests/EtcdTests"),
         // The built executables run as separate processes: the store across processes, live reload, crashes,
         // the `defaults` binary and the demo.
         .testTarget(

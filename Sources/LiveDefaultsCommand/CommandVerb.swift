@@ -183,6 +183,8 @@ package struct CommandVerb: Sendable {
         lines += [
             "<domain> is ( <domain_name> | -app <application_name> | -globalDomain )",
             "         or a path to a file omitting the '.plist' extension",
+            "         or etcd://<host>:<port>[,<host>:<port>...]/[<root>/]<suite> for a suite kept in etcd",
+            "         (etcds:// for TLS; user from ETCDCTL_USER=<name>:<password>)",
             "",
             "<value> is one of:",
             "  <value_rep>",

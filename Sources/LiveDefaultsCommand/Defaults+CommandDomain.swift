@@ -25,6 +25,11 @@ extension CommandDomains {
             try Defaults(suiteName: name, directory: directory, watchesFiles: watching)
         case .path(let path):
             try Defaults(fileURL: URL(fileURLWithPath: path + ".plist"), watchesFiles: watching)
+        case .remote(let address):
+            // Endpoints and credentials from the environment, as etcdctl takes them.
+            try RemoteCommandDomain(address, environment: ProcessInfo.processInfo.environment) { problem in
+                FileHandle.standardError.write(Data("defaults: note: \(problem)\n".utf8))
+            }
         }
     }
 }

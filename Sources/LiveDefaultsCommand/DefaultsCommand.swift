@@ -10,6 +10,8 @@ package enum DomainReference: Hashable, Sendable {
     /// A plist file given by path, kept as typed without its `.plist` extension (macOS's messages name it so);
     /// the file is this path with `.plist` appended, as on macOS.
     case path(String)
+    /// A suite kept in etcd: `etcd://<host>:<port>/[<root>/]<suite>` (``RemoteSuiteAddress``).
+    case remote(RemoteSuiteAddress)
 
     /// The global domain's name and file base name (`Defaults.globalDomain`).
     package static let globalDomainName = "NSGlobalDomain"
@@ -21,6 +23,7 @@ package enum DomainReference: Hashable, Sendable {
         case .global: "Apple Global Domain"
         case .named(let name): name
         case .path(let path): path
+        case .remote(let address): address.text
         }
     }
 
@@ -180,6 +183,13 @@ package struct ArgumentCursor {
         case ".", "..":
             throw error("'\(argument)' is not a domain name")
         default:
+            if RemoteSuiteAddress.isRemote(argument) {
+                do {
+                    return .remote(try RemoteSuiteAddress(argument))
+                } catch {
+                    throw self.error(error.description)
+                }
+            }
             if argument.contains("/") {
                 return .path(argument.hasSuffix(".plist") ? String(argument.dropLast(".plist".count)) : argument)
             }

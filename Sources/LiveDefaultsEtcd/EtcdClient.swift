@@ -25,6 +25,9 @@ struct EtcdError: Error, Sendable, CustomStringConvertible {
     static let invalidArgument = 3
     /// gRPC UNAUTHENTICATED ("invalid auth token").
     static let unauthenticated = 16
+    /// gRPC UNAVAILABLE: "no leader" (nothing was done), or "request timed out" at a leader change
+    /// (the outcome is unknown).
+    static let grpcUnavailable = 14
 }
 
 /// A client of etcd's v3 JSON gateway (etcd 3.4: `POST /v3/kv/range`, `/v3/kv/txn`, `/v3/watch`, …)
@@ -53,6 +56,19 @@ final class EtcdClient: Sendable {
 
     /// The token in use (for tests of its renewal).
     var currentToken: String? { token.withLock { $0 } }
+
+    /// The endpoint calls and watches try first: the last one that answered.
+    var preferredEndpoint: URL { endpoints[preferred.withLock { $0 } % endpoints.count] }
+
+    /// Moves on from `endpoint` (a member whose watch ended: killed, hung, isolated, wiped), so the
+    /// next range and watch try the next member first; nothing changes if another member is
+    /// preferred already.
+    func avoid(_ endpoint: URL) {
+        guard endpoints.count > 1 else { return }
+        preferred.withLock { preferred in
+            if endpoints[preferred % endpoints.count] == endpoint { preferred = (preferred + 1) % endpoints.count }
+        }
+    }
 
     // MARK: Key-value calls
 
@@ -107,8 +123,10 @@ final class EtcdClient: Sendable {
                 try transform(existing.map { $0.value?.data ?? Data() }).map {
                     EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0)))
                 } ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
+            // Not retried on another member when the outcome is unknown (etcd "request timed out"):
+            // a compare-and-set that did apply would apply its transform twice.
             let response: EtcdTxnResponse = try await call(
-                "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []))
+                "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []), idempotent: false)
             if response.succeeded == true { return response.header?.revisionValue ?? 0 }
         }
         throw EtcdError(
@@ -159,10 +177,8 @@ final class EtcdClient: Sendable {
                 key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)),
                 start_revision: EtcdInt64(revision), progress_notify: true))
         let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
-        var request = try await makeRequest(endpoint, "/v3/watch", body)
-        // Without it an isolated member goes on sending progress at its stale revision.
-        request.headers["Grpc-Metadata-Hasleader"] = "true"
-        return EtcdWatch(request: request, idleTimeout: idleTimeout)
+        let request = try await makeRequest(endpoint, "/v3/watch", body)
+        return EtcdWatch(request: request, endpoint: endpoint, idleTimeout: idleTimeout)
     }
 
     /// The first key after every key that starts with `prefix`: the prefix with its last byte
@@ -192,6 +208,10 @@ final class EtcdClient: Sendable {
 
     private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> Request {
         var request = Request(url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body))
+        // A member without a leader then says so at once ("etcdserver: no leader", gRPC code 14):
+        // a watch ends instead of sending progress at a stale revision forever, and a range or a
+        // write moves on to the next member instead of waiting 7 s for "request timed out".
+        request.headers["Grpc-Metadata-Hasleader"] = "true"
         if let token = try await currentToken(endpoint) { request.headers["Authorization"] = token }
         return request
     }
@@ -214,7 +234,14 @@ final class EtcdClient: Sendable {
 
     /// One unary call, on the endpoints in turn from the last one that answered; a token etcd no
     /// longer takes is renewed once.
-    private func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body) async throws -> Answer {
+    ///
+    /// A member that does not answer, or answers that it has no leader, is left for the next. So
+    /// is one that answers "unavailable" for another reason (a request that timed out during an
+    /// election), unless the call is not `idempotent`: then its outcome is unknown and the error
+    /// is thrown.
+    private func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body, idempotent: Bool = true)
+        async throws -> Answer
+    {
         var lastProblem: (any Error)?
         let start = preferred.withLock { $0 }
         for attempt in 0..<endpoints.count {
@@ -241,6 +268,12 @@ final class EtcdClient: Sendable {
                 }
             } catch let error as EtcdError where error.kind == .unavailable {
                 lastProblem = error
+            } catch let error as EtcdError
+                where error.kind == .rejected(code: EtcdError.grpcUnavailable)
+                && (idempotent || error.message.contains("no leader"))
+            {
+                lastProblem = EtcdError(
+                    kind: .unavailable, message: "etcd at \(endpoint.absoluteString): \(error.message)")
             }
         }
         throw lastProblem ?? EtcdError(kind: .unavailable, message: "no etcd endpoint answered")

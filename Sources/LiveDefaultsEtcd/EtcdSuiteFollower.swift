@@ -8,6 +8,13 @@ import LiveDefaults
 /// Resuming a watch from the last revision seen would replay every intermediate value, but is
 /// not safe on etcd 3.4.23: after a compaction a deletion can be lost (etcd issue 18089). A range
 /// and a diff cannot be hurt by compaction, and give observers what a file reload gives them.
+///
+/// Across a cluster (docs/design.md, "Fleet settings: failures of a cluster"): after a watch ends
+/// the follower waits a random moment (up to `reconnectJitter`) and moves on to the next member;
+/// a member without a leader ends the watch at once (the has-leader header); a hung one at the
+/// idle timeout. A watch message from another cluster, or at a revision below the mirror's (etcd
+/// wiped and started again on the same port), ends the watch too: the next range replaces the
+/// mirror, and observers get the net change per key.
 final class EtcdSuiteFollower: Sendable {
     /// Where the follower is.
     enum Status: Sendable, Equatable {
@@ -25,30 +32,50 @@ final class EtcdSuiteFollower: Sendable {
         var task: Task<Void, Never>?
         var watch: EtcdWatch?
         var resyncs = 0
+        var identityChanges = 0
     }
 
     let client: EtcdClient
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
+    private let reconnectJitter: TimeInterval
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (String) -> Void
     private let onStatus: @Sendable (Status) -> Void
 
     /// - Parameters:
+    ///   - idleTimeout: A watch that receives nothing, not even a progress notification, for this
+    ///     long is left (a hung member); keep it about 3× etcd's progress interval.
+    ///   - reconnectJitter: The most the follower waits, at random, before it ranges again after a
+    ///     watch ended, so that the watchers of one member do not all move at once.
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable, and for each unreadable value.
     ///   - onStatus: Called after every range (live, whether or not anything changed) and once
     ///     when etcd becomes unreachable (offline).
+    convenience init(
+        client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
+        onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
+        onProblem: @escaping @Sendable (String) -> Void = { _ in },
+        onStatus: @escaping @Sendable (Status) -> Void = { _ in }
+    ) {
+        self.init(
+            client: client, mirror: EtcdMirror(prefix: prefix), idleTimeout: idleTimeout,
+            reconnectJitter: reconnectJitter, onChange: onChange, onProblem: onProblem, onStatus: onStatus)
+    }
+
+    /// A follower that starts from values already read (the `defaults` command's `watch` ranges
+    /// the suite to open it): its first range reports only what changed since.
     init(
-        client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30,
+        client: EtcdClient, mirror: EtcdMirror, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
         onProblem: @escaping @Sendable (String) -> Void = { _ in },
         onStatus: @escaping @Sendable (Status) -> Void = { _ in }
     ) {
         self.client = client
-        self.state = Locked(State(mirror: EtcdMirror(prefix: prefix)))
+        self.state = Locked(State(mirror: mirror))
         self.idleTimeout = idleTimeout
+        self.reconnectJitter = max(0, reconnectJitter)
         self.onChange = onChange
         self.onProblem = onProblem
         self.onStatus = onStatus
@@ -58,6 +85,26 @@ final class EtcdSuiteFollower: Sendable {
     var values: [String: PropertyListValue] { state.withLock { $0.mirror.values } }
     /// How many times the mirror was filled from a range (the first time included).
     var resyncCount: Int { state.withLock { $0.resyncs } }
+    /// How many watches were left because a message came from another cluster or went back in
+    /// revisions.
+    var identityChangeCount: Int { state.withLock { $0.identityChanges } }
+    /// The member the current watch comes from; nil between watches.
+    var watchedEndpoint: URL? { state.withLock { $0.watch?.endpoint } }
+
+    /// Why a watch message shows that the member is not the etcd the mirror was read from, or nil:
+    /// another cluster ID, or a revision below the mirror's (a member's revision never goes back;
+    /// etcd wiped or restored from a snapshot does, keeping its cluster ID when it keeps its
+    /// name, peer URL and cluster token).
+    static func identityProblem(of header: EtcdResponseHeader?, mirror: EtcdMirror) -> String? {
+        guard let header else { return nil }
+        if header.clusterID != 0, mirror.clusterID != 0, header.clusterID != mirror.clusterID {
+            return "the cluster ID changed from \(mirror.clusterID) to \(header.clusterID)"
+        }
+        if header.revisionValue != 0, header.revisionValue < mirror.revision {
+            return "the revision went back from \(mirror.revision) to \(header.revisionValue)"
+        }
+        return nil
+    }
 
     /// The mirror's values, revision and cluster, and how many ranges filled it, read together.
     var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int) {
@@ -89,11 +136,14 @@ final class EtcdSuiteFollower: Sendable {
 
     private func run() async {
         var delay = 0.0
+        var quickEnds = 0
         var reportedOffline = false
         while !Task.isCancelled {
             do {
                 let (header, kvs) = try await client.range(prefix: state.withLock { $0.mirror.prefix })
                 let (changes, unreadable, prefix) = state.withLock { state in
+                    if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
+                    // A full replacement: whatever etcd this is, the mirror becomes its state.
                     let result = state.mirror.resync(header: header, kvs: kvs)
                     state.status = .live(revision: header.revisionValue)
                     state.resyncs += 1
@@ -119,26 +169,49 @@ final class EtcdSuiteFollower: Sendable {
                     watch.cancel()
                     return
                 }
-                for try await message in watch.messages {
-                    guard let events = message.events, !events.isEmpty else {
-                        if let revision = message.header?.revision?.value {
-                            state.withLock { $0.status = .live(revision: revision) }
+                let began = ContinuousClock.now
+                do {
+                    for try await message in watch.messages {
+                        let changedIdentity = state.withLock { state -> Bool in
+                            guard Self.identityProblem(of: message.header, mirror: state.mirror) != nil else {
+                                return false
+                            }
+                            state.identityChanges += 1
+                            return true
                         }
-                        continue
+                        // Not the etcd the mirror came from: range again (below), which replaces it.
+                        if changedIdentity { break }
+                        guard let events = message.events, !events.isEmpty else {
+                            if let revision = message.header?.revision?.value {
+                                state.withLock { $0.status = .live(revision: revision) }
+                            }
+                            continue
+                        }
+                        let (changes, unreadable, revision) = state.withLock { state in
+                            let result = state.mirror.apply(events)
+                            state.status = .live(revision: state.mirror.revision)
+                            return (result.changes, result.unreadable, state.mirror.revision)
+                        }
+                        for value in unreadable {
+                            onProblem(
+                                "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
+                            )
+                        }
+                        if !changes.isEmpty { onChange(changes, revision) }
                     }
-                    let (changes, unreadable, revision) = state.withLock { state in
-                        let result = state.mirror.apply(events)
-                        state.status = .live(revision: state.mirror.revision)
-                        return (result.changes, result.unreadable, state.mirror.revision)
-                    }
-                    for value in unreadable {
-                        onProblem(
-                            "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
-                        )
-                    }
-                    if !changes.isEmpty { onChange(changes, revision) }
+                } catch {
+                    // The watch ended with an error: killed, hung (idle), leaderless, canceled.
+                    // Like a clean end, a reason to range again — not, by itself, a sign that etcd
+                    // is unreachable; the range says that.
                 }
-                // A clean end (etcd stopped politely) is a disconnect too: range again at once.
+                // A clean end (etcd stopped politely) is a disconnect too: range again, from the next
+                // member, after a random moment — longer each time when watches keep ending at once.
+                watch.cancel()
+                client.avoid(watch.endpoint)
+                state.withLock { $0.watch = nil }
+                quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
+                let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
+                try? await Task.sleep(for: .seconds(Double.random(in: 0...ceiling)))
             } catch {
                 if Task.isCancelled { return }
                 if !reportedOffline {

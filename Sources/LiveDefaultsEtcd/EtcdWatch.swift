@@ -13,14 +13,17 @@ final class EtcdWatch: Sendable {
     /// The stream's messages: results (events, progress, the creation) in order. It finishes
     /// without an error for a clean end and throws ``EtcdError`` for every other end.
     let messages: AsyncThrowingStream<EtcdWatchResult, any Error>
+    /// The member the stream comes from.
+    let endpoint: URL
     private let continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     private let post: CurlPost
     /// Set once the stream has ended (the reading thread, or `cancel()`).
     private let finished = Locked(false)
 
-    init(request: EtcdClient.Request, idleTimeout: TimeInterval) {
+    init(request: EtcdClient.Request, endpoint: URL, idleTimeout: TimeInterval) {
         let (messages, continuation) = AsyncThrowingStream<EtcdWatchResult, any Error>.makeStream()
         self.messages = messages
+        self.endpoint = endpoint
         self.continuation = continuation
         let reader = LineReader()
         let finished = self.finished

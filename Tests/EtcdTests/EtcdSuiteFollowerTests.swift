@@ -23,6 +23,8 @@ struct EtcdSuiteFollowerTests {
         }
 
         var bursts: Int { state.withLock { $0.bursts } }
+        /// The new values delivered for `key`, in order (nil for a removal).
+        func news(_ key: String) -> [PropertyListValue?] { state.withLock { $0.byKey[key]?.map(\.new) ?? [] } }
         func last(_ key: String) -> PropertyListValue? { state.withLock { $0.byKey[key]?.last?.new } }
 
         /// Keys whose chain of old → new broke somewhere (an old value that was not the previous new).

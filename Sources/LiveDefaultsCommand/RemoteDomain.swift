@@ -1,0 +1,238 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsEtcd
+
+/// A suite kept in etcd, as the `defaults` command names it:
+/// `etcd://<host>:<port>[,<host>:<port>…]/[<root>/]<suite>` (`etcds://` for TLS).
+///
+/// The path's last segment is the suite; the segments before it are the root its keys live under
+/// (`/livedefaults/v1/` when there are none), so `etcd://10.0.0.5:2379/com.example.app` is the suite
+/// `com.example.app` under `/livedefaults/v1/`, and `etcd://h:2379/livedefaults/v1/prod/com.example.app`
+/// the same suite under `/livedefaults/v1/prod/`. A port left out is 2379. With no host
+/// (`etcd:///com.example.app`) the endpoints are `$ETCDCTL_ENDPOINTS`, as for `etcdctl`. Credentials
+/// come from the environment only (``RemoteCommandDomain/credentials(from:)``), never from the address.
+package struct RemoteSuiteAddress: Hashable, Sendable {
+    /// The address as typed (how messages name the domain).
+    package var text: String
+    /// `http` or `https`.
+    package var scheme: String
+    /// `host:port` of each endpoint; empty: `$ETCDCTL_ENDPOINTS`.
+    package var hosts: [String]
+    /// The key prefix suites live under, with a `/` at each end.
+    package var root: String
+    package var suite: String
+
+    /// Whether `argument` is meant as a remote suite (it starts with `etcd://` or `etcds://`).
+    package static func isRemote(_ argument: String) -> Bool {
+        argument.hasPrefix("etcd://") || argument.hasPrefix("etcds://")
+    }
+
+    /// Parses an address; the error says what is wrong with it.
+    package init(_ text: String) throws(AddressError) {
+        self.text = text
+        let rest: Substring
+        if text.hasPrefix("etcd://") {
+            scheme = "http"
+            rest = text.dropFirst("etcd://".count)
+        } else if text.hasPrefix("etcds://") {
+            scheme = "https"
+            rest = text.dropFirst("etcds://".count)
+        } else {
+            throw AddressError("'\(text)' is not an etcd address (etcd://<host>:<port>/[<root>/]<suite>)")
+        }
+        guard let slash = rest.firstIndex(of: "/") else {
+            throw AddressError("'\(text)' names no suite: add /<suite> after the endpoints")
+        }
+        let authority = rest[..<slash]
+        if authority.contains("@") {
+            throw AddressError(
+                "'\(text)' carries credentials; give them in ETCDCTL_USER (and ETCDCTL_PASSWORD), never in the address")
+        }
+        hosts =
+            try authority.isEmpty
+            ? []
+            : authority.split(separator: ",", omittingEmptySubsequences: false).map {
+                (host: Substring) throws(AddressError) -> String in try Self.hostAndPort(host, in: text)
+            }
+        let segments = rest[slash...].split(separator: "/").map(String.init)
+        guard let suite = segments.last else {
+            throw AddressError("'\(text)' names no suite: add /<suite> after the endpoints")
+        }
+        do {
+            try SuiteLocation.validate(suiteName: suite)
+        } catch {
+            throw AddressError("'\(text)': \((error as? DefaultsError)?.message ?? "\(error)")")
+        }
+        self.suite = suite
+        root =
+            segments.count == 1
+            ? EtcdRemoteSuite.defaultRoot : "/" + segments.dropLast().joined(separator: "/") + "/"
+    }
+
+    private static func hostAndPort(_ host: Substring, in text: String) throws(AddressError) -> String {
+        guard !host.isEmpty else { throw AddressError("'\(text)' has an empty endpoint between commas") }
+        // `[::1]:2379`, `[::1]`, `name:2379`, `name`.
+        let closing = host.lastIndex(of: "]")
+        if let colon = host.lastIndex(of: ":"), closing.map({ colon > $0 }) ?? true {
+            let port = host[host.index(after: colon)...]
+            guard let number = Int(port), (1...65535).contains(number) else {
+                throw AddressError("'\(text)': '\(port)' is not a port (1-65535) in endpoint '\(host)'")
+            }
+            guard colon > host.startIndex else { throw AddressError("'\(text)': endpoint '\(host)' has no host") }
+            return String(host)
+        }
+        return host + ":2379"
+    }
+
+    /// The client URLs: from the address, else from `ETCDCTL_ENDPOINTS`.
+    package func endpoints(environment: [String: String]) throws(AddressError) -> [URL] {
+        if hosts.isEmpty {
+            let listed = (environment["ETCDCTL_ENDPOINTS"] ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
+            guard !listed.isEmpty else {
+                throw AddressError("'\(text)' names no endpoint and ETCDCTL_ENDPOINTS is not set")
+            }
+            return try listed.map { (entry: String) throws(AddressError) -> URL in
+                let withScheme = entry.contains("://") ? entry : "\(scheme)://\(entry)"
+                guard let url = URL(string: withScheme), url.host != nil else {
+                    throw AddressError("ETCDCTL_ENDPOINTS: '\(entry)' is not an endpoint URL")
+                }
+                return url
+            }
+        }
+        return try hosts.map { (host: String) throws(AddressError) -> URL in
+            guard let url = URL(string: "\(scheme)://\(host)") else {
+                throw AddressError("'\(text)': '\(host)' is not a host name")
+            }
+            return url
+        }
+    }
+
+    /// What is wrong with an address or its environment.
+    package struct AddressError: Error, Sendable, CustomStringConvertible {
+        package var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// A suite kept in etcd, opened by the `defaults` command: read once at open, changed in memory,
+/// written by `synchronize()` in one transaction, and followed by `watch` — through
+/// ``EtcdRemoteSuite``, in the library's layout, so that the remote store reads what it writes.
+package final class RemoteCommandDomain: CommandDomain {
+    private struct State {
+        var snapshot: EtcdRemoteSuite.Snapshot
+        /// Changes not yet written: nil removes.
+        var pending: [String: PropertyListValue?] = [:]
+    }
+
+    private let suite: EtcdRemoteSuite
+    private let address: RemoteSuiteAddress
+    private let state: Locked<State>
+    private let onProblem: @Sendable (String) -> Void
+    package let lastError: DefaultsError?
+
+    /// Opens the suite and reads it.
+    ///
+    /// - Parameters:
+    ///   - environment: Where the endpoints (with no host in the address) and the credentials come from.
+    ///   - onProblem: A sentence when etcd becomes unreachable while watching.
+    /// - Throws: ``DefaultsError`` (`readFailed`) naming the endpoint, the user, and what to do.
+    package init(
+        _ address: RemoteSuiteAddress, environment: [String: String],
+        onProblem: @escaping @Sendable (String) -> Void = { _ in }
+    ) throws {
+        self.address = address
+        self.onProblem = onProblem
+        do {
+            suite = EtcdRemoteSuite(
+                endpoints: try address.endpoints(environment: environment), root: address.root, suite: address.suite,
+                credentials: try Self.credentials(from: environment))
+        } catch {
+            throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
+        }
+        let snapshot: EtcdRemoteSuite.Snapshot
+        do {
+            snapshot = try suite.read()
+        } catch {
+            throw DefaultsError(.readFailed, error.message, suite: address.suite)
+        }
+        state = Locked(State(snapshot: snapshot))
+        lastError = snapshot.unreadable.first.map {
+            DefaultsError(.corruptFile, "\(address.text): \($0)", suite: address.suite)
+        }
+    }
+
+    /// The etcd user, as `etcdctl` takes it: `ETCDCTL_USER=<name>:<password>`, or `ETCDCTL_USER=<name>`
+    /// with `ETCDCTL_PASSWORD`; nil when unset.
+    package static func credentials(from environment: [String: String]) throws(RemoteSuiteAddress.AddressError)
+        -> (user: String, password: String)?
+    {
+        guard let user = environment["ETCDCTL_USER"], !user.isEmpty else { return nil }
+        if let password = environment["ETCDCTL_PASSWORD"] { return (user, password) }
+        guard let colon = user.firstIndex(of: ":") else {
+            throw .init(
+                "ETCDCTL_USER names user \"\(user)\" without a password: "
+                    + "set ETCDCTL_USER=\(user):<password>, or ETCDCTL_PASSWORD")
+        }
+        return (String(user[..<colon]), String(user[user.index(after: colon)...]))
+    }
+
+    package func persistentValues() -> [String: PropertyListValue] {
+        state.withLock { state in
+            var values = state.snapshot.values
+            for (key, value) in state.pending { values[key] = value }
+            return values
+        }
+    }
+
+    package func set(_ value: PropertyListValue?, forKey key: String) {
+        state.withLock { $0.pending[key] = .some(value) }
+    }
+
+    package func replacePersistentValues(_ values: [String: PropertyListValue]?) {
+        let current = persistentValues()
+        state.withLock { state in
+            for key in current.keys where values?[key] == nil { state.pending[key] = .some(nil) }
+            for (key, value) in values ?? [:] { state.pending[key] = .some(value) }
+        }
+    }
+
+    /// Writes the changes in one transaction (etcd's limit of 128 operations splits larger ones).
+    ///
+    /// - Throws: ``DefaultsError`` (`writeFailed`): unreachable, permission denied, … in a sentence.
+    package func synchronize() throws {
+        let pending = state.withLock { $0.pending }
+        guard !pending.isEmpty else { return }
+        let sets = pending.compactMapValues { $0 }
+        let removals = pending.filter { $0.value == nil }.map(\.key)
+        do {
+            try suite.commit(set: sets, remove: removals)
+        } catch {
+            throw DefaultsError(.writeFailed, error.message, suite: address.suite)
+        }
+        state.withLock { state in
+            for (key, value) in pending { state.snapshot.values[key] = value }
+            state.pending = [:]
+        }
+    }
+
+    /// Follows the suite from the values read at open: every change since, per key, as etcd
+    /// delivers it (one transaction together); all of them are external.
+    package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
+        -> any AnyObject & Sendable
+    {
+        let snapshot = state.withLock { $0.snapshot }
+        return suite.follow(
+            from: snapshot,
+            onChange: { changes in
+                queue.async {
+                    for change in changes {
+                        handler(
+                            WatchedChange(key: change.key, oldValue: change.old, newValue: change.new, isExternal: true)
+                        )
+                    }
+                }
+            }, onProblem: onProblem)
+    }
+}

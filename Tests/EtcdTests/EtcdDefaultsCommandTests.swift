@@ -1,0 +1,365 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsCommand
+import TestSupport
+import Testing
+
+@testable import LiveDefaultsEtcd
+
+/// The `defaults` command on a suite kept in etcd (`etcd://…` domains), run in this process through
+/// its seam against a real member: what it writes is what the library's remote suites read.
+@Suite(.requiresEtcd, .serialized)
+struct EtcdDefaultsCommandTests {
+    /// The command with captured streams, its domains in `directory`, its environment given.
+    struct Command: Sendable {
+        var directory: URL
+        var environment: [String: String] = [:]
+
+        func runner(output: Locked<String>, errors: Locked<String>) -> DefaultsCommandRunner {
+            let io = CommandIO(
+                standardOutput: { text in output.withLock { $0 += text } },
+                standardError: { text in errors.withLock { $0 += text } },
+                writeStandardOutputData: { data in output.withLock { $0 += String(decoding: data, as: UTF8.self) } },
+                readStandardInput: { Data() })
+            let environment = environment
+            let domains = CommandDomains(directory: directory) { domain, directory, watching in
+                guard case .remote(let address) = domain else {
+                    return try CommandDomains.openStore(domain, directory, watching)
+                }
+                return try RemoteCommandDomain(address, environment: environment) { problem in
+                    errors.withLock { $0 += "note: \(problem)\n" }
+                }
+            }
+            return DefaultsCommandRunner(domains: domains, io: io)
+        }
+
+        /// Runs to its end, on a Dispatch thread: the command blocks its thread while etcd answers.
+        func run(_ arguments: [String]) async -> CommandResult {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    let output = Locked("")
+                    let errors = Locked("")
+                    let outcome = runner(output: output, errors: errors).run(arguments)
+                    let status: Int32
+                    if case .exit(let code) = outcome { status = code } else { status = -1 }
+                    continuation.resume(
+                        returning: CommandResult(
+                            status: status, standardOutput: output.withLock { $0 },
+                            standardError: errors.withLock { $0 }))
+                }
+            }
+        }
+    }
+
+    static let suite = "com.example.fleet-command"
+    static let prefix = Data("/livedefaults/v1/\(suite)/".utf8)
+
+    static func address(_ server: EtcdServer) -> String { "etcd://127.0.0.1:\(server.clientPort)/\(suite)" }
+
+    /// The suite as the library's mirror decodes it from etcd.
+    static func mirrored(_ server: EtcdServer) async throws -> [String: PropertyListValue] {
+        var mirror = EtcdMirror(prefix: prefix)
+        let (header, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: prefix)
+        _ = mirror.resync(header: header, kvs: kvs)
+        return mirror.values
+    }
+
+    @Test func everyValueTypeWrittenToEtcdReadsBackAsInALocalDomainAndThroughTheMirror() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        let cases: [([String], PropertyListValue)] = [
+            (["-string", "hello world"], "hello world"),
+            (["plain"], "plain"),
+            (["-int", "14"], .integer(14)),
+            (["-int", "18446744073709551615"], .unsignedInteger(.max)),
+            (["-float", "0.5"], .real(0.5)),
+            (["-bool", "YES"], .bool(true)),
+            (["-date", "2024-01-01 12:00:00 +0000"], .date(Date(timeIntervalSince1970: 1_704_110_400))),
+            (["-data", "deadBEEF"], .data(Data([0xDE, 0xAD, 0xBE, 0xEF]))),
+            (["-array", "a", "b c", "-int", "3"], ["a", "b c", 3]),
+            (["-dict", "k", "v", "n", "-bool", "yes"], ["k": "v", "n": true]),
+            (["<integer>3</integer>"], .integer(3)),
+            (["{ a = <00ff>; \"b c\" = d; }"], ["a": .data(Data([0, 0xFF])), "b c": "d"]),
+        ]
+        for (index, (arguments, stored)) in cases.enumerated() {
+            let key = "key-\(index)"
+            let written = await command.run(["write", remote, key] + arguments)
+            #expect(written.status == 0 && written.standardError.isEmpty, "\(arguments): \(written)")
+            _ = await command.run(["write", "com.example.local", key] + arguments)
+            for verb in ["read", "read-type"] {
+                let read = await command.run([verb, remote, key])
+                let local = await command.run([verb, "com.example.local", key])
+                #expect(read.status == 0, "\(arguments): \(read)")
+                #expect(read.standardOutput == local.standardOutput, "\(verb) \(arguments)")
+            }
+            #expect(try await Self.mirrored(server)[key] == stored, "\(arguments)")
+        }
+        // -array-add and -dict-add start from etcd's value.
+        for domain in [remote, "com.example.local"] {
+            #expect(await command.run(["write", domain, "key-8", "-array-add", "d"]).status == 0)
+            #expect(await command.run(["write", domain, "key-9", "-dict-add", "k", "w"]).status == 0)
+        }
+        #expect(try await Self.mirrored(server)["key-8"] == ["a", "b c", 3, "d"])
+        #expect(try await Self.mirrored(server)["key-9"] == ["k": "w", "n": true])
+        // The whole domain, as `read <domain>` prints it, matches the local domain written alike.
+        #expect(
+            await command.run(["read", remote]).standardOutput
+                == (await command.run(["read", "com.example.local"]).standardOutput))
+    }
+
+    @Test func aKeyIsStoredInNFCAndOneTransactionWritesAWholeDomain() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let decomposed = "the\u{0300}me"  // "thème" with a combining grave accent
+        #expect(await command.run(["write", Self.address(server), decomposed, "dark"]).status == 0)
+        let (_, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        #expect(kvs.map { $0.key?.data } == [Self.prefix + Data("thème".precomposedStringWithCanonicalMapping.utf8)])
+        #expect(await command.run(["read", Self.address(server), "thème"]).standardOutput == "dark\n")
+
+        let revisionBefore = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
+            .revisionValue
+        #expect(await command.run(["write", Self.address(server), "{ a = 1; b = 2; }"]).status == 0)
+        let (header, after) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        #expect(try await Self.mirrored(server) == ["a": "1", "b": "2"])
+        // Replacing the domain (two puts, one delete) was one transaction: one revision.
+        #expect(header.revisionValue == revisionBefore + 1)
+        #expect(Set(after.compactMap { $0.mod_revision?.value }) == [header.revisionValue])
+    }
+
+    @Test func deleteRemovesAKeyThenTheWholeSuiteAndAMissingKeyIsReported() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        #expect(await command.run(["write", remote, "{ a = 1; b = 2; c = 3; }"]).status == 0)
+        #expect(await command.run(["delete", remote, "a"]).status == 0)
+        #expect(try await Self.mirrored(server) == ["b": "2", "c": "3"])
+        let missing = await command.run(["delete", remote, "a"])
+        #expect(missing.status == 1)
+        #expect(missing.standardError.contains("not found"), "\(missing)")
+        let read = await command.run(["read", remote, "a"])
+        #expect(read.status == 1)
+        #expect(read.standardError.contains("(\(remote), a) does not exist"), "\(read)")
+        #expect(await command.run(["delete", remote]).status == 0)
+        #expect(try await Self.mirrored(server).isEmpty)
+        #expect(try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
+        #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
+    }
+
+    @Test func watchJSONPrintsEachKeyOfAnotherClientsTransactionWithOldAndNewValues() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        #expect(await command.run(["write", remote, "{ theme = light; gone = here; }"]).status == 0)
+        let output = Locked("")
+        let errors = Locked("")
+        let outcome = command.runner(output: output, errors: errors).run(["watch", remote, "--json"])
+        guard case .watching(let session) = outcome else {
+            Issue.record("watch did not start: \(errors.withLock { $0 })")
+            return
+        }
+        do {
+            #expect(errors.withLock { $0 }.contains("Watching \(remote) for changes"))
+            // Another client: one transaction of two puts and a deletion.
+            _ = try await EtcdClient(endpoints: [server.endpoint]).commit(
+                puts: [
+                    (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
+                    (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
+                ], deletes: [Self.prefix + Data("gone".utf8)])
+            #expect(await eventually(within: 10) { output.withLock { $0 }.split(separator: "\n").count >= 3 })
+        }
+        withExtendedLifetime(session) {}
+        let domain = "\"domain\":\"\(remote)\""
+        let lines = Set(output.withLock { $0 }.split(separator: "\n").map(String.init))
+        #expect(
+            lines == [
+                "{\(domain),\"key\":\"gone\",\"old\":\"here\",\"new\":null,\"origin\":\"external\"}",
+                "{\(domain),\"key\":\"size\",\"old\":null,\"new\":3,\"origin\":\"external\"}",
+                "{\(domain),\"key\":\"theme\",\"old\":\"light\",\"new\":\"dark\",\"origin\":\"external\"}",
+            ], "\(output.withLock { $0 })")
+        // The same format as a local domain's watch.
+        let report = WatchReport(domain: remote, key: "size", oldValue: nil, newValue: .integer(3), origin: "external")
+        #expect(lines.contains(report.jsonLine))
+    }
+
+    @Test func anUnreachableEtcdIsAnErrorNamingTheEndpoint() async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let result = await command.run(["read", "etcd://127.0.0.1:\(port)/\(Self.suite)", "theme"])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("no etcd endpoint answered (http://127.0.0.1:\(port))"), "\(result)")
+        let write = await command.run(["write", "etcd://127.0.0.1:\(port)/\(Self.suite)", "theme", "dark"])
+        #expect(write.status == 1)
+        #expect(write.standardError.contains("127.0.0.1:\(port)"), "\(write)")
+    }
+
+    @Test(.requiresEtcdctl) func aReadOnlyUserReadsAndGetsAPermissionErrorOnWrite() async throws {
+        let server = try await EtcdAuthTests.securedServer()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let remote = Self.address(server)
+        let admin = Command(directory: directory.url, environment: ["ETCDCTL_USER": "root:rootpw"])
+        #expect(await admin.run(["write", remote, "theme", "dark"]).status == 0)
+        let service = Command(
+            directory: directory.url, environment: ["ETCDCTL_USER": "service", "ETCDCTL_PASSWORD": "servicepw"])
+        #expect(await service.run(["read", remote, "theme"]).standardOutput == "dark\n")
+        let refused = await service.run(["write", remote, "theme", "light"])
+        #expect(refused.status == 1)
+        #expect(
+            refused.standardError.contains("permission denied: etcd user \"service\" may not write"), "\(refused)")
+        let anonymous = await Command(directory: directory.url).run(["read", remote, "theme"])
+        #expect(anonymous.status == 1)
+        #expect(anonymous.standardError.contains("ETCDCTL_USER"), "\(anonymous)")
+        let wrong = await Command(directory: directory.url, environment: ["ETCDCTL_USER": "service:nope"]).run([
+            "read", remote, "theme",
+        ])
+        #expect(wrong.standardError.contains("wrong name or password"), "\(wrong)")
+        #expect(
+            try await EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
+                prefix: Self.prefix
+            ).kvs.count == 1)
+    }
+}
+
+/// `etcd://` addresses and the environment the command takes credentials from (no etcd needed).
+@Suite struct RemoteSuiteAddressTests {
+    @Test func theLastSegmentIsTheSuiteAndTheOthersTheRoot() throws {
+        let plain = try RemoteSuiteAddress("etcd://127.0.0.1:2379/com.example.app")
+        #expect(plain.suite == "com.example.app")
+        #expect(plain.root == "/livedefaults/v1/")
+        #expect(plain.hosts == ["127.0.0.1:2379"])
+        let rooted = try RemoteSuiteAddress("etcds://a,b:23790,[::1]/livedefaults/v1/prod/com.example.app")
+        #expect(rooted.scheme == "https")
+        #expect(rooted.root == "/livedefaults/v1/prod/")
+        #expect(rooted.hosts == ["a:2379", "b:23790", "[::1]:2379"])
+        #expect(
+            try rooted.endpoints(environment: [:]).map(\.absoluteString) == [
+                "https://a:2379", "https://b:23790", "https://[::1]:2379",
+            ])
+        #expect(
+            EtcdRemoteSuite.prefix(root: rooted.root, suite: rooted.suite)
+                == Data("/livedefaults/v1/prod/com.example.app/".utf8))
+        let fromEnvironment = try RemoteSuiteAddress("etcd:///com.example.app")
+        #expect(
+            try fromEnvironment.endpoints(environment: ["ETCDCTL_ENDPOINTS": "http://h1:1,h2:2"]).map(\.absoluteString)
+                == ["http://h1:1", "http://h2:2"])
+    }
+
+    @Test(arguments: [
+        ("etcd://127.0.0.1:2379", "names no suite"),
+        ("etcd://127.0.0.1:2379/", "names no suite"),
+        ("etcd://127.0.0.1:99999/s", "is not a port"),
+        ("etcd://h:x/s", "is not a port"),
+        ("etcd://a,,b/s", "empty endpoint"),
+        ("etcd://user:pw@h/s", "ETCDCTL_USER"),
+        ("etcd://h/..", "names a directory"),
+    ])
+    func aBadAddressIsAUsageErrorSayingWhatIsWrong(address: String, problem: String) {
+        #expect(throws: CommandLineError.self) { try DefaultsCommand.parse(["read", address]) }
+        do {
+            _ = try DefaultsCommand.parse(["read", address])
+        } catch {
+            #expect(error.status == 255)
+            #expect(error.problem.contains(problem), "\(error.problem)")
+        }
+    }
+
+    @Test func credentialsComeFromTheEnvironmentAsEtcdctlTakesThem() throws {
+        #expect(try RemoteCommandDomain.credentials(from: [:]) == nil)
+        #expect(
+            try RemoteCommandDomain.credentials(from: ["ETCDCTL_USER": "u:p:q"]).map { [$0.user, $0.password] } == [
+                "u", "p:q",
+            ])
+        #expect(
+            try RemoteCommandDomain.credentials(from: ["ETCDCTL_USER": "u", "ETCDCTL_PASSWORD": "p"]).map {
+                [$0.user, $0.password]
+            } == ["u", "p"])
+        #expect(throws: RemoteSuiteAddress.AddressError.self) {
+            try RemoteCommandDomain.credentials(from: ["ETCDCTL_USER": "u"])
+        }
+        let noEndpoint = try RemoteSuiteAddress("etcd:///s")
+        #expect(throws: RemoteSuiteAddress.AddressError.self) { try noEndpoint.endpoints(environment: [:]) }
+    }
+
+    @Test func parsingGivesARemoteDomain() throws {
+        let command = try DefaultsCommand.parse(["write", "etcd://h:1/com.x", "k", "-int", "3"])
+        #expect(command == .write(.remote(try RemoteSuiteAddress("etcd://h:1/com.x")), key: "k", .set(.integer(3))))
+    }
+}
+
+/// The built `defaults` binary on a remote suite: its run loop keeps `watch` following etcd.
+@Suite(.requiresEtcd, .serialized)
+struct EtcdDefaultsBinaryTests {
+    /// The built `defaults`, next to the test bundle.
+    static let binary: URL = {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent("defaults")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return URL(fileURLWithPath: "defaults")
+    }()
+
+    /// Starts `defaults` with its output in files of `directory`, and `XDG_CONFIG_HOME` there too,
+    /// so it never touches the real ~/.config.
+    static func start(_ arguments: [String], in directory: borrowing TemporaryDirectory, name: String) throws -> Process
+    {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ["XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
+        _ = FileManager.default.createFile(atPath: directory.file(name + ".out").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.file(name + ".err").path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: directory.file(name + ".out"))
+        process.standardError = try FileHandle(forWritingTo: directory.file(name + ".err"))
+        try process.run()
+        return process
+    }
+
+    static func text(_ directory: borrowing TemporaryDirectory, _ file: String) -> String {
+        (try? String(contentsOf: directory.file(file), encoding: .utf8)) ?? ""
+    }
+
+    @Test func aWriteByTheBinaryReachesAWatchingBinaryAsAJSONLine() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let remote = "etcd://127.0.0.1:\(server.clientPort)/com.example.binary"
+        let watcher = try Self.start(["watch", remote, "--json"], in: directory, name: "watch")
+        defer {
+            kill(watcher.processIdentifier, SIGKILL)
+            watcher.waitUntilExit()
+        }
+        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching \(remote)") })
+        let writer = try Self.start(["write", remote, "theme", "-string", "dark"], in: directory, name: "write")
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0, "\(Self.text(directory, "write.err"))")
+        let expected =
+            "{\"domain\":\"\(remote)\",\"key\":\"theme\",\"old\":null,\"new\":\"dark\",\"origin\":\"external\"}\n"
+        #expect(
+            await eventually(within: 10) { Self.text(directory, "watch.out") == expected },
+            "\(Self.text(directory, "watch.out"))")
+        let reader = try Self.start(["read", remote, "theme"], in: directory, name: "read")
+        reader.waitUntilExit()
+        #expect(Self.text(directory, "read.out") == "dark\n")
+        // Nothing was written locally.
+        #expect(
+            (try FileManager.default.contentsOfDirectory(atPath: directory.path)).allSatisfy { !$0.hasSuffix(".plist") }
+        )
+    }
+}
