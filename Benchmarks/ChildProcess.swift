@@ -166,7 +166,7 @@ enum ChildProcess {
     static func etcdColdStart(side: String, port: Int, suite: String) -> Never {
         let start = monotonicNanoseconds()
         if side == "raw" {
-            let prefix = FleetSuite.prefix(suite)
+            let prefix = BenchFleet.prefix(suite)
             guard let connection = try? RawEtcdConnection(port: port),
                 let answer = try? connection.post(
                     "/v3/kv/range",
@@ -183,8 +183,10 @@ enum ChildProcess {
             }
             guard values["key-0"] != nil else { exit(1) }
         } else {
-            guard let defaults = try? FleetSuite.open(endpoint: "http://127.0.0.1:\(port)", suite: suite),
-                FleetSuite.waitUntilLive(defaults), defaults.string(forKey: "key-0") != nil
+            guard let scratch = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"],
+                let fleet = try? BenchFleet(
+                    endpoint: "http://127.0.0.1:\(port)", suite: suite, cache: URL(fileURLWithPath: scratch)),
+                fleet.waitUntilLive(), fleet.defaults.string(forKey: "key-0") != nil
             else { exit(1) }
         }
         print(monotonicNanoseconds() - start)
@@ -213,15 +215,17 @@ enum ChildProcess {
             else { exit(1) }
             keep.append(watch)
         } else {
-            guard let defaults = try? FleetSuite.open(endpoint: "http://127.0.0.1:\(port)", suite: target) else {
-                exit(1)
-            }
-            let token = defaults.observe("stamp") { change in
+            guard let scratch = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"],
+                let fleet = try? BenchFleet(
+                    endpoint: "http://127.0.0.1:\(port)", suite: target, cache: URL(fileURLWithPath: scratch))
+            else { exit(1) }
+            let token = fleet.defaults.observe("stamp") { change in
                 let now = monotonicNanoseconds()
                 if case .integer(let value)? = change.newValue { report(value, now) }
             }
-            guard FleetSuite.waitUntilLive(defaults) else { exit(1) }
-            keep.append(defaults)
+            guard fleet.waitUntilLive() else { exit(1) }
+            keep.append(fleet.defaults)
+            keep.append(fleet.connection)
             keep.append(token as AnyObject)
         }
         FileHandle.standardOutput.write(Data("ready\n".utf8))

@@ -44,12 +44,12 @@ struct EtcdBenchmark {
         let fleetName = "bench.etcd.latency"
         let rawPrefix = "/bench/raw/latency/"
         let arrivals = Arrivals()
-        let defaults: Defaults
+        let fleet: BenchFleet
         let connection: RawEtcdConnection
         let rawWatch: RawEtcd.Watch
         do {
             connection = try RawEtcdConnection(port: member.clientPort)
-            defaults = try FleetSuite.open(endpoint: member.endpoint, suite: fleetName, cache: workspace.scratch())
+            fleet = try BenchFleet(endpoint: member.endpoint, suite: fleetName, cache: workspace.scratch())
             rawWatch = try RawEtcd.Watch(port: member.clientPort, prefix: rawPrefix) { values, now in
                 for data in values {
                     if case .integer(let value)? = try? PropertyListCodec.decode(data).value {
@@ -61,7 +61,7 @@ struct EtcdBenchmark {
             report.notes.append("etcd latency: could not start: \(error)")
             return
         }
-        let token = defaults.observe("stamp") { change in
+        let token = fleet.defaults.observe("stamp") { change in
             let now = monotonicNanoseconds()
             if case .integer(let value)? = change.newValue { arrivals.record(Int(value), now) }
         }
@@ -69,14 +69,14 @@ struct EtcdBenchmark {
             token.cancel()
             rawWatch.stop()
         }
-        guard FleetSuite.waitUntilLive(defaults) else {
+        guard fleet.waitUntilLive() else {
             report.notes.append("etcd latency: the remote suite did not come live within 10 s")
             return
         }
         var ours: [Double] = []
         var raw: [Double] = []
         var lost = 0
-        let fleetKey = FleetSuite.prefix(fleetName) + "stamp"
+        let fleetKey = BenchFleet.prefix(fleetName) + "stamp"
         for index in 1...(2 * count) {
             let isOurs = index % 2 == 0
             let start = monotonicNanoseconds()
@@ -130,7 +130,7 @@ struct EtcdBenchmark {
         }
         for size in options.quick ? [1_000] : [1_000, 10_000] {
             let suite = "bench.etcd.cold.\(size)"
-            let prefix = FleetSuite.prefix(suite)
+            let prefix = BenchFleet.prefix(suite)
             let values = Workspace.sampleDictionary(keys: size)
             do {
                 try RawEtcd.putAll(
@@ -202,7 +202,7 @@ struct EtcdBenchmark {
         var samples: [String: [Double]] = [:]
         for index in 1...(2 * puts) {
             let side = index % 2 == 0 ? "livedefaults" : "raw"
-            let key = side == "raw" ? rawPrefix + "stamp" : FleetSuite.prefix(fleetName) + "stamp"
+            let key = side == "raw" ? rawPrefix + "stamp" : BenchFleet.prefix(fleetName) + "stamp"
             let start = monotonicNanoseconds()
             do {
                 _ = try connection.post(
@@ -233,29 +233,26 @@ struct EtcdBenchmark {
     func measureResume(into report: inout Report) {
         let rounds = options.quick ? 1 : 5
         let member: EtcdMember
-        let defaults: Defaults
+        let fleet: BenchFleet
         do {
             member = try EtcdMember(in: workspace.directory, name: "resume")
             try member.start()
-            defaults = try FleetSuite.open(
-                endpoint: member.endpoint, suite: "bench.etcd.resume", cache: workspace.scratch())
+            fleet = try BenchFleet(endpoint: member.endpoint, suite: "bench.etcd.resume", cache: workspace.scratch())
         } catch {
             report.notes.append("etcd resume: could not start: \(error)")
             return
         }
         defer { member.stop() }
-        let latest = Atomic<Int>(0)
-        let token = defaults.observe("stamp") { change in
-            if case .integer(let value)? = change.newValue {
-                latest.store(Int(value), ordering: .sequentiallyConsistent)
-            }
+        let latest = SharedMutex<Int>(0)
+        let token = fleet.defaults.observe("stamp") { change in
+            if case .integer(let value)? = change.newValue { latest.mutex.withLock { $0 = Int(value) } }
         }
         defer { token.cancel() }
-        guard FleetSuite.waitUntilLive(defaults) else {
+        guard fleet.waitUntilLive() else {
             report.notes.append("etcd resume: the remote suite did not come live within 10 s")
             return
         }
-        let key = RawEtcd.base64(FleetSuite.prefix("bench.etcd.resume") + "stamp")
+        let key = RawEtcd.base64(BenchFleet.prefix("bench.etcd.resume") + "stamp")
         var ours: [Double] = []
         var restart: [Double] = []
         var counter = 0
@@ -281,7 +278,7 @@ struct EtcdBenchmark {
                     connection = nil
                 }
                 usleep(10_000)  // the writer's pace; the check below reads what the observer saw
-                if latest.load(ordering: .sequentiallyConsistent) >= firstAfter {
+                if latest.mutex.withLock({ $0 }) >= firstAfter {
                     delivered = monotonicNanoseconds()
                     break
                 }

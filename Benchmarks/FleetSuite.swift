@@ -1,25 +1,36 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcd
 
-/// LiveDefaults' side of the etcd rows: a remote suite opened as an app opens one.
-enum FleetSuite {
-    /// The root the remote suites live under (the store's default).
-    static let root = "/livedefaults/v1/"
+/// LiveDefaults' side of the etcd rows: a fleet suite in the search list of a `Defaults`, as an
+/// app adds one (`addFleetSuite`, fleet-defaults placement), with its cache in a scratch directory.
+struct BenchFleet {
+    let defaults: Defaults
+    let connection: FleetConnection
 
-    /// The etcd prefix of `suite`'s keys.
-    static func prefix(_ suite: String) -> String { root + suite + "/" }
+    /// The etcd prefix of `suite`'s keys, under the default root.
+    static func prefix(_ suite: String) -> String { FleetSuite.defaultRoot + "/" + suite + "/" }
 
-    struct Unavailable: Error, CustomStringConvertible {
-        var description: String { "the remote-suite API is not there yet" }
+    /// Opens the local suite `bench.fleet-app` (no file: nothing local) and adds the fleet suite
+    /// `suite` on `endpoint` to its search list, with no cache on disk yet when `cache` is new.
+    init(endpoint: String, suite: String, cache: URL) throws {
+        let fleet = try FleetSuite(name: suite, endpoints: [URL(string: endpoint)!], cacheDirectory: cache)
+        defaults = try Defaults(suiteName: "bench.fleet-app", directory: cache, watchesFiles: false)
+        connection = defaults.addFleetSuite(fleet)
     }
 
-    /// A `Defaults` whose search list holds the remote suite `suite` on `endpoint`.
-    static func open(endpoint: String, suite: String, cache: URL? = nil) throws -> Defaults {
-        throw Unavailable()
-    }
-
-    /// Waits until the remote suite is in step with etcd; false after `seconds`.
-    static func waitUntilLive(_ defaults: Defaults, within seconds: Double = 10) -> Bool {
-        false
+    /// Waits until the fleet suite is in step with etcd; false after `seconds`.
+    func waitUntilLive(within seconds: Double = 10) -> Bool {
+        if connection.state.isLive { return true }
+        let live = DispatchSemaphore(value: 0)
+        let updates = connection.stateUpdates()
+        let task = Task {
+            for await state in updates where state.isLive {
+                live.signal()
+                return
+            }
+        }
+        defer { task.cancel() }
+        return live.wait(timeout: .now() + seconds) == .success
     }
 }
