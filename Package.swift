@@ -42,9 +42,11 @@ let package = Package(
             name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
         // The onboarding demo's state model, answers and rendering, in a library the tests use.
         .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
-        // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals and standard input.
+        // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals, standard input and
+        // the fleet suite of `--fleet` (Demo/fleet-demo.sh).
         .executableTarget(
-            name: "onboarding-demo", dependencies: ["OnboardingKit", "LiveDefaults"], path: "Demo/onboarding-demo"),
+            name: "onboarding-demo", dependencies: ["OnboardingKit", "LiveDefaults", "LiveDefaultsEtcd"],
+            path: "Demo/onboarding-demo"),
         // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
         // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
         .executableTarget(

@@ -114,12 +114,10 @@ remote="etcd://127.0.0.1:$client_port/$suite"
 etcd_pid=$!
 
 healthy() {
-    exec 3<>"/dev/tcp/127.0.0.1/$client_port" 2>/dev/null || return 1
-    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-    local answer
-    answer=$(timeout 2 cat <&3 || true)
-    exec 3<&-
-    [[ "$answer" == *'"health":"true"'* ]]
+    # In a subshell, so that the descriptor and the redirections stay there.
+    (exec 3<>"/dev/tcp/127.0.0.1/$client_port" &&
+        printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 && timeout 2 cat <&3) 2>/dev/null |
+        grep -q '"health":"true"'
 }
 deadline=$((SECONDS + 30))
 until healthy; do

@@ -3,6 +3,7 @@
 import Dispatch
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcd
 import OnboardingKit
 
 #if canImport(Glibc)
@@ -32,6 +33,18 @@ do {
 } catch {
     writeError("onboarding-demo: \(error)")
     exit(1)
+}
+// `--fleet <url>`: the fleet suite of the same name in etcd joins the search list, after the local
+// suite (its values are defaults) or, with `--managed`, before it (its values win). Its changes
+// reach the model's observers as any other change does (docs/demo.md, "Fleet settings").
+if let endpoint = options.fleet {
+    do {
+        let fleet = try FleetSuite(name: OnboardingSuite.name, endpoints: [endpoint])
+        defaults.addFleetSuite(fleet, placement: options.managed ? .managed : .fleetDefaults)
+    } catch {
+        writeError("onboarding-demo: \(error)")
+        exit(2)
+    }
 }
 
 // A person at a terminal answers interactively; anything else (a pipe, a file) gives answers one a line.
