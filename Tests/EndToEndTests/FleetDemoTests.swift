@@ -4,15 +4,8 @@ import Testing
 
 /// `Demo/fleet-demo.sh` run as a user runs it unattended: a local etcd, three onboarding-demo
 /// processes on one fleet suite, one `defaults write` on the remote suite.
-@Suite(
-    .enabled(
-        if: FleetDemoTests.etcdInstalled || ProcessInfo.processInfo.environment["LIVEDEFAULTS_REQUIRE_ETCD"] == "1",
-        "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); the fleet demo needs a real member"))
+@Suite(.requiresEtcdForTheDemo)
 struct FleetDemoTests {
-    static let etcdInstalled = ["/usr/bin", "/usr/local/bin", "/usr/sbin"].contains {
-        FileManager.default.isExecutableFile(atPath: $0 + "/etcd")
-    }
-
     /// The script, from this file's place in the repository.
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Demo/fleet-demo.sh")
@@ -61,5 +54,18 @@ struct FleetDemoTests {
         for pid in pids {
             #expect(kill(pid, 0) != 0, "process \(pid) is still running after the script ended")
         }
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs where `etcd` is installed — or always in CI, which sets `LIVEDEFAULTS_REQUIRE_ETCD=1`,
+    /// so that a missing etcd fails there instead of skipping (as the EtcdTests' `requiresEtcd`).
+    static var requiresEtcdForTheDemo: Self {
+        .enabled(
+            if: ["/usr/bin", "/usr/local/bin", "/usr/sbin"].contains {
+                FileManager.default.isExecutableFile(atPath: $0 + "/etcd")
+            } || ProcessInfo.processInfo.environment["LIVEDEFAULTS_REQUIRE_ETCD"] == "1",
+            "etcd is not installed (apt-get install etcd-server, or scripts/setup.sh); the fleet demo needs a real member"
+        )
     }
 }
