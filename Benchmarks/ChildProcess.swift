@@ -194,11 +194,14 @@ enum ChildProcess {
     }
 
     /// Watches the remote suite `target` (`livedefaults`) or the prefix `target` (`raw`), prints
-    /// `ready` once watching, then `<value> <monotonic ns>` for each integer `stamp` it sees;
-    /// exits when standard input ends.
+    /// `ready` once watching, then `<value> <monotonic ns> <CPU ns>` for each integer `stamp` it
+    /// sees (the CPU time this process has used so far); exits when standard input ends.
     static func etcdWatch(side: String, port: Int, target: String) -> Never {
         @Sendable func report(_ value: Int64, _ time: UInt64) {
-            FileHandle.standardOutput.write(Data("\(value) \(time)\n".utf8))
+            var cpu = timespec()
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu)
+            let used = UInt64(cpu.tv_sec) * 1_000_000_000 + UInt64(cpu.tv_nsec)
+            FileHandle.standardOutput.write(Data("\(value) \(time) \(used)\n".utf8))
         }
         var keep: [AnyObject] = []
         if side == "raw" {

@@ -223,6 +223,9 @@ struct EtcdBenchmark {
             "etcd", "fan-out, put → all \(count) processes have it: p50 (\(ours.count) puts; limit: raw watches)",
             percentile(ours, 0.5), limit: percentile(raw, 0.5))
         report.add("etcd", "fan-out to \(count) processes: p99", percentile(ours, 0.99), limit: percentile(raw, 0.99))
+        if let oursCPU = groups["livedefaults"]!.cpuPerValue(), let rawCPU = groups["raw"]!.cpuPerValue() {
+            report.add("etcd", "fan-out: CPU time per change in each watching process (median)", oursCPU, limit: rawCPU)
+        }
     }
 
     // MARK: Resume after the member is killed
@@ -243,6 +246,10 @@ struct EtcdBenchmark {
             return
         }
         defer { member.stop() }
+        // The suite reports etcd out of reach once per outage: counted here instead of printed.
+        let reports = SharedMutex<[String]>([])
+        DefaultsErrorReporting.setHandler { error in reports.mutex.withLock { $0.append("\(error.code)") } }
+        defer { DefaultsErrorReporting.setHandler(nil) }
         let latest = SharedMutex<Int>(0)
         let token = fleet.defaults.observe("stamp") { change in
             if case .integer(let value)? = change.newValue { latest.mutex.withLock { $0 = Int(value) } }
@@ -289,6 +296,10 @@ struct EtcdBenchmark {
             }
             ours.append(Double(delivered - killed))
         }
+        let reported = reports.mutex.withLock { $0 }
+        report.notes.append(
+            "etcd resume: \(rounds) kills; the remote suite reported \(reported.count) problems "
+                + "(\(Set(reported).sorted().joined(separator: ", ")))")
         report.add(
             "etcd", "resume after kill -9 and restart: kill → first change delivered (limit: kill → etcd healthy)",
             percentile(ours, 0.5), limit: percentile(restart, 0.5))
@@ -338,11 +349,13 @@ func percentile(_ samples: [Double], _ fraction: Double) -> Double {
 /// Processes that each watch one suite or prefix (`--child etcd-watch …`) and report each value
 /// they see with its arrival time on standard output, one line each.
 final class WatcherGroup: @unchecked Sendable {
-    // Safe as Sendable: `arrivals` is guarded by its Mutex; the rest is set in init.
+    // Safe as Sendable: `arrivals` and `cpu` are guarded by their Mutexes; the rest is set in init.
     private let processes: [Process]
     private let inputs: [Pipe]
     /// Per value, the arrival time of each process that reported it.
     private let arrivals = SharedMutex<[Int: [Int: UInt64]]>([:])
+    /// Per process, the CPU time it had used at each value it reported.
+    private let cpu = SharedMutex<[Int: [Int: UInt64]]>([:])
     private let ready = DispatchSemaphore(value: 0)
     private let changed = DispatchSemaphore(value: 0)
 
@@ -364,7 +377,7 @@ final class WatcherGroup: @unchecked Sendable {
             processes.append(process)
             inputs.append(input)
             let handle = output.fileHandleForReading
-            Thread.detachNewThread { [arrivals, ready, changed] in
+            Thread.detachNewThread { [arrivals, cpu, ready, changed] in
                 var buffer = Data()
                 while true {
                     let data = handle.availableData
@@ -378,7 +391,10 @@ final class WatcherGroup: @unchecked Sendable {
                             continue
                         }
                         let parts = line.split(separator: " ")
-                        guard parts.count == 2, let value = Int(parts[0]), let time = UInt64(parts[1]) else { continue }
+                        guard parts.count == 3, let value = Int(parts[0]), let time = UInt64(parts[1]),
+                            let used = UInt64(parts[2])
+                        else { continue }
+                        cpu.mutex.withLock { $0[index, default: [:]][value] = used }
                         arrivals.mutex.withLock { $0[value, default: [:]][index] = time }
                         changed.signal()
                     }
@@ -404,6 +420,16 @@ final class WatcherGroup: @unchecked Sendable {
             }
             if changed.wait(timeout: deadline) == .timedOut { return nil }
         }
+    }
+
+    /// The median over the processes of the CPU time each used per value it reported, from its
+    /// first value to its last (what it did between them included: progress notifications, timers).
+    func cpuPerValue() -> Double? {
+        let perProcess = cpu.mutex.withLock { $0 }.values.compactMap { used -> Double? in
+            guard let first = used.keys.min(), let last = used.keys.max(), used.count > 1 else { return nil }
+            return Double(used[last]! - used[first]!) / Double(used.count - 1)
+        }
+        return perProcess.isEmpty ? nil : percentile(perProcess, 0.5)
     }
 
     /// Closes each process's standard input (it exits then) and waits for it.
