@@ -162,7 +162,7 @@ struct EtcdBenchmark {
             }
             report.add(
                 "etcd",
-                "cold start of a fresh process: open the remote suite, read a key, \(size) keys"
+                "cold start of a fresh process: open the remote suite, read a key, \(grouped(size)) keys"
                     + " (limit: raw range + decode)", percentile(ours, 0.5), limit: percentile(raw, 0.5))
         }
     }
@@ -338,6 +338,17 @@ final class Arrivals: Sendable {
 final class SharedMutex<Value: Sendable>: Sendable {
     let mutex: Mutex<Value>
     init(_ value: Value) { mutex = Mutex(value) }
+}
+
+/// 10000 as "10,000".
+func grouped(_ number: Int) -> String {
+    var digits = String(number)
+    var index = digits.endIndex
+    while digits.distance(from: digits.startIndex, to: index) > 3 {
+        index = digits.index(index, offsetBy: -3)
+        digits.insert(",", at: index)
+    }
+    return digits
 }
 
 /// The sample at `fraction` of the sorted samples.
