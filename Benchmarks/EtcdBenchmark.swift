@@ -32,7 +32,9 @@ struct EtcdBenchmark {
     func stop() { member.stop() }
 
     /// A value as the remote suite stores it (an XML property list), so both sides carry the same bytes.
-    static func encoded(_ value: Int) -> Data { try! PropertyListCodec.encode(.integer(Int64(value)), format: .xml) }
+    static func encoded(_ value: Int) -> Data {
+        (try? PropertyListCodec.encode(.integer(Int64(value)), format: .xml)) ?? Data()
+    }
 
     // MARK: Put → observer callback
 
@@ -113,7 +115,7 @@ struct EtcdBenchmark {
         report.add(
             "etcd", "put → observer callback: p99", oursP99, limit: rawP99, target: "≤1.5× the raw watch",
             met: oursP99 / rawP99 <= 1.5)
-        report.add("etcd", "put → observer callback: max", ours.max()!, limit: raw.max()!)
+        report.add("etcd", "put → observer callback: max", percentile(ours, 1), limit: percentile(raw, 1))
         if lost > 0 { report.notes.append("etcd latency: \(lost) puts were not seen within 5 s") }
     }
 
@@ -211,7 +213,7 @@ struct EtcdBenchmark {
                 report.notes.append("etcd fan-out: a put failed: \(error)")
                 return
             }
-            if let last = groups[side]!.lastArrival(of: index, within: 10) {
+            if let last = groups[side]?.lastArrival(of: index, within: 10) {
                 samples[side, default: []].append(Double(last - start))
             } else {
                 report.notes.append("etcd fan-out: not every \(side) process saw put \(index) within 10 s")
@@ -223,7 +225,7 @@ struct EtcdBenchmark {
             "etcd", "fan-out, put → all \(count) processes have it: p50 (\(ours.count) puts; limit: raw watches)",
             percentile(ours, 0.5), limit: percentile(raw, 0.5))
         report.add("etcd", "fan-out to \(count) processes: p99", percentile(ours, 0.99), limit: percentile(raw, 0.99))
-        if let oursCPU = groups["livedefaults"]!.cpuPerValue(), let rawCPU = groups["raw"]!.cpuPerValue() {
+        if let oursCPU = groups["livedefaults"]?.cpuPerValue(), let rawCPU = groups["raw"]?.cpuPerValue() {
             report.add("etcd", "fan-out: CPU time per change in each watching process (median)", oursCPU, limit: rawCPU)
         }
     }
@@ -297,14 +299,19 @@ struct EtcdBenchmark {
             ours.append(Double(delivered - killed))
         }
         let reported = reports.mutex.withLock { $0 }
+        // etcd binds its client port early in a restart, so a range may wait for it instead of failing:
+        // then no outage is seen, and none is reported.
         report.notes.append(
-            "etcd resume: \(rounds) kills; the remote suite reported \(reported.count) problems "
-                + "(\(Set(reported).sorted().joined(separator: ", ")))")
+            "etcd resume: \(rounds) kills; the remote suite reported "
+                + (reported.isEmpty
+                    ? "no problem" : Set(reported).sorted().joined(separator: ", ") + " \(reported.count) times"))
         report.add(
             "etcd", "resume after kill -9 and restart: kill → first change delivered (limit: kill → etcd healthy)",
             percentile(ours, 0.5), limit: percentile(restart, 0.5))
         if rounds > 1 {
-            report.add("etcd", "resume after kill -9: slowest of \(rounds)", ours.max()!, limit: restart.max()!)
+            report.add(
+                "etcd", "resume after kill -9: slowest of \(rounds)", percentile(ours, 1), limit: percentile(restart, 1)
+            )
         }
     }
 }
@@ -437,8 +444,9 @@ final class WatcherGroup: @unchecked Sendable {
     /// first value to its last (what it did between them included: progress notifications, timers).
     func cpuPerValue() -> Double? {
         let perProcess = cpu.mutex.withLock { $0 }.values.compactMap { used -> Double? in
-            guard let first = used.keys.min(), let last = used.keys.max(), used.count > 1 else { return nil }
-            return Double(used[last]! - used[first]!) / Double(used.count - 1)
+            let ordered = used.sorted { $0.key < $1.key }.map(\.value)
+            guard let first = ordered.first, let last = ordered.last, ordered.count > 1 else { return nil }
+            return Double(last - first) / Double(ordered.count - 1)
         }
         return perProcess.isEmpty ? nil : percentile(perProcess, 0.5)
     }

@@ -97,9 +97,10 @@ final class RawEtcdConnection: @unchecked Sendable {
                 .utf8)
         request.append(body)
         try request.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.send(socket, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                let written = Glibc.send(socket, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                 guard written > 0 else { throw Failure("send to 127.0.0.1:\(port) failed: errno \(errno)") }
                 offset += written
             }

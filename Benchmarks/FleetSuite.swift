@@ -14,7 +14,8 @@ struct BenchFleet {
     /// Opens the local suite `bench.fleet-app` (no file: nothing local) and adds the fleet suite
     /// `suite` on `endpoint` to its search list, with no cache on disk yet when `cache` is new.
     init(endpoint: String, suite: String, cache: URL) throws {
-        let fleet = try FleetSuite(name: suite, endpoints: [URL(string: endpoint)!], cacheDirectory: cache)
+        guard let url = URL(string: endpoint) else { throw RawEtcdConnection.Failure("not a URL: \(endpoint)") }
+        let fleet = try FleetSuite(name: suite, endpoints: [url], cacheDirectory: cache)
         defaults = try Defaults(suiteName: "bench.fleet-app", directory: cache, watchesFiles: false)
         connection = defaults.addFleetSuite(fleet)
     }
