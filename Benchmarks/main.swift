@@ -1,6 +1,6 @@
 // LiveDefaults against Foundation's UserDefaults, dconf (when installed) and the raw limit, in one run.
 //
-//   swift run -c release livedefaults-bench            the full run (about a minute)
+//   swift run -c release livedefaults-bench            the full run (about two minutes, the etcd rows included)
 //   swift run -c release livedefaults-bench --quick    small sizes and counts (CI's smoke test)
 //   … --json                                          one JSON document instead of the table
 //   … --only etcd                                     the etcd rows alone (a member of its own on loopback)
