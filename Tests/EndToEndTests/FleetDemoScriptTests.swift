@@ -5,7 +5,7 @@ import Testing
 /// `Demo/fleet-demo.sh` run as a user runs it unattended: a local etcd, three onboarding-demo
 /// processes on one fleet suite, one `defaults write` on the remote suite.
 @Suite(.requiresEtcdForTheDemo)
-struct FleetDemoTests {
+struct FleetDemoScriptTests {
     /// The script, from this file's place in the repository.
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Demo/fleet-demo.sh")
