@@ -198,7 +198,8 @@ final class EtcdClient: Sendable {
         let request = Request(
             url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
             body: try JSONEncoder().encode(
-                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)))
+                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)),
+            headers: ["Grpc-Metadata-Hasleader": "true"])
         let (data, status) = try await send(request)
         let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {
