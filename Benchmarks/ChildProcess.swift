@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// The other process of two measurements: it replaces a suite file from outside, or opens a suite
 /// cold (both libraries cache suites in-process, so a cold load needs a fresh process).

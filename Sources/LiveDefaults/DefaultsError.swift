@@ -84,3 +84,17 @@ public struct SystemError: Error, Sendable, CustomStringConvertible, Equatable {
 
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
+
+extension DefaultsError {
+    /// The codec's error at the library's boundary: bytes or text that do not parse
+    /// (``Code/malformedPropertyList``), with the codec's message (docs/design.md, "The codec as a module").
+    package init(_ error: PropertyListError, suite: String? = nil, path: String? = nil) {
+        self.init(.malformedPropertyList, error.message, suite: suite, path: path)
+    }
+}
+
+/// A non-Sendable error kept by its description, so it can travel inside ``DefaultsError``.
+package struct SendableDescription: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ error: any Error) { description = String(describing: error) }
+}

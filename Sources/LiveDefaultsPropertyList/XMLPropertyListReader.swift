@@ -10,7 +10,7 @@ package enum XMLPropertyListReader {
     /// The deepest nesting of arrays and dictionaries accepted.
     package static let maximumDepth = 512
 
-    package static func decode(_ data: Data) throws(DefaultsError) -> PropertyListValue {
+    package static func decode(_ data: Data) throws(PropertyListError) -> PropertyListValue {
         let result: Result<PropertyListValue, Malformed> = data.withUnsafeBytes { buffer in
             do throws(Malformed) {
                 // An empty file has no address; any address will do, as nothing is read from it.
@@ -23,11 +23,11 @@ package enum XMLPropertyListReader {
         }
         switch result {
         case .success(let value): return value
-        case .failure(let malformed): throw DefaultsError(.malformedPropertyList, malformed.message)
+        case .failure(let malformed): throw PropertyListError(malformed.message)
         }
     }
 
-    /// What the scanner throws: a message, made a ``DefaultsError`` once at the end (a small error
+    /// What the scanner throws: a message, made a ``PropertyListError`` once at the end (a small error
     /// keeps the scanner's stack frames small: each place that may throw reserves room for one).
     private struct Malformed: Error {
         let message: String

@@ -87,7 +87,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         } catch {
             // The codec's message says where: the line (XML, old-style text) or byte offset (binary).
             throw corruptFileError(
-                "does not parse as a property list (\(error.message))", cause: error, reloading: reloading)
+                "does not parse as a property list (\(error.message))", cause: DefaultsError(error),
+                reloading: reloading)
         }
         guard case .dictionary(let values) = decoded.value else {
             throw corruptFileError(
@@ -160,12 +161,12 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             try file.remove()
         } else {
             let encoded: Data
-            do throws(DefaultsError) {
+            do throws(PropertyListError) {
                 encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
             } catch {
                 throw DefaultsError(
                     .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
-                    path: location.path, underlying: error)
+                    path: location.path, underlying: DefaultsError(error))
             }
             identity = try file.replace(with: encoded, using: operations)
             data = encoded
