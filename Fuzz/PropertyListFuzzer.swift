@@ -3,7 +3,7 @@ import LiveDefaultsPropertyList
 
 // A libFuzzer target for the property-list readers (binary, XML and old-style text).
 //
-// Build and run (see README, "Fuzzing"):
+// Build and run (see README, "The property-list codec"):
 //   Fuzz/run.sh 60        # fuzz for 60 seconds
 //
 // Every input must either decode or throw PropertyListError; a crash, a trap, a sanitizer report
