@@ -24,7 +24,7 @@ public final class Defaults: Sendable {
     public static let globalDomain = "NSGlobalDomain"
     /// The name of the argument domain (`-key value` pairs in the process's arguments).
     public static let argumentDomain = "NSArgumentDomain"
-    /// The name of the registration domain (values given to ``register(defaults:)``).
+    /// The name of the registration domain (values given to ``register(defaults:)-([String:PropertyListValue])``).
     public static let registrationDomain = "NSRegistrationDomain"
 
     /// The defaults of this program: the suite named after the main bundle's identifier or, for a
