@@ -273,7 +273,7 @@ extension OpenStepParser {
                 position += 1
                 if scalar == quote { break }
                 if scalar != "\\" {
-                    units.append(contentsOf: UTF16.encode(scalar)!)
+                    units.append(contentsOf: scalar.utf16)
                     continue
                 }
                 guard let escaped = current else {
@@ -313,7 +313,7 @@ extension OpenStepParser {
                     units.append(value)
                 default:
                     // `\"`, `\'`, `\\` and any other escaped character stand for themselves.
-                    units.append(contentsOf: UTF16.encode(escaped)!)
+                    units.append(contentsOf: escaped.utf16)
                 }
             }
             return String(decoding: units, as: UTF16.self)

@@ -12,13 +12,15 @@ package enum XMLPropertyListReader {
 
     package static func decode(_ data: Data) throws(PropertyListError) -> PropertyListValue {
         let result: Result<PropertyListValue, Malformed> = data.withUnsafeBytes { buffer in
-            do throws(Malformed) {
-                // An empty file has no address; any address will do, as nothing is read from it.
-                let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-                var scanner = Scanner(base: base.assumingMemoryBound(to: UInt8.self), count: buffer.count)
-                return .success(try scanner.document())
-            } catch {
-                return .failure(error)
+            // An empty file has no address: a byte of our own stands in, as nothing is read from it.
+            withUnsafePointer(to: UInt8(0)) { placeholder in
+                do throws(Malformed) {
+                    let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? placeholder
+                    var scanner = Scanner(base: base, count: buffer.count)
+                    return .success(try scanner.document())
+                } catch {
+                    return .failure(error)
+                }
             }
         }
         switch result {

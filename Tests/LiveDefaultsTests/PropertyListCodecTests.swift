@@ -24,8 +24,9 @@ enum RandomPropertyList {
 
     static func string(_ generator: inout SeededGenerator) -> String {
         let length = Int.random(in: 0...12, using: &generator)
-        let alphabet = alphabets.randomElement(using: &generator)!
-        return String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+        // An index drawn as randomElement(using:) draws it (the same sequence for a seed), without its Optional.
+        let alphabet = alphabets[Int.random(in: alphabets.indices, using: &generator)]
+        return String((0..<length).map { _ in alphabet[Int.random(in: alphabet.indices, using: &generator)] })
     }
 
     /// A random value; `wholeSecondDates` for XML, which stores dates to the second.

@@ -36,7 +36,12 @@ public final class Defaults: Sendable {
             return try Defaults(suiteName: name)
         } catch {
             // A process name is never an invalid suite name in practice; fall back to a fixed name.
-            return try! Defaults(suiteName: "LiveDefaults.standard")
+            // Only the name is checked when a Defaults is made, so a valid fixed name cannot fail.
+            do {
+                return try Defaults(suiteName: "LiveDefaults.standard")
+            } catch {
+                preconditionFailure("Defaults.standard: the fixed suite name was refused: \(error)")
+            }
         }
     }()
 

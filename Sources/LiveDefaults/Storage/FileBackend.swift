@@ -73,8 +73,14 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
 
     /// Parses suite bytes: the values and the format to write them back in.
     ///
-    /// - Parameter reloading: Whether values read before stay in use when the bytes are bad (a
-    ///   reload), or there are none (the first load): the error says which.
+    /// - Parameters:
+    ///   - data: The suite file's bytes.
+    ///   - reloading: Whether values read before stay in use when the bytes are bad (a reload), or
+    ///     there are none (the first load): the error says which.
+    /// - Returns: The root dictionary's values, and the format to write them back in (XML when the
+    ///   file was XML, else binary).
+    /// - Throws: ``DefaultsError`` with code `corruptFile` when the bytes are empty, do not parse,
+    ///   or hold something other than a dictionary at their root.
     private func parse(_ data: Data, reloading: Bool = false) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
