@@ -43,8 +43,11 @@ final class EtcdSuiteFollower: Sendable {
     private let onProblem: @Sendable (String) -> Void
 
     /// - Parameters:
-    ///   - idleTimeout: A watch that receives nothing, not even a progress notification, for this
-    ///     long is left (a hung member); keep it about 3× etcd's progress interval.
+    ///   - client: The etcd client to read and watch with.
+    ///   - prefix: The suite's keys: every etcd key that starts with it.
+    ///   - idleTimeout: How long a watch may stay silent (no event, no progress notification)
+    ///     before it is ended (a hung member), and the suite read and watched again; keep it about
+    ///     3× etcd's progress interval.
     ///   - reconnectJitter: The most the follower waits, at random, before it ranges again after a
     ///     watch ended, so that the watchers of one member do not all move at once.
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
