@@ -142,6 +142,44 @@ struct FleetSuiteTests {
         #expect(connection.values == (try await scenario.etcdValues()))
     }
 
+    @Test func typedKeysTheAsyncSequenceObservableAndTheNotificationWorkUnchanged() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite(), placement: .managed)
+        #expect(await eventually { connection.state.isLive })
+        let fontSize = Defaults.Key<Int>("fontSize", default: 12)
+        let typed = Locked<[(old: Int, new: Int, origin: ChangeOrigin)]>([])
+        let token = defaults.observe(fontSize) { change in
+            typed.withLock { $0.append((change.oldValue, change.newValue, change.origin)) }
+        }
+        defer { token.cancel() }
+        let setting = defaults.observable(fontSize)
+        let notifications = Locked(0)
+        let observer = NotificationCenter.default.addObserver(
+            forName: Defaults.didChangeNotification, object: defaults, queue: nil
+        ) { _ in notifications.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        var stream = defaults.changes(of: fontSize).makeAsyncIterator()
+
+        try await scenario.put(["fontSize": 14, "theme": "dark", "banner": "hi"])
+        #expect(await eventually { typed.withLock { $0.count } == 1 })
+        let next = await stream.next()
+        #expect(next?.oldValue == 12)
+        #expect(next?.newValue == 14)
+        #expect(next?.origin == .external)
+        #expect(setting.value == 14)
+        #expect(await eventually { notifications.withLock { $0 } == 1 })  // one transaction, one notification
+        try await scenario.put(["fontSize": 16])
+        #expect(await eventually { notifications.withLock { $0 } == 2 })
+        #expect(await stream.next()?.newValue == 16)
+        let seen = typed.withLock { $0 }
+        #expect(seen.map(\.old) == [12, 14])
+        #expect(seen.map(\.new) == [14, 16])
+        #expect(seen.allSatisfy { $0.origin == .external })
+        #expect(defaults[fontSize] == 16)
+    }
+
     @Test func twoWritersOnDisjointKeysAndOnOneKeyEndOnEtcdsValues() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
