@@ -32,26 +32,21 @@ final class EtcdSuiteFollower: Sendable {
     private let idleTimeout: TimeInterval
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (String) -> Void
-    private let onStatus: @Sendable (Status) -> Void
 
     /// - Parameters:
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable, and for each unreadable value.
-    ///   - onStatus: Called after every range (live, whether or not anything changed) and once
-    ///     when etcd becomes unreachable (offline).
     init(
         client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void = { _ in },
-        onStatus: @escaping @Sendable (Status) -> Void = { _ in }
+        onProblem: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.client = client
         self.state = Locked(State(mirror: EtcdMirror(prefix: prefix)))
         self.idleTimeout = idleTimeout
         self.onChange = onChange
         self.onProblem = onProblem
-        self.onStatus = onStatus
     }
 
     var status: Status { state.withLock { $0.status } }
@@ -62,6 +57,18 @@ final class EtcdSuiteFollower: Sendable {
     /// The mirror's values, revision and cluster, and how many ranges filled it, read together.
     var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int) {
         state.withLock { ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs) }
+    }
+
+    private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
+
+    /// Calls `handler` after every range (live, whether or not anything changed) and once when
+    /// etcd becomes unreachable (offline). Set it before ``start()``.
+    func onStatus(_ handler: @escaping @Sendable (Status) -> Void) {
+        statusHandler.withLock { $0 = handler }
+    }
+
+    private func tellStatus(_ status: Status) {
+        statusHandler.withLock { $0 }?(status)
     }
 
     /// Starts following (idempotent).
@@ -105,7 +112,7 @@ final class EtcdSuiteFollower: Sendable {
                     )
                 }
                 if !changes.isEmpty { onChange(changes, header.revisionValue) }
-                onStatus(.live(revision: header.revisionValue))
+                tellStatus(.live(revision: header.revisionValue))
                 delay = 0
                 reportedOffline = false
                 let watch = try await client.watch(
@@ -150,7 +157,7 @@ final class EtcdSuiteFollower: Sendable {
                     state.status = .offline(since: Date(), problem: "\(error)")
                     return state.status
                 }
-                if let wentOffline { onStatus(wentOffline) }
+                if let wentOffline { tellStatus(wentOffline) }
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
                 let wait = Double.random(in: delay / 2...delay)

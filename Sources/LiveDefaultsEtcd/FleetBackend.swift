@@ -58,8 +58,8 @@ final class FleetBackend: SuiteBackend {
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
             onChange: { _, _ in relay.backend?.mirrorChanged() },
-            onProblem: { problem in relay.backend?.report(problem) },
-            onStatus: { status in relay.backend?.statusChanged(status) })
+            onProblem: { problem in relay.backend?.report(problem) })
+        follower.onStatus { status in relay.backend?.statusChanged(status) }
         relay.backend = self
     }
 
