@@ -46,6 +46,12 @@ struct FleetSuiteTests {
         #expect(log.brokenChains().isEmpty)
         #expect(log.all.allSatisfy { $0.origin == .local })
         #expect(writer.persistentValues() == (try await scenario.etcdValues()))
+        // Replacing the whole suite deletes the keys it no longer has.
+        try writer.setPersistentDomain(["only": "this"], forName: scenario.name)
+        try await connection.synchronize()
+        #expect(try await scenario.etcdValues() == ["only": "this"])
+        #expect(await eventually { reader.propertyList(forKey: "テーマ") == nil })
+        #expect(reader.propertyList(forKey: "only") == "this")
     }
 
     @Test func fleetDefaultsYieldToTheLocalSuiteAndManagedWinsOverItButNotOverArguments() async throws {
@@ -248,12 +254,19 @@ struct FleetSuiteTests {
             await connection.backend.cacheSaved()
             first.removeFleetSuite(try scenario.suite())
         }
+        // Its last user gone, the store is closed (the process would have exited).
+        #expect(await eventually { FleetStores.existing(try! scenario.suite()) == nil })
         scenario.server.stop()
         // A new process, in effect: a store of its own on the same cache.
         let defaults = try scenario.localDefaults()
         let log = ChangeLog(defaults)
         let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
         #expect(defaults.propertyList(forKey: "theme") == "dark")  // at once, from the cache
+        let states = Locked<[FleetState]>([])
+        let following = Task {
+            for await state in connection.stateUpdates() { states.withLock { $0.append(state) } }
+        }
+        defer { following.cancel() }
         #expect(await eventually { if case .stale = connection.state { true } else { false } })
         #expect(connection.lastError?.code == .remoteUnavailable)
         #expect(connection.lastError?.message.contains(scenario.server.endpoint.absoluteString) == true)
@@ -268,6 +281,12 @@ struct FleetSuiteTests {
         #expect(connection.lastError == nil)
         #expect(log.brokenChains().isEmpty)
         #expect(connection.values == (try await scenario.etcdValues()))
+        // The app could follow it: stale (the cache's revision), then live.
+        #expect(await eventually { states.withLock { $0.last?.isLive == true } })
+        #expect(
+            states.withLock { $0 }.contains {
+                if case .stale(let revision, _, _) = $0 { revision > 0 } else { false }
+            })
     }
 
     @Test func aWriteWhileEtcdIsDownStaysPendingAndLandsWhenItIsBack() async throws {
