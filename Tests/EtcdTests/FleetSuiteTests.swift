@@ -243,6 +243,63 @@ struct FleetSuiteTests {
         #expect(first.integer(forKey: "seed") == 7)
     }
 
+    @Test func aCompareAndSetWhoseAnswerIsLostIsNotSentAgainBlindly() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let suite = try FleetSuite(
+            name: scenario.name, endpoints: [scenario.server.endpoint],
+            cacheDirectory: scenario.scratch.url.appendingPathComponent("cache"), requestTimeout: .seconds(1))
+        let defaults = try Defaults.fleet(suite)
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        // The member hangs between the read and the transaction: the transaction gets no answer.
+        let stopped = Locked(false)
+        let server = scenario.server
+        let lost = await #expect(throws: DefaultsError.self) {
+            try await connection.update("counter") { old in
+                if !stopped.withLock({ $0 }) {
+                    stopped.withLock { $0 = true }
+                    server.send(SIGSTOP)
+                }
+                guard case .integer(let count)? = old else { return 1 }
+                return .integer(count + 1)
+            }
+        }
+        server.send(SIGCONT)
+        #expect(lost?.code == .remoteUnavailable)
+        #expect(lost?.message.contains("may or may not have been made") == true, "\(String(describing: lost))")
+        // Whether the member still made it once it ran again, it was made at most once.
+        let marker = try await scenario.put(["marker": true])
+        #expect(await connection.caughtUp(to: marker))
+        let counter = try await scenario.etcdValues()["counter"]
+        #expect(counter == nil || counter == 1)
+        // The next update counts from what etcd holds.
+        let next = try await connection.update("counter") { old in
+            guard case .integer(let count)? = old else { return 1 }
+            return .integer(count + 1)
+        }
+        #expect(next == (counter == nil ? 1 : 2))
+    }
+
+    @Test func aValueThatIsNotAPropertyListIsReportedAndReadsAsAbsent() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        let revision = try await scenario.raw.commit(
+            puts: [
+                (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
+                (EtcdMirror.etcdKey("good", prefix: scenario.prefix), try EtcdMirror.encode(1)),
+            ], deletes: [])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { defaults.integer(forKey: "good") == 1 })
+        #expect(defaults.propertyList(forKey: "bad") == nil)
+        let reported = connection.backend.reported.filter { $0.code == .malformedPropertyList }
+        #expect(reported.count == 1)
+        #expect(reported.first?.message.contains("\"bad\"") == true)
+    }
+
     @Test func aProcessStartingWhileEtcdIsDownServesTheCacheReportsOnceAndResyncs() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
