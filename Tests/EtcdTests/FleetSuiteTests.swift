@@ -398,6 +398,31 @@ struct FleetSuiteTests {
         #expect(stored.count == 1)
     }
 
+    @Test(.requiresEtcdctl) func anExpiredTokenIsRenewedForWritesAndTheWatchGoesOn() async throws {
+        let server = try await EtcdAuthTests.securedServer(tokenTTL: 1)
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let admin = try Defaults.fleet(scenario.suite(credentials: FleetCredentials(user: "root", password: "rootpw")))
+        let connection = try #require(admin.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(admin)
+        admin.set(1, forKey: "k")
+        try await connection.synchronize()
+        let first = try #require(connection.backend.client.currentToken)
+        // A simple token expires after its TTL (1 s) unused: leave it unused for three.
+        try await Task.sleep(for: .seconds(3))
+        admin.set(2, forKey: "k")
+        try await connection.synchronize()
+        #expect(connection.backend.client.currentToken != first)
+        let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
+        let revision = try await other.commit(
+            puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: [])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { admin.bool(forKey: "fromOther") })
+        #expect(log.brokenChains().isEmpty)
+        #expect(admin.integer(forKey: "k") == 2)
+    }
+
     /// Another cluster (a new cluster ID), or the same cluster restored to an earlier revision:
     /// either way the cache, far ahead, is replaced outright by what etcd holds.
     @Test(arguments: [true, false])
