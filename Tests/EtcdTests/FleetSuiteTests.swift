@@ -416,7 +416,8 @@ struct FleetSuiteTests {
         #expect(connection.backend.client.currentToken != first)
         let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
         let revision = try await other.commit(
-            puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: [])
+            puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: []
+        )
         #expect(await connection.caughtUp(to: revision))
         #expect(await eventually { admin.bool(forKey: "fromOther") })
         #expect(log.brokenChains().isEmpty)
