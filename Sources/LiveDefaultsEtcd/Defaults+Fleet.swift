@@ -121,8 +121,8 @@ enum FleetStores {
                         DefaultsError(
                             .remoteUnavailable,
                             "The process exits with changes to fleet suite \"\(backend.suite.name)\" that etcd "
-                                + "(\(backend.suite.whereabouts)) has not taken: \(store.values().count) values held; "
-                                + "the pending ones were not written.", suite: backend.suite.name))
+                                + "(\(backend.suite.whereabouts)) has not taken, as it cannot be reached: they were "
+                                + "not written. Write them again once etcd answers.", suite: backend.suite.name))
                 }
             }
         }

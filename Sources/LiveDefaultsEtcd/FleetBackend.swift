@@ -156,7 +156,12 @@ final class FleetBackend: SuiteBackend {
         }
         let committed: Int64
         do {
-            committed = try blocking { [client, puts, deletes] in try await client.commit(puts: puts, deletes: deletes)
+            // Each transaction, and the authentication before it, may take the request timeout on
+            // every endpoint; past twice that, the write counts as unanswered (it may still land).
+            let calls = (puts.count + deletes.count) / EtcdClient.maximumOperationsPerTransaction + 2
+            let limit = suite.requestTimeout * (2 * calls * suite.endpoints.count)
+            committed = try blocking(within: limit) { [client, puts, deletes] in
+                try await client.commit(puts: puts, deletes: deletes)
             }
         } catch let error as EtcdError where Self.isRefusal(error) {
             // Refused for good: drop the changes (reads return to etcd's values) and say which.
@@ -434,10 +439,15 @@ struct FleetCache: Sendable, Equatable {
     }
 }
 
-/// Runs `operation` to its end and waits for it on this thread, without taking a thread of
-/// Swift's cooperative pool (a caller may be one: on 2 cores it has two, and a blocked pool would
-/// never run the operation). The operation runs on Dispatch's threads.
-func blocking<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result) throws -> Result {
+/// Runs `operation` and waits for it on this thread, without taking a thread of Swift's
+/// cooperative pool (a caller may be one: on 2 cores it has two, and a blocked pool would never
+/// run the operation). The operation runs on Dispatch's threads.
+///
+/// - Throws: What `operation` throws, or ``EtcdError`` (unavailable) when it has not ended within
+///   `limit` (it goes on, and its result is dropped).
+func blocking<Result: Sendable>(
+    within limit: Duration, _ operation: @escaping @Sendable () async throws -> Result
+) throws -> Result {
     let outcome = Locked<Swift.Result<Result, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task(executorPreference: DispatchTaskExecutor.shared) {
@@ -449,8 +459,12 @@ func blocking<Result: Sendable>(_ operation: @escaping @Sendable () async throws
         }
         done.signal()
     }
-    done.wait()
-    return try outcome.withLock { $0! }.get()
+    let (seconds, attoseconds) = limit.components
+    let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    guard done.wait(timeout: deadline) == .success, let result = outcome.withLock({ $0 }) else {
+        throw EtcdError(kind: .unavailable, message: "etcd did not answer within \(limit)")
+    }
+    return try result.get()
 }
 
 /// A task executor on Dispatch's global queue, outside the cooperative pool.
