@@ -14,8 +14,10 @@ extension Defaults {
     /// Adding a suite that is already searched (at either placement) does nothing but return its
     /// connection.
     ///
-    /// - Parameter placement: ``FleetPlacement/fleetDefaults`` (after the local suite) or
-    ///   ``FleetPlacement/managed`` (before it).
+    /// - Parameters:
+    ///   - suite: The fleet suite.
+    ///   - placement: ``FleetPlacement/fleetDefaults`` (after the local suite) or
+    ///     ``FleetPlacement/managed`` (before it).
     /// - Returns: The suite's connection (state, compare-and-set updates).
     @discardableResult
     public func addFleetSuite(_ suite: FleetSuite, placement: FleetPlacement = .fleetDefaults) -> FleetConnection {

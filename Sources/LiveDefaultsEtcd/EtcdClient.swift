@@ -90,8 +90,13 @@ final class EtcdClient: Sendable {
     /// in between (a compare of its modification revision, or of its absence); tried again
     /// otherwise. For counters and create-if-absent, where "the last write wins" would lose updates.
     ///
-    /// - Parameter transform: The new value from the current one (nil: absent); nil removes.
+    /// - Parameters:
+    ///   - key: The etcd key.
+    ///   - attempts: How many times to try before giving up.
+    ///   - transform: The new value from the current one (nil: absent); nil removes.
     /// - Returns: The revision the change committed at.
+    /// - Throws: ``EtcdError`` when etcd cannot be reached or refuses, or when every attempt lost the
+    ///   race; what `transform` throws, as it is.
     func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) async throws -> Int64 {
         for _ in 0..<attempts {
             let current: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
@@ -149,8 +154,13 @@ final class EtcdClient: Sendable {
 
     /// Starts watching every key under `prefix` from `revision` on.
     ///
-    /// - Parameter idleTimeout: The stream is ended when nothing, not even a progress
-    ///   notification, arrives for this long.
+    /// - Parameters:
+    ///   - prefix: The keys to watch: every key that starts with it.
+    ///   - revision: The first revision to report.
+    ///   - idleTimeout: The stream is ended when nothing, not even a progress notification, arrives
+    ///     for this long.
+    /// - Returns: The watch, whose stream delivers etcd's messages.
+    /// - Throws: ``EtcdError`` when the request cannot be made (signing in to etcd failed).
     func watch(prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30) async throws
         -> EtcdWatch
     {

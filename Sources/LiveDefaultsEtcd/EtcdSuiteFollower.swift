@@ -34,6 +34,10 @@ final class EtcdSuiteFollower: Sendable {
     private let onProblem: @Sendable (String) -> Void
 
     /// - Parameters:
+    ///   - client: The etcd client to read and watch with.
+    ///   - prefix: The suite's keys: every etcd key that starts with it.
+    ///   - idleTimeout: How long a watch may stay silent (no event, no progress notification)
+    ///     before it is ended, and the suite read and watched again.
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable, and for each unreadable value.

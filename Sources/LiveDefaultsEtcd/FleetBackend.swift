@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// A fleet suite behind the library's backend seam (docs/design.md, "Fleet settings: the remote
 /// store"): the ``SuiteStore`` keeps the values, the order and the flush scheduling; this backend
@@ -426,6 +427,14 @@ struct FleetCache: Sendable, Equatable {
     }
 
     func encoded(suite: FleetSuite) throws(DefaultsError) -> Data {
+        do {
+            return try encodedDocument(suite: suite)
+        } catch {
+            throw DefaultsError(error, suite: suite.name)
+        }
+    }
+
+    private func encodedDocument(suite: FleetSuite) throws(PropertyListError) -> Data {
         try PropertyListCodec.encode(
             .dictionary([
                 "format": .integer(1),

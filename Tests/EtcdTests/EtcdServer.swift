@@ -28,13 +28,17 @@ final class EtcdServer: @unchecked Sendable {
     let peerPort: Int
     private(set) var process: Process?
 
-    var endpoint: URL { URL(string: "http://127.0.0.1:\(clientPort)")! }
+    let endpoint: URL
     var pid: Int32 { process?.processIdentifier ?? 0 }
 
     init() throws {
         dataDirectory = try TemporaryDirectory()
         clientPort = try Self.freePort()
         peerPort = try Self.freePort()
+        guard let endpoint = URL(string: "http://127.0.0.1:\(clientPort)") else {
+            throw EtcdServerError("no URL for port \(clientPort)")
+        }
+        self.endpoint = endpoint
     }
 
     /// Starts the member (again, on the same data and ports) and waits until it answers `/health`.
