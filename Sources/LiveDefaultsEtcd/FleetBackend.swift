@@ -83,11 +83,12 @@ final class FleetBackend: SuiteBackend {
         do throws(DefaultsError) {
             if let contents = try cacheFile.read() {
                 let cache = try FleetCache(contents.data, suite: suite, path: location.path)
-                state.withLock {
-                    $0.cached = cache
-                    $0.version += 1
+                let version = state.withLock { state -> UInt64 in
+                    state.cached = cache
+                    state.version += 1
+                    return state.version
                 }
-                load.snapshot = SuiteSnapshot(values: cache.values, version: 1)
+                load.snapshot = SuiteSnapshot(values: cache.values, version: version)
             }
         } catch {
             // A bad cache is only a slower start: say so and start from etcd.
@@ -108,8 +109,10 @@ final class FleetBackend: SuiteBackend {
         let snapshot = state.withLock { state -> SuiteSnapshot? in
             // Behind this process's own last commit (its events are still on the way): installing
             // it would take back values reads already show; the commit's events reload again.
-            if let commit = state.lastCommit, commit.clusterID == mirror.clusterID, commit.resyncs == mirror.resyncs,
-                mirror.revision < commit.revision
+            // A commit made before the first range belongs with that range (the same etcd).
+            if let commit = state.lastCommit, mirror.revision < commit.revision,
+                commit.resyncs == mirror.resyncs && commit.clusterID == mirror.clusterID
+                    || commit.resyncs == 0 && mirror.resyncs == 1
             {
                 return nil
             }

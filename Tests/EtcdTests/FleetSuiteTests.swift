@@ -368,6 +368,26 @@ struct FleetSuiteTests {
         #expect(defaults.persistentValues() == (try await scenario.etcdValues()))
     }
 
+    @Test func aWriteMadeBeforeEtcdWasEverReachedLandsAndIsNeverTakenBack() async throws {
+        let server = try EtcdServer()  // not started: nothing listens on its port yet
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { if case .offline = connection.state { true } else { false } })
+        let log = ChangeLog(defaults)
+        defaults.set("early", forKey: "k")
+        try await server.start()
+        try await scenario.put(["other": 1])  // another machine's value
+        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(await eventually { defaults.integer(forKey: "other") == 1 })
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd == ["k": "early", "other": 1])
+        #expect(log.of("k").map(\.newValue) == ["early"])
+        #expect(log.brokenChains().isEmpty)
+        #expect(defaults.persistentValues() == etcd)
+    }
+
     @Test(.requiresEtcdctl) func aReadOnlyRoleIsRefusedTheWriteWhichIsDroppedAndReported() async throws {
         let server = try await EtcdAuthTests.securedServer()
         let scenario = try await FleetScenario(server: server)
