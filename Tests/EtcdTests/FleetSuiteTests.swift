@@ -91,7 +91,7 @@ struct FleetSuiteTests {
         #expect(asDefaults.integer(forKey: "fontSize") == 20)
         #expect(log.of("theme").last?.origin == .external)
         #expect(
-            log.believed
+            log.current
                 == asDefaults.dictionaryRepresentation().compactMapValues {
                     try? PropertyListValue(foundationObject: $0)
                 })
