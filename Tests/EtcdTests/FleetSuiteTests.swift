@@ -312,7 +312,8 @@ struct FleetSuiteTests {
             first.removeFleetSuite(try scenario.suite())
         }
         // Its last user gone, the store is closed (the process would have exited).
-        #expect(await eventually { FleetStores.existing(try! scenario.suite()) == nil })
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
         scenario.server.stop()
         // A new process, in effect: a store of its own on the same cache.
         let defaults = try scenario.localDefaults()
@@ -460,6 +461,9 @@ struct FleetSuiteTests {
             await connection.backend.cacheSaved()
             first.removeFleetSuite(try scenario.suite())
         }
+        // Closed, as when its process exits: it no longer follows etcd nor writes the cache.
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
         scenario.server.stop()
         // B on the same port: new data and a revision far below A's; with another cluster token,
         // a new cluster ID too (the same token and member give the same ID).
