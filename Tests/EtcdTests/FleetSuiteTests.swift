@@ -215,6 +215,29 @@ struct FleetSuiteTests {
         #expect(log.believed == etcd)
     }
 
+    @Test func aFlushOfMoreKeysThanOneTransactionTakesLandsWhole() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let writer = try Defaults.fleet(scenario.suite())
+        let connection = try #require(writer.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let reader = try scenario.localDefaults()
+        let log = ChangeLog(reader)
+        reader.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
+        let count = EtcdClient.maximumOperationsPerTransaction * 2 + 11
+        let before = try await scenario.revision()
+        for index in 0..<count { writer.set(.integer(Int64(index)), forKey: "key\(index)") }
+        try await connection.synchronize()
+        // etcd refuses a transaction of more than 128 operations: the flush was split (at least
+        // three transactions; more when the background flush took the first keys on its own).
+        #expect(try await scenario.revision() >= before + 3)
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd.count == count)
+        #expect(await eventually { reader.propertyList(forKey: "key\(count - 1)") == .integer(Int64(count - 1)) })
+        #expect(await eventually { log.believed == etcd })
+        #expect(log.brokenChains().isEmpty)
+    }
+
     @Test func compareAndSetUnderContentionLosesNoIncrement() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
