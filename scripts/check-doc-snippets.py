@@ -60,6 +60,9 @@ def generate(document):
     if not os.path.exists(prelude_path) and ".docc" in document:
         prelude_path = os.path.join(ROOT, "scripts", "doc-snippets", "docc.prelude.swift")
     out = ["import Foundation", "import Observation", "import Dispatch", "import LiveDefaults"]
+    # Fleet settings' examples use the etcd product, when it was built.
+    if os.path.exists(os.path.join(BUILD, "Modules", "LiveDefaultsEtcd.swiftmodule")):
+        out.append("import LiveDefaultsEtcd")
     if os.path.exists(prelude_path):
         out.append(f'#sourceLocation(file: "{prelude_path}", line: 1)')
         with open(prelude_path) as handle:
@@ -101,7 +104,7 @@ def main():
             handle.write(source)
         command = [
             "swiftc", "-typecheck", "-swift-version", "6", "-I", os.path.join(BUILD, "Modules"),
-            "-I", os.path.join(ROOT, "Sources", "CInotifyTools"),
+            "-I", os.path.join(ROOT, "Sources", "CInotifyTools"), "-I", os.path.join(ROOT, "Sources", "CCurl"),
             "-module-cache-path", os.path.join(scratch, "ModuleCache"), path,
         ]
         result = subprocess.run(command, capture_output=True, text=True)

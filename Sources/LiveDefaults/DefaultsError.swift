@@ -40,6 +40,16 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         public static let watchingDegraded = Code(name: "watchingDegraded")
         /// A suite directory that other users can write to.
         public static let insecureDirectory = Code(name: "insecureDirectory")
+        /// A suite kept elsewhere (a fleet suite in etcd) cannot be reached: the message names the
+        /// endpoints and the reason. Its last known values stay in use, and this process's changes
+        /// stay pending and are retried.
+        public static let remoteUnavailable = Code(name: "remoteUnavailable")
+        /// A suite kept elsewhere refused a write (a role that may only read, a value too large):
+        /// the message names the keys, whose unwritten changes were dropped.
+        public static let remoteRejected = Code(name: "remoteRejected")
+        /// A description of a suite kept elsewhere that cannot be used (no endpoint, an endpoint
+        /// that is not a URL the client can call, a bad root).
+        public static let invalidRemote = Code(name: "invalidRemote")
     }
 
     /// The kind of failure.

@@ -139,6 +139,31 @@ final class EtcdClient: Sendable {
             message: "the key kept changing: \(attempts) attempts to update it all lost the race")
     }
 
+    /// One key's entry (nil when absent), read linearizably, with the header of the answer.
+    func get(key: Data) async throws -> (header: EtcdResponseHeader, kv: EtcdKeyValue?) {
+        let response: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
+        return (response.header ?? EtcdResponseHeader(), response.kvs?.first)
+    }
+
+    /// Puts `value` (nil: deletes the key) only if the key's modification revision is still
+    /// `modRevision` (0: only if the key is absent). One transaction, never tried again here, nor
+    /// on another member when its outcome is unknown: the caller decides what that means.
+    ///
+    /// - Returns: Whether the compare held (the change was made), and the answer's revision.
+    func compareAndSet(key: Data, modRevision: Int64, value: Data?) async throws -> (succeeded: Bool, revision: Int64) {
+        let compare =
+            modRevision == 0
+            ? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
+            : EtcdCompare(result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: EtcdInt64(modRevision))
+        let operation =
+            value.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0))) }
+            ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
+        let response: EtcdTxnResponse = try await call(
+            "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []),
+            idempotent: false)
+        return (response.succeeded == true, response.header?.revisionValue ?? 0)
+    }
+
     /// Compacts the history up to `revision` (for tests and operators).
     func compact(revision: Int64) async throws {
         struct Compaction: Codable { var revision: EtcdInt64; var physical: Bool }

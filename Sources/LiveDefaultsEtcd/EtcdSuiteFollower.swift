@@ -103,6 +103,23 @@ final class EtcdSuiteFollower: Sendable {
         return nil
     }
 
+    /// The mirror's values, revision and cluster, and how many ranges filled it, read together.
+    var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int) {
+        state.withLock { ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs) }
+    }
+
+    private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
+
+    /// Calls `handler` after every range (live, whether or not anything changed) and once when
+    /// etcd becomes unreachable (offline). Set it before ``start()``.
+    func onStatus(_ handler: @escaping @Sendable (Status) -> Void) {
+        statusHandler.withLock { $0 = handler }
+    }
+
+    private func tellStatus(_ status: Status) {
+        statusHandler.withLock { $0 }?(status)
+    }
+
     /// Starts following (idempotent).
     func start() {
         state.withLock { state in
@@ -147,6 +164,7 @@ final class EtcdSuiteFollower: Sendable {
                     )
                 }
                 if !changes.isEmpty { onChange(changes, header.revisionValue) }
+                tellStatus(.live(revision: header.revisionValue))
                 delay = 0
                 reportedOffline = false
                 let watch = try await client.watch(
@@ -209,10 +227,12 @@ final class EtcdSuiteFollower: Sendable {
                     reportedOffline = true
                     onProblem("etcd is not reachable: \(error)")
                 }
-                state.withLock { state in
-                    if case .offline = state.status { return }
+                let wentOffline = state.withLock { state -> Status? in
+                    if case .offline = state.status { return nil }
                     state.status = .offline(since: Date(), problem: "\(error)")
+                    return state.status
                 }
+                if let wentOffline { tellStatus(wentOffline) }
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
                 let wait = Double.random(in: delay / 2...delay)

@@ -51,8 +51,10 @@ final class EtcdServer: @unchecked Sendable {
     }
 
     /// Starts the member (again, on the same data and ports) and waits until it answers `/health`.
-    func start(progressInterval: String = "1s", extraArguments: [String] = []) async throws {
-        try launch(progressInterval: progressInterval, extraArguments: extraArguments)
+    func start(progressInterval: String = "1s", extraArguments: [String] = [], clusterToken: String = "etcd-cluster")
+        async throws
+    {
+        try launch(progressInterval: progressInterval, extraArguments: extraArguments, clusterToken: clusterToken)
         try await waitUntilHealthy()
     }
 

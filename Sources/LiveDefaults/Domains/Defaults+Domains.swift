@@ -88,6 +88,64 @@ extension Defaults {
         removed?.removeListener(self)
     }
 
+    // MARK: Stores of other backends
+
+    /// Where a store added with ``addStore(_:at:)`` is searched.
+    package enum StorePosition: Sendable {
+        /// After the argument and volatile domains, before the suite: its values win over the
+        /// suite's (a managed fleet suite).
+        case beforeSuite
+        /// Right after the suite, before suites added by name: the suite's values win (a fleet
+        /// suite's defaults).
+        case afterSuite
+    }
+
+    /// The store this instance reads and writes first.
+    package var primaryStore: SuiteStore { suite }
+
+    /// Adds `store` (any backend) to the search list at `position`, after the stores already
+    /// there; observers see the keys whose effective values change. Adding a store that is
+    /// already searched does nothing.
+    ///
+    /// - Returns: Whether the store was added.
+    @discardableResult
+    package func addStore(_ store: SuiteStore, at position: StorePosition) -> Bool {
+        let followUp = ChangeLock.withLock { () -> (() -> Void)?? in
+            let searched = state.withLock { state in
+                store === suite || store === global
+                    || (state.addedSuites + state.storesBeforeSuite + state.storesAfterSuite).contains { $0 === store }
+            }
+            if searched { return .none }
+            store.addListener(self)
+            return .some(
+                applyRefresh(nil, origin: .local) { state in
+                    switch position {
+                    case .beforeSuite: state.storesBeforeSuite.append(store)
+                    case .afterSuite: state.storesAfterSuite.append(store)
+                    }
+                })
+        }
+        guard case .some(let run) = followUp else { return false }
+        run?()
+        return true
+    }
+
+    /// Removes a store added with ``addStore(_:at:)``.
+    ///
+    /// - Returns: Whether it was searched.
+    @discardableResult
+    package func removeStore(_ store: SuiteStore) -> Bool {
+        var removed = false
+        refresh(nil, origin: .local) { state in
+            let count = state.storesBeforeSuite.count + state.storesAfterSuite.count
+            state.storesBeforeSuite.removeAll { $0 === store }
+            state.storesAfterSuite.removeAll { $0 === store }
+            removed = state.storesBeforeSuite.count + state.storesAfterSuite.count != count
+        }
+        if removed { store.removeListener(self) }
+        return removed
+    }
+
     // MARK: Volatile domains
 
     /// The names of the volatile domains: the argument and registration domains and those set

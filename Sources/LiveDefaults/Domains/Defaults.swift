@@ -53,6 +53,8 @@ public final class Defaults: Sendable {
     /// Where this instance's stores come from: the process's file stores, or an in-memory world.
     let stores: StoreSource
     let suite: SuiteStore
+    /// Whether the suite is a file (false for a store given to ``init(primaryStore:watchesFiles:)``).
+    let suiteHasFile: Bool
     let global: SuiteStore?
     let state: Locked<State>
     /// Where writers wait while the observers' queue is full.
@@ -68,6 +70,12 @@ public final class Defaults: Sendable {
         var arguments: [String: PropertyListValue]
         var volatileDomains: [(name: String, values: [String: PropertyListValue])] = []
         var addedSuites: [SuiteStore] = []
+        /// Stores of other backends searched before the suite (``addStore(_:at:)``: a managed
+        /// fleet suite), in the order they were added.
+        var storesBeforeSuite: [SuiteStore] = []
+        /// Stores of other backends searched right after the suite, before added suites (a fleet
+        /// suite's defaults), in the order they were added.
+        var storesAfterSuite: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
         var effective = EffectiveValues()
@@ -114,13 +122,24 @@ public final class Defaults: Sendable {
         try self.init(location: location, directory: location.directory, stores: .files(watching: watchesFiles))
     }
 
-    private init(location: SuiteLocation, directory: String?, stores: StoreSource) throws {
+    /// Opens `store` as the suite, whatever its backend (a fleet suite kept in etcd): `set` and
+    /// `removeObject` write to it. No global domain is searched; suites added by name are files.
+    package convenience init(primaryStore store: SuiteStore, watchesFiles: Bool = true) throws {
+        try self.init(location: store.location, directory: nil, stores: .files(watching: watchesFiles), primary: store)
+    }
+
+    private init(location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil) throws {
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores
         self.watchesFiles = stores.watchesFiles
-        self.suite = stores.open(location)
-        if location.name == Self.globalDomain && location.directory == (directory ?? SuiteLocation.defaultDirectory()) {
+        self.suite = primary ?? stores.open(location)
+        self.suiteHasFile = primary == nil
+        if primary != nil {
+            self.global = nil
+        } else if location.name == Self.globalDomain
+            && location.directory == (directory ?? SuiteLocation.defaultDirectory())
+        {
             self.global = nil
         } else {
             let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
@@ -142,7 +161,9 @@ public final class Defaults: Sendable {
     deinit {
         suite.removeListener(self)
         global?.removeListener(self)
-        for added in state.withLock({ $0.addedSuites }) { added.removeListener(self) }
+        for added in state.withLock({ $0.addedSuites + $0.storesBeforeSuite + $0.storesAfterSuite }) {
+            added.removeListener(self)
+        }
     }
 
     /// The last problem with this suite's file — a corrupt file found at load or reload, a flush
@@ -216,7 +237,7 @@ public final class Defaults: Sendable {
     public func synchronize() throws {
         var stores = [suite]
         if let global { stores.append(global) }
-        stores += state.withLock { $0.addedSuites }
+        stores += state.withLock { $0.storesBeforeSuite + $0.storesAfterSuite + $0.addedSuites }
         var firstError: DefaultsError?
         for store in stores {
             do { try store.flush() } catch { firstError = firstError ?? error }
@@ -232,7 +253,13 @@ public final class Defaults: Sendable {
         for domain in state.volatileDomains {
             if let value = domain.values[key] { return value }
         }
+        for store in state.storesBeforeSuite {
+            if let value = store.value(forKey: key) { return value }
+        }
         if let value = suite.value(forKey: key) { return value }
+        for store in state.storesAfterSuite {
+            if let value = store.value(forKey: key) { return value }
+        }
         for added in state.addedSuites {
             if let value = added.value(forKey: key) { return value }
         }
@@ -255,7 +282,9 @@ public final class Defaults: Sendable {
         }
         if let global { lay(global.values()) }
         for added in state.addedSuites.reversed() { lay(added.values()) }
+        for store in state.storesAfterSuite.reversed() { lay(store.values()) }
         lay(suite.values())
+        for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
         lay(state.arguments)
         return values
@@ -368,11 +397,14 @@ public final class Defaults: Sendable {
     private func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
-            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil }) {
+            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
+                || state.storesBeforeSuite.contains(where: { $0.value(forKey: key) != nil })
+            {
                 return
             }
             let new =
                 suiteValue
+                ?? state.storesAfterSuite.lazy.compactMap { $0.value(forKey: key) }.first
                 ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first
                 ?? global?.value(forKey: key) ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }

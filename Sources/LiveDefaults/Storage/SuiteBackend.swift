@@ -65,10 +65,15 @@ package struct SuiteWritten: Sendable {
     package var snapshot: SuiteSnapshot
     /// The backend held exactly the values the write was made over: nothing from outside to deliver.
     package var unchangedByOthers: Bool
+    /// The backend refused the changes for good (a remote store whose role may only read): nothing
+    /// was written, `snapshot` holds the backend's values without them, and the store drops the
+    /// changes (reads go back to the backend's values), records this error and throws it.
+    package var refusal: DefaultsError?
 
-    package init(snapshot: SuiteSnapshot, unchangedByOthers: Bool) {
+    package init(snapshot: SuiteSnapshot, unchangedByOthers: Bool, refusal: DefaultsError? = nil) {
         self.snapshot = snapshot
         self.unchangedByOthers = unchangedByOthers
+        self.refusal = refusal
     }
 }
 

@@ -242,7 +242,9 @@ extension SuiteStore {
             }
             let install = { (state: inout State) -> [StoredChange] in
                 state.schedule.flushSucceeded()
-                if let code = state.lastError?.code, code == .writeFailed || code == .lockFailed || code == .corruptFile
+                if let code = state.lastError?.code,
+                    code == .writeFailed || code == .lockFailed || code == .corruptFile || code == .remoteUnavailable
+                        || code == .remoteRejected
                 {
                     state.lastError = nil
                 }
@@ -255,6 +257,10 @@ extension SuiteStore {
                 followUps = applyChange(origin: .external, install)
             } else {
                 _ = state.withLock(install)
+            }
+            if let refusal = written.refusal {
+                state.withLock { $0.lastError = refusal }
+                throw refusal
             }
         }
     }

@@ -1,0 +1,161 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsPropertyList
+
+/// A fleet suite open in this process: how it stands with etcd, its values, flushing, and
+/// compare-and-set updates. One store per suite per process is shared by every ``Defaults`` that
+/// searches it (``Defaults/addFleetSuite(_:placement:)``, ``Defaults/fleet(_:)``); a connection is
+/// a handle on it, cheap to make again.
+public final class FleetConnection: Sendable {
+    /// The suite.
+    public let suite: FleetSuite
+    let store: SuiteStore
+    let backend: FleetBackend
+
+    init(store: SuiteStore, backend: FleetBackend) {
+        self.suite = backend.suite
+        self.store = store
+        self.backend = backend
+    }
+
+    /// How the suite stands with etcd now.
+    public var state: FleetState { backend.fleetState }
+
+    /// The state now, then each change of it (etcd lost, etcd back), until the stream is dropped.
+    public func stateUpdates() -> AsyncStream<FleetState> { backend.stateUpdates() }
+
+    /// The suite's own values as this process reads them: etcd's, with this process's changes not
+    /// yet written laid over them.
+    public var values: [String: PropertyListValue] { store.values() }
+
+    /// The problem to know about now: a write etcd refused (``DefaultsError/Code/remoteRejected``),
+    /// a write not yet taken, or etcd out of reach (``DefaultsError/Code/remoteUnavailable``); nil
+    /// when there is none.
+    public var lastError: DefaultsError? { store.lastError ?? backend.outage }
+
+    /// Writes this process's pending changes to etcd now, in one transaction (several past etcd's
+    /// 128 operations), and waits for etcd's answer. Not needed in normal operation: changes go out
+    /// within milliseconds. A ``Defaults``' `synchronize()` does the same, blocking its thread.
+    ///
+    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` (the changes stay pending and are sent
+    ///   again) or ``DefaultsError/Code/remoteRejected`` (they were dropped).
+    public func synchronize() async throws {
+        let store = self.store
+        try await onDispatch { try store.flush() }
+    }
+
+    /// Changes `key` in etcd from the value it has there to `transform`'s result, only if no one
+    /// changed it in between (a compare of its modification revision, or of its absence);
+    /// `transform` runs again on the new value otherwise. For counters and create-if-absent,
+    /// where "the last write wins" would lose updates:
+    ///
+    /// ```swift
+    /// try await connection.update("launches") { old in .integer((old.flatMap { if case .integer(let n) = $0 { n } else { nil } } ?? 0) + 1) }
+    /// try await connection.update("rolloutSeed") { old in old ?? .integer(.random(in: 0..<1000)) }
+    /// ```
+    ///
+    /// Unlike `set`, this is a remote transaction, not a local write: it waits for etcd, and reads
+    /// (and observers, origin `.external`) see its result once the watch brings it, before it
+    /// returns. This process's pending changes are written first. When `transform` returns the
+    /// value the key has, nothing is written.
+    ///
+    /// - Parameters:
+    ///   - key: The defaults key (NFC in etcd, as for every write).
+    ///   - transform: The new value from the current one (nil: absent); nil removes the key. It may
+    ///     run several times, so it must not have side effects.
+    /// - Returns: The value the key has after the update.
+    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` when etcd cannot be reached, or when
+    ///   the answer to the transaction was lost and the key has changed since: the update may or
+    ///   may not have been made, and is not tried again (it could count twice). A transaction
+    ///   whose answer was lost is sent again only when the key shows it was not made (its
+    ///   modification revision is the one compared). ``DefaultsError/Code/remoteRejected`` when
+    ///   etcd refuses it (a role that may only read), or after 100 attempts lost to other writers.
+    @discardableResult
+    public func update(
+        _ key: String, _ transform: @Sendable (PropertyListValue?) throws -> PropertyListValue?
+    ) async throws -> PropertyListValue? {
+        if store.hasPendingChanges { try await synchronize() }
+        let client = backend.client
+        let etcdKey = EtcdMirror.etcdKey(key, prefix: suite.prefix)
+        for _ in 0..<100 {
+            let current: EtcdKeyValue?
+            do { current = try await client.get(key: etcdKey).kv } catch { throw failure(error, key: key) }
+            let modRevision = current?.mod_revision?.value ?? 0
+            let old: PropertyListValue?
+            do {
+                old = try current.map { try PropertyListCodec.decode($0.value?.data ?? Data()).value }
+            } catch {
+                throw DefaultsError(
+                    .malformedPropertyList,
+                    "The value of \"\(key)\" in fleet suite \"\(suite.name)\" (revision \(modRevision)) is not a "
+                        + "property list: \(error). It was not updated.", suite: suite.name, underlying: error)
+            }
+            let new = try transform(old)
+            if new == old { return old }
+            let encoded = try new.map { value in
+                do { return try EtcdMirror.encode(value) } catch {
+                    throw DefaultsError(
+                        .encodingFailed, "The new value of \"\(key)\" could not be encoded: \(error)",
+                        suite: suite.name,
+                        underlying: error)
+                }
+            }
+            let outcome: (succeeded: Bool, revision: Int64)
+            do {
+                outcome = try await client.compareAndSet(key: etcdKey, modRevision: modRevision, value: encoded)
+            } catch let error as EtcdError where !FleetBackend.isRefusal(error) {
+                // The answer was lost: the transaction may have been made. Only the key can tell.
+                if let reread = try? await client.get(key: etcdKey),
+                    (reread.kv?.mod_revision?.value ?? 0) == modRevision
+                {
+                    continue  // not made: safe to send again
+                }
+                throw DefaultsError(
+                    .remoteUnavailable,
+                    "The update of \"\(key)\" in fleet suite \"\(suite.name)\" (\(suite.whereabouts)) got no answer "
+                        + "(\(error.message)), and the key has changed since: the update may or may not have been "
+                        + "made. It was not tried again, so that it cannot count twice.",
+                    suite: suite.name, underlying: error)
+            } catch {
+                throw failure(error, key: key)
+            }
+            guard outcome.succeeded else { continue }
+            await showRevision(outcome.revision)
+            return new
+        }
+        throw DefaultsError(
+            .remoteRejected,
+            "The update of \"\(key)\" in fleet suite \"\(suite.name)\" lost the race to other writers 100 times; "
+                + "nothing was changed.", suite: suite.name)
+    }
+
+    /// Waits (a few seconds at most) for the watch to bring `revision`, then installs it, so that
+    /// reads after an update see it.
+    private func showRevision(_ revision: Int64) async {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while backend.follower.snapshot.revision < revision, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        let store = self.store
+        try? await onDispatch { store.reload() }
+    }
+
+    private func failure(_ error: any Error, key: String) -> DefaultsError {
+        if let error = error as? DefaultsError { return error }
+        let refused = (error as? EtcdError).map(FleetBackend.isRefusal) ?? false
+        return DefaultsError(
+            refused ? .remoteRejected : .remoteUnavailable,
+            "Could not update \"\(key)\" in fleet suite \"\(suite.name)\" at \(suite.whereabouts)"
+                + "\(suite.credentials.map { " as \($0)" } ?? ""): \(error). Nothing was changed.",
+            suite: suite.name, underlying: SendableDescription(error))
+    }
+}
+
+/// Runs blocking `work` on a Dispatch thread and waits for it without holding a pool thread.
+func onDispatch<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            do { continuation.resume(returning: try work()) } catch { continuation.resume(throwing: error) }
+        }
+    }
+}

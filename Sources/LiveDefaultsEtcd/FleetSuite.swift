@@ -1,0 +1,173 @@
+import Foundation
+import LiveDefaults
+
+/// A suite kept in etcd and shared by every machine of a fleet: which cluster, where in it, and
+/// as whom (docs/design.md, "Fleet settings: the remote store").
+///
+/// Each defaults key is one etcd key, `<root>/<name>/<key>` (the key in NFC), whose value is a
+/// property-list document of that one value, so types stay exact.
+///
+/// ```swift
+/// let fleet = try FleetSuite(
+///     name: "com.example.service", endpoints: [URL(string: "https://etcd.internal:2379")!],
+///     credentials: .fromEnvironment())
+/// let defaults = try Defaults(suiteName: "com.example.service")
+/// defaults.addFleetSuite(fleet)                 // fleet defaults: a local `defaults write` overrides
+/// defaults.bool(forKey: "newCheckout")          // from memory, never the network
+/// ```
+public struct FleetSuite: Sendable, Hashable {
+    /// The root every suite lives under unless told otherwise.
+    public static let defaultRoot = "/livedefaults/v1"
+
+    /// The suite's name, such as "com.example.service" (the rules of a local suite name).
+    public let name: String
+    /// etcd's client URLs (`http://` or `https://`; TLS trusts the system's certificate store only).
+    public let endpoints: [URL]
+    /// Where the fleet's suites are in etcd, such as "/livedefaults/v1/prod" (no trailing "/").
+    public let root: String
+    /// The etcd user to authenticate as, when the cluster has authentication on. Given in code or
+    /// read from the environment (``FleetCredentials/fromEnvironment(user:password:)``), never from
+    /// a suite file.
+    public let credentials: FleetCredentials?
+    /// Where the last known values are kept for a start while etcd is unreachable; nil for
+    /// `$XDG_CACHE_HOME/livedefaults/etcd` (else `~/.cache/livedefaults/etcd`).
+    public let cacheDirectory: URL?
+    /// How long one call to etcd may take before it counts as failed.
+    public let requestTimeout: Duration
+
+    /// Describes a fleet suite.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a bad name; ``DefaultsError/Code/invalidRemote``
+    ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, or a root that
+    ///   does not start with "/".
+    public init(
+        name: String, endpoints: [URL], root: String = FleetSuite.defaultRoot, credentials: FleetCredentials? = nil,
+        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10)
+    ) throws {
+        try SuiteLocation.validate(suiteName: name)
+        guard !endpoints.isEmpty else {
+            throw DefaultsError(
+                .invalidRemote, "The fleet suite \"\(name)\" has no etcd endpoint; give at least one client URL.",
+                suite: name)
+        }
+        for endpoint in endpoints {
+            guard let scheme = endpoint.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                endpoint.host?.isEmpty == false
+            else {
+                throw DefaultsError(
+                    .invalidRemote,
+                    "The etcd endpoint \"\(endpoint.absoluteString)\" of fleet suite \"\(name)\" is not an http:// or "
+                        + "https:// URL with a host, such as http://127.0.0.1:2379.",
+                    suite: name)
+            }
+        }
+        var root = root
+        while root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        guard root.hasPrefix("/"), !root.utf8.contains(0) else {
+            throw DefaultsError(
+                .invalidRemote,
+                "The root \(root.debugDescription) of fleet suite \"\(name)\" must start with \"/\" (such as "
+                    + "\"\(Self.defaultRoot)\") and hold no NUL character.",
+                suite: name)
+        }
+        guard requestTimeout > .zero else {
+            throw DefaultsError(
+                .invalidRemote, "The request timeout of fleet suite \"\(name)\" must be more than zero.", suite: name)
+        }
+        self.name = name
+        self.endpoints = endpoints
+        self.root = root == "/" ? "" : root
+        self.credentials = credentials
+        // As a directory, whether or not it exists yet: two descriptions of one suite are equal.
+        self.cacheDirectory = cacheDirectory.map {
+            URL(fileURLWithPath: $0.standardizedFileURL.path, isDirectory: true)
+        }
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The etcd prefix of the suite's keys: `<root>/<name>/`.
+    var prefix: Data { Data((root + "/" + name + "/").utf8) }
+
+    /// Where the endpoints and the prefix are, for messages.
+    var whereabouts: String {
+        "etcd \(endpoints.map(\.absoluteString).joined(separator: ", ")), prefix \(root)/\(name)/"
+    }
+
+    /// The directory of this cluster's (endpoints and root) cached suites.
+    var cacheLocationDirectory: String {
+        let base: String
+        if let cacheDirectory {
+            base = cacheDirectory.path
+        } else {
+            let environment = ProcessInfo.processInfo.environment
+            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+                base = xdg + "/livedefaults/etcd"
+            } else {
+                let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+                base = home + "/.cache/livedefaults/etcd"
+            }
+        }
+        // FNV-1a of the endpoints and the root: stable across processes, so a restart finds it.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (endpoints.map(\.absoluteString).sorted().joined(separator: "\n") + "\n" + root).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return base + "/" + String(hash, radix: 16)
+    }
+}
+
+/// An etcd user and password. Its description never shows the password.
+public struct FleetCredentials: Sendable, Hashable, CustomStringConvertible {
+    public var user: String
+    public var password: String
+
+    public init(user: String, password: String) {
+        self.user = user
+        self.password = password
+    }
+
+    /// The credentials in the environment variables `user` and `password`; nil when either is
+    /// unset or empty.
+    public static func fromEnvironment(
+        user: String = "LIVEDEFAULTS_ETCD_USER", password: String = "LIVEDEFAULTS_ETCD_PASSWORD"
+    ) -> FleetCredentials? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let name = environment[user], !name.isEmpty, let secret = environment[password], !secret.isEmpty else {
+            return nil
+        }
+        return FleetCredentials(user: name, password: secret)
+    }
+
+    public var description: String { "etcd user \"\(user)\"" }
+}
+
+/// Where a fleet suite is searched, relative to the suite a ``Defaults`` opened.
+public enum FleetPlacement: Sendable, Hashable {
+    /// Right after the local suite, before suites added by name: the fleet gives defaults, and a
+    /// local `defaults write` overrides them on one machine.
+    case fleetDefaults
+    /// Before the local suite: the fleet wins over local files; the argument domain (`-key value`)
+    /// and volatile domains still win. Local writes of a managed key go to the local suite and stay
+    /// hidden while the fleet has the key.
+    case managed
+}
+
+/// How a fleet suite in this process stands with etcd.
+public enum FleetState: Sendable, Equatable {
+    /// The first read of etcd is under way; the values are the cached ones, if any.
+    case connecting
+    /// In step with etcd at `revision`: changes arrive as they are made.
+    case live(revision: Int64)
+    /// etcd has not answered since `since`; the values are those last known, at `revision` (seen
+    /// by this process or read from the cache). Changes are followed again once it answers.
+    case stale(revision: Int64, since: Date, reason: String)
+    /// etcd has not answered since `since` and no values are known (no cache): only registered
+    /// defaults apply.
+    case offline(since: Date, reason: String)
+
+    /// Whether the values are in step with etcd.
+    public var isLive: Bool {
+        if case .live = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,511 @@
+import Foundation
+import LiveDefaults
+import TestSupport
+import Testing
+
+@testable import LiveDefaultsEtcd
+
+/// Fleet suites through `Defaults`, against real etcd members: values, placements, echoes,
+/// bursts, two writers, compare-and-set, offline starts and writes, a read-only role, another
+/// cluster. In every scenario each observer's chain of old → new is unbroken and the final state
+/// equals etcd's.
+@Suite(.requiresEtcd, .serialized)
+struct FleetSuiteTests {
+    @Test func valuesWithUnicodeKeysGoRoundTripThroughEtcdWithTheirTypes() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let writer = try Defaults.fleet(scenario.suite())
+        let connection = try #require(writer.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(writer)
+        let nfd = "cafe\u{301}"  // "café" decomposed: the same defaults key as the NFC spelling
+        let values: [String: PropertyListValue] = [
+            "über/größe": 14, "テーマ": "dark", nfd: true, "ratio": 0.5, "stamp": .date(Date(timeIntervalSince1970: 1e9)),
+            "blob": .data(Data([0, 1, 2])), "list": ["a", 1], "empty": "",
+        ]
+        for (key, value) in values { writer.set(value, forKey: key) }
+        try await connection.synchronize()
+        // etcd holds each key once, in NFC, with its type.
+        let stored = try await scenario.etcdValues()
+        #expect(stored == values)
+        let rawKeys = try await scenario.raw.range(prefix: scenario.prefix).kvs.compactMap { $0.key?.data }
+        #expect(rawKeys.contains(scenario.prefix + Data("café".precomposedStringWithCanonicalMapping.utf8)))
+        #expect(!rawKeys.contains(scenario.prefix + Data(nfd.utf8)))
+        // Another machine (a store of its own) reads them, by either spelling.
+        let reader = try scenario.localDefaults()
+        reader.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
+        #expect(await eventually { reader.propertyList(forKey: "テーマ") == "dark" })
+        #expect(reader.integer(forKey: "über/größe") == 14)
+        #expect(reader.bool(forKey: "café"))
+        #expect(reader.propertyList(forKey: "stamp") == .date(Date(timeIntervalSince1970: 1e9)))
+        // Removing goes through too.
+        writer.removeObject(forKey: nfd)
+        try await connection.synchronize()
+        #expect(try await scenario.etcdValues()["café"] == nil)
+        #expect(await eventually { reader.propertyList(forKey: "café") == nil })
+        #expect(log.brokenChains().isEmpty)
+        #expect(log.all.allSatisfy { $0.origin == .local })
+        #expect(writer.persistentValues() == (try await scenario.etcdValues()))
+        // Replacing the whole suite deletes the keys it no longer has.
+        try writer.setPersistentDomain(["only": "this"], forName: scenario.name)
+        try await connection.synchronize()
+        #expect(try await scenario.etcdValues() == ["only": "this"])
+        #expect(await eventually { reader.propertyList(forKey: "テーマ") == nil })
+        #expect(reader.propertyList(forKey: "only") == "this")
+    }
+
+    @Test func fleetDefaultsYieldToTheLocalSuiteAndManagedWinsOverItButNotOverArguments() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "fleet", "fontSize": 12, "banner": "fleet"])
+        let local = try scenario.localDefaults()
+        local.set("local", forKey: "theme")
+        local.set(20, forKey: "fontSize")
+        try local.synchronize()
+
+        let asDefaults = try scenario.localDefaults()
+        let log = ChangeLog(asDefaults)
+        let connection = asDefaults.addFleetSuite(try scenario.suite(), placement: .fleetDefaults)
+        #expect(await eventually { asDefaults.propertyList(forKey: "banner") == "fleet" })
+        #expect(asDefaults.propertyList(forKey: "theme") == "local")
+        #expect(asDefaults.integer(forKey: "fontSize") == 20)
+        // Removing the local value lets the fleet's show through.
+        asDefaults.removeObject(forKey: "theme")
+        #expect(asDefaults.propertyList(forKey: "theme") == "fleet")
+
+        let managed = try scenario.localDefaults(directory: "config-managed")
+        managed.set(20, forKey: "fontSize")
+        managed.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false), placement: .managed)
+        #expect(await eventually { managed.integer(forKey: "fontSize") == 12 })
+        managed.set(30, forKey: "fontSize")  // written locally, and hidden by the fleet
+        #expect(managed.integer(forKey: "fontSize") == 12)
+        managed.setVolatileDomain(["fontSize": 40], forName: Defaults.argumentDomain)
+        #expect(managed.integer(forKey: "fontSize") == 40)
+        managed.removeVolatileDomain(forName: Defaults.argumentDomain)
+
+        // A change in etcd reaches both placements, as the search list decides.
+        let revision = try await scenario.put(["fontSize": 13, "theme": "fleet2"])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { managed.integer(forKey: "fontSize") == 13 })
+        #expect(await eventually { asDefaults.propertyList(forKey: "theme") == "fleet2" })
+        #expect(asDefaults.integer(forKey: "fontSize") == 20)
+        #expect(log.of("theme").last?.origin == .external)
+        #expect(
+            log.current
+                == asDefaults.dictionaryRepresentation().compactMapValues {
+                    try? PropertyListValue(foundationObject: $0)
+                })
+        #expect(log.brokenChains().isEmpty)
+        #expect(FleetStores.existing(try scenario.suite()) === connection.store)
+        asDefaults.removeFleetSuite(try scenario.suite())
+        #expect(asDefaults.propertyList(forKey: "banner") == nil)
+    }
+
+    @Test func anOwnWriteIsDeliveredOnceAsLocalAndNeverAgainAsExternal() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(defaults)
+        for round in 1...20 {
+            defaults.set(.integer(Int64(round)), forKey: "k")
+            if round % 4 == 0 { try await connection.synchronize() }
+        }
+        try await connection.synchronize()
+        // Let every echo arrive: another machine's write after ours, then wait for it here.
+        let marker = try await scenario.put(["marker": true])
+        #expect(await connection.caughtUp(to: marker))
+        #expect(await eventually { defaults.bool(forKey: "marker") })
+        let changes = log.of("k")
+        #expect(changes.count == 20)
+        #expect(changes.allSatisfy { $0.origin == .local })
+        #expect(changes.map(\.newValue) == (1...20).map { .integer(Int64($0)) })
+        #expect(log.of("marker").map(\.origin) == [.external])
+        #expect(defaults.persistentValues() == (try await scenario.etcdValues()))
+    }
+
+    @Test func anotherClientsTransactionOfSeveralKeysIsOneBurst() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        let listener = BurstListener()
+        connection.store.addListener(listener)
+        let log = ChangeLog(defaults)
+        let revision = try await scenario.put(["a": 1, "b": "two", "c": true])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { log.all.count == 3 })
+        let bursts = listener.all
+        #expect(bursts.count == 1)
+        #expect(bursts.first?.keys == ["a", "b", "c"])
+        #expect(bursts.first?.origin == .external)
+        _ = try await scenario.put([:], delete: ["a", "b"])
+        #expect(await eventually { log.all.count == 5 })
+        #expect(listener.all.count == 2)
+        #expect(log.brokenChains().isEmpty)
+        #expect(connection.values == (try await scenario.etcdValues()))
+    }
+
+    @Test func typedKeysTheAsyncSequenceObservableAndTheNotificationWorkUnchanged() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite(), placement: .managed)
+        #expect(await eventually { connection.state.isLive })
+        let fontSize = Defaults.Key<Int>("fontSize", default: 12)
+        let typed = Locked<[(old: Int, new: Int, origin: ChangeOrigin)]>([])
+        let token = defaults.observe(fontSize) { change in
+            typed.withLock { $0.append((change.oldValue, change.newValue, change.origin)) }
+        }
+        defer { token.cancel() }
+        let setting = defaults.observable(fontSize)
+        let notifications = Locked(0)
+        let observer = NotificationCenter.default.addObserver(
+            forName: Defaults.didChangeNotification, object: defaults, queue: nil
+        ) { _ in notifications.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        var stream = defaults.changes(of: fontSize).makeAsyncIterator()
+
+        try await scenario.put(["fontSize": 14, "theme": "dark", "banner": "hi"])
+        #expect(await eventually { typed.withLock { $0.count } == 1 })
+        let next = await stream.next()
+        #expect(next?.oldValue == 12)
+        #expect(next?.newValue == 14)
+        #expect(next?.origin == .external)
+        #expect(setting.value == 14)
+        #expect(await eventually { notifications.withLock { $0 } == 1 })  // one transaction, one notification
+        try await scenario.put(["fontSize": 16])
+        #expect(await eventually { notifications.withLock { $0 } == 2 })
+        #expect(await stream.next()?.newValue == 16)
+        let seen = typed.withLock { $0 }
+        #expect(seen.map(\.old) == [12, 14])
+        #expect(seen.map(\.new) == [14, 16])
+        #expect(seen.allSatisfy { $0.origin == .external })
+        #expect(defaults[fontSize] == 16)
+    }
+
+    @Test func twoWritersOnDisjointKeysAndOnOneKeyEndOnEtcdsValues() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let mine = try Defaults.fleet(scenario.suite())
+        let connection = try #require(mine.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(mine)
+        let rounds = Stress.scaled(40, quick: 20)
+        let other = Task {
+            for round in 0..<rounds {
+                try await scenario.put(["other\(round)": .integer(Int64(round)), "shared": .string("other\(round)")])
+            }
+        }
+        for round in 0..<rounds {
+            mine.set(.integer(Int64(round)), forKey: "mine\(round)")
+            mine.set(.string("mine\(round)"), forKey: "shared")
+            if round % 5 == 4 { try await connection.synchronize() }
+        }
+        try await other.value
+        try await connection.synchronize()
+        let final = try await scenario.revision()
+        #expect(await connection.caughtUp(to: final))
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd.count == 2 * rounds + 1)
+        #expect(await eventually { mine.persistentValues() == etcd })
+        #expect(log.brokenChains().isEmpty)
+        #expect(log.believed == etcd)
+    }
+
+    @Test func aFlushOfMoreKeysThanOneTransactionTakesLandsWhole() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let writer = try Defaults.fleet(scenario.suite())
+        let connection = try #require(writer.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let reader = try scenario.localDefaults()
+        let log = ChangeLog(reader)
+        reader.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
+        let count = EtcdClient.maximumOperationsPerTransaction * 2 + 11
+        let before = try await scenario.revision()
+        for index in 0..<count { writer.set(.integer(Int64(index)), forKey: "key\(index)") }
+        try await connection.synchronize()
+        // etcd refuses a transaction of more than 128 operations: the flush was split (at least
+        // three transactions; more when the background flush took the first keys on its own).
+        #expect(try await scenario.revision() >= before + 3)
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd.count == count)
+        #expect(await eventually { reader.propertyList(forKey: "key\(count - 1)") == .integer(Int64(count - 1)) })
+        #expect(await eventually { log.believed == etcd })
+        #expect(log.brokenChains().isEmpty)
+    }
+
+    @Test func compareAndSetUnderContentionLosesNoIncrement() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let first = try Defaults.fleet(scenario.suite())
+        let second = try Defaults.fleet(scenario.suite(variant: 1, sharesCache: false))
+        let a = try #require(first.fleetConnection)
+        let b = try #require(second.fleetConnection)
+        let perWriter = Stress.scaled(50, quick: 15)
+        @Sendable func increment(_ old: PropertyListValue?) -> PropertyListValue? {
+            guard case .integer(let count)? = old else { return 1 }
+            return .integer(count + 1)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for connection in [a, b, a, b] {
+                group.addTask { for _ in 0..<perWriter { try await connection.update("counter", increment) } }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await scenario.etcdValues()["counter"] == .integer(Int64(4 * perWriter)))
+        #expect(await eventually { first.integer(forKey: "counter") == 4 * perWriter })
+        #expect(await eventually { second.integer(forKey: "counter") == 4 * perWriter })
+        // Create-if-absent keeps the first value.
+        #expect(try await a.update("seed") { $0 ?? 7 } == 7)
+        #expect(try await b.update("seed") { $0 ?? 9 } == 7)
+        // An update is read back at once by the process that made it.
+        #expect(first.integer(forKey: "seed") == 7)
+    }
+
+    @Test func aCompareAndSetWhoseAnswerIsLostIsNotSentAgainBlindly() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let suite = try FleetSuite(
+            name: scenario.name, endpoints: [scenario.server.endpoint],
+            cacheDirectory: scenario.scratch.url.appendingPathComponent("cache"), requestTimeout: .seconds(1))
+        let defaults = try Defaults.fleet(suite)
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        // The member hangs between the read and the transaction: the transaction gets no answer.
+        let stopped = Locked(false)
+        let server = scenario.server
+        let lost = await #expect(throws: DefaultsError.self) {
+            try await connection.update("counter") { old in
+                if !stopped.withLock({ $0 }) {
+                    stopped.withLock { $0 = true }
+                    server.send(SIGSTOP)
+                }
+                guard case .integer(let count)? = old else { return 1 }
+                return .integer(count + 1)
+            }
+        }
+        server.send(SIGCONT)
+        #expect(lost?.code == .remoteUnavailable)
+        #expect(lost?.message.contains("may or may not have been made") == true, "\(String(describing: lost))")
+        // Whether the member still made it once it ran again, it was made at most once.
+        let marker = try await scenario.put(["marker": true])
+        #expect(await connection.caughtUp(to: marker))
+        let counter = try await scenario.etcdValues()["counter"]
+        #expect(counter == nil || counter == 1)
+        // The next update counts from what etcd holds.
+        let next = try await connection.update("counter") { old in
+            guard case .integer(let count)? = old else { return 1 }
+            return .integer(count + 1)
+        }
+        #expect(next == (counter == nil ? 1 : 2))
+    }
+
+    @Test func aValueThatIsNotAPropertyListIsReportedAndReadsAsAbsent() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        let revision = try await scenario.raw.commit(
+            puts: [
+                (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
+                (EtcdMirror.etcdKey("good", prefix: scenario.prefix), try EtcdMirror.encode(1)),
+            ], deletes: [])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { defaults.integer(forKey: "good") == 1 })
+        #expect(defaults.propertyList(forKey: "bad") == nil)
+        let reported = connection.backend.reported.filter { $0.code == .malformedPropertyList }
+        #expect(reported.count == 1)
+        #expect(reported.first?.message.contains("\"bad\"") == true)
+    }
+
+    @Test func aProcessStartingWhileEtcdIsDownServesTheCacheReportsOnceAndResyncs() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "dark", "gone": 1])
+        do {
+            let first = try scenario.localDefaults()
+            let connection = first.addFleetSuite(try scenario.suite())
+            #expect(await eventually { first.propertyList(forKey: "gone") == 1 })
+            await connection.backend.cacheSaved()
+            first.removeFleetSuite(try scenario.suite())
+        }
+        // Its last user gone, the store is closed (the process would have exited).
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
+        scenario.server.stop()
+        // A new process, in effect: a store of its own on the same cache.
+        let defaults = try scenario.localDefaults()
+        let log = ChangeLog(defaults)
+        let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
+        #expect(defaults.propertyList(forKey: "theme") == "dark")  // at once, from the cache
+        let states = Locked<[FleetState]>([])
+        let following = Task {
+            for await state in connection.stateUpdates() { states.withLock { $0.append(state) } }
+        }
+        defer { following.cancel() }
+        #expect(await eventually { if case .stale = connection.state { true } else { false } })
+        #expect(connection.lastError?.code == .remoteUnavailable)
+        #expect(connection.lastError?.message.contains(scenario.server.endpoint.absoluteString) == true)
+        try await Task.sleep(for: .milliseconds(400))  // several reconnection attempts: still one report
+        #expect(connection.backend.reported.filter { $0.code == .remoteUnavailable }.count == 1)
+
+        try await scenario.server.start()
+        try await scenario.put(["theme": "light"], delete: ["gone"])
+        #expect(await eventually(within: 10) { connection.state.isLive })
+        #expect(await eventually { defaults.propertyList(forKey: "theme") == "light" })
+        #expect(await eventually { defaults.propertyList(forKey: "gone") == nil })
+        #expect(connection.lastError == nil)
+        #expect(log.brokenChains().isEmpty)
+        #expect(connection.values == (try await scenario.etcdValues()))
+        // The app could follow it: stale (the cache's revision), then live.
+        #expect(await eventually { states.withLock { $0.last?.isLive == true } })
+        #expect(
+            states.withLock { $0 }.contains {
+                if case .stale(let revision, _, _) = $0 { revision > 0 } else { false }
+            })
+    }
+
+    @Test func aWriteWhileEtcdIsDownStaysPendingAndLandsWhenItIsBack() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(defaults)
+        scenario.server.stop()
+        #expect(await eventually { !connection.state.isLive })
+        defaults.set("offline", forKey: "written")
+        await #expect(throws: DefaultsError.self) { try await connection.synchronize() }
+        #expect(connection.lastError?.code == .remoteUnavailable)
+        #expect(defaults.propertyList(forKey: "written") == "offline")  // still shown, still pending
+        #expect(connection.store.hasPendingChanges)
+        try await scenario.server.start()
+        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(try await scenario.etcdValues()["written"] == "offline")
+        #expect(await eventually { connection.lastError == nil })
+        #expect(log.of("written").map(\.origin) == [.local])
+        #expect(defaults.persistentValues() == (try await scenario.etcdValues()))
+    }
+
+    @Test func aWriteMadeBeforeEtcdWasEverReachedLandsAndIsNeverTakenBack() async throws {
+        let server = try EtcdServer()  // not started: nothing listens on its port yet
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { if case .offline = connection.state { true } else { false } })
+        let log = ChangeLog(defaults)
+        defaults.set("early", forKey: "k")
+        try await server.start()
+        try await scenario.put(["other": 1])  // another machine's value
+        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(await eventually { defaults.integer(forKey: "other") == 1 })
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd == ["k": "early", "other": 1])
+        #expect(log.of("k").map(\.newValue) == ["early"])
+        #expect(log.brokenChains().isEmpty)
+        #expect(defaults.persistentValues() == etcd)
+    }
+
+    @Test(.requiresEtcdctl) func aReadOnlyRoleIsRefusedTheWriteWhichIsDroppedAndReported() async throws {
+        let server = try await EtcdAuthTests.securedServer()
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let admin = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
+        _ = try await admin.commit(
+            puts: [(EtcdMirror.etcdKey("theme", prefix: scenario.prefix), try EtcdMirror.encode("dark"))], deletes: [])
+        let service = try Defaults.fleet(
+            scenario.suite(credentials: FleetCredentials(user: "service", password: "servicepw")))
+        let connection = try #require(service.fleetConnection)
+        #expect(await eventually { service.propertyList(forKey: "theme") == "dark" })
+        let log = ChangeLog(service)
+        service.set("light", forKey: "theme")
+        let refused = await #expect(throws: DefaultsError.self) { try await connection.synchronize() }
+        #expect(refused?.code == .remoteRejected)
+        #expect(refused?.message.contains("\"theme\"") == true)
+        #expect(refused?.message.contains("permission denied") == true)
+        #expect(service.lastError?.code == .remoteRejected)
+        // Dropped: reads show etcd's value again, and observers saw it come back.
+        #expect(service.propertyList(forKey: "theme") == "dark")
+        #expect(!connection.store.hasPendingChanges)
+        #expect(log.of("theme").map(\.newValue) == ["light", "dark"])
+        #expect(log.brokenChains().isEmpty)
+        // Compare-and-set is refused the same way.
+        let update = await #expect(throws: DefaultsError.self) { try await connection.update("theme") { _ in "x" } }
+        #expect(update?.code == .remoteRejected)
+        let stored = try await admin.range(prefix: scenario.prefix).kvs
+        #expect(stored.count == 1)
+    }
+
+    @Test(.requiresEtcdctl) func anExpiredTokenIsRenewedForWritesAndTheWatchGoesOn() async throws {
+        let server = try await EtcdAuthTests.securedServer(tokenTTL: 1)
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let admin = try Defaults.fleet(scenario.suite(credentials: FleetCredentials(user: "root", password: "rootpw")))
+        let connection = try #require(admin.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(admin)
+        admin.set(1, forKey: "k")
+        try await connection.synchronize()
+        let first = try #require(connection.backend.client.currentToken)
+        // A simple token expires after its TTL (1 s) unused: leave it unused for three.
+        try await Task.sleep(for: .seconds(3))
+        admin.set(2, forKey: "k")
+        try await connection.synchronize()
+        #expect(connection.backend.client.currentToken != first)
+        let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
+        let revision = try await other.commit(
+            puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: []
+        )
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { admin.bool(forKey: "fromOther") })
+        #expect(log.brokenChains().isEmpty)
+        #expect(admin.integer(forKey: "k") == 2)
+    }
+
+    /// Another cluster (a new cluster ID), or the same cluster restored to an earlier revision:
+    /// either way the cache, far ahead, is replaced outright by what etcd holds.
+    @Test(arguments: [true, false])
+    func anotherClusterOrAnEarlierRevisionReplacesTheCacheOutright(newCluster: Bool) async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        // Cluster A, far ahead: many revisions, and a key only it has.
+        for round in 0..<20 { try await scenario.put(["theme": .integer(Int64(round))]) }
+        try await scenario.put(["onlyInA": true, "theme": "a"])
+        do {
+            let first = try scenario.localDefaults()
+            let connection = first.addFleetSuite(try scenario.suite())
+            #expect(await eventually { first.bool(forKey: "onlyInA") })
+            await connection.backend.cacheSaved()
+            first.removeFleetSuite(try scenario.suite())
+        }
+        // Closed, as when its process exits: it no longer follows etcd nor writes the cache.
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
+        scenario.server.stop()
+        // B on the same port: new data and a revision far below A's; with another cluster token,
+        // a new cluster ID too (the same token and member give the same ID).
+        try FileManager.default.removeItem(atPath: scenario.server.dataDirectory.path + "/data")
+        try await scenario.server.start(clusterToken: newCluster ? "cluster-b" : "etcd-cluster")
+        try await scenario.put(["theme": "b"])
+        let defaults = try scenario.localDefaults()
+        let log = ChangeLog(defaults)
+        let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
+        #expect(defaults.propertyList(forKey: "theme") == "a")  // the cache, until B answers
+        #expect(await eventually { defaults.propertyList(forKey: "theme") == "b" })
+        #expect(await eventually { defaults.propertyList(forKey: "onlyInA") == nil })
+        let reason = try #require(connection.backend.cacheReplacedBecause)
+        #expect(reason.contains(newCluster ? "cluster ID" : "below the cache's"), "\(reason)")
+        #expect(log.brokenChains().isEmpty)
+        #expect(connection.values == (try await scenario.etcdValues()))
+        // The cache now holds B.
+        await connection.backend.cacheSaved()
+        let cached = try #require(try connection.backend.cacheFileContents())
+        #expect(cached.values == ["theme": "b"])
+    }
+}
