@@ -23,19 +23,24 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // `Locked` for the watcher: the library keeps its own copy, in-module for the read path (docs/design.md).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
+        // The property-list codec (binary, XML, old-style text) and `PropertyListValue`; the library re-exports it.
+        .target(name: "LiveDefaultsPropertyList", path: "Sources/LiveDefaultsPropertyList"),
         // The file watcher: tells the store when a suite file may have changed (inotify, else polling).
         .target(
             name: "LiveDefaultsWatching", dependencies: ["LiveDefaultsLocking", "CInotifyTools"],
             path: "Sources/LiveDefaultsWatching"),
-        // The library: the store and its files, the search list, observation, typed keys, the codec.
+        // The library: the store and its files, the search list, observation, typed keys.
         .target(
-            name: "LiveDefaults", dependencies: ["LiveDefaultsWatching"], path: "Sources/LiveDefaults"),
+            name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching"],
+            path: "Sources/LiveDefaults"),
         // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
-        .target(name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "CCurl"], path: "Sources/LiveDefaultsEtcd"),
+        .target(
+            name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "CCurl"],
+            path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
         // Remote suites (`etcd://…` domains) go through LiveDefaultsEtcd, so the `defaults` command links libcurl.
         .target(
-            name: "LiveDefaultsCommand", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"],
+            name: "LiveDefaultsCommand", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
             path: "Sources/LiveDefaultsCommand"),
         // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
         .executableTarget(
@@ -50,18 +55,21 @@ let package = Package(
         // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
         // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
         .executableTarget(
-            name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"], path: "Benchmarks", exclude: ["DconfPeer"]),
+            name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
+            path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The library's unit tests, the watcher's included.
         .testTarget(
-            name: "LiveDefaultsTests", dependencies: ["LiveDefaults", "LiveDefaultsWatching", "TestSupport"],
+            name: "LiveDefaultsTests",
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsWatching", "TestSupport"],
             path: "Tests/LiveDefaultsTests"),
         // The `defaults` command's tests, in process through its seam.
         .testTarget(
-            name: "LiveDefaultsCommandTests", dependencies: ["LiveDefaultsCommand", "LiveDefaults", "TestSupport"],
+            name: "LiveDefaultsCommandTests",
+            dependencies: ["LiveDefaultsCommand", "LiveDefaults", "LiveDefaultsPropertyList", "TestSupport"],
             path: "Tests/LiveDefaultsCommandTests"),
         // The onboarding demo's tests, in process.
         .testTarget(
@@ -78,8 +86,8 @@ let package = Package(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
             dependencies: [
-                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsWatching", "TestSupport", "TestHelper", "defaults",
-                "onboarding-demo",
+                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsPropertyList", "LiveDefaultsWatching", "TestSupport",
+                "TestHelper", "defaults", "onboarding-demo",
             ],
             path: "Tests/EndToEndTests"
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 import Synchronization
 
 extension Defaults.Keys {
@@ -16,14 +17,17 @@ struct BenchmarkRunner {
     var directory: URL { workspace.directory }
 
     func open(_ suite: String, watching: Bool = false) -> Defaults {
-        try! Defaults(suiteName: suite, directory: directory, watchesFiles: watching)
+        must("opening suite \(suite) in \(directory.path)") {
+            try Defaults(suiteName: suite, directory: directory, watchesFiles: watching)
+        }
     }
 
     // MARK: Reads
 
     func measureReads(into report: inout Report) {
         let defaults = open("bench.read")
-        let foundation = UserDefaults(suiteName: "bench.read.foundation")!
+        let foundation = required(
+            UserDefaults(suiteName: "bench.read.foundation"), "UserDefaults bench.read.foundation")
         for index in 0..<100 {
             defaults.set("value \(index)", forKey: "s\(index)")
             foundation.set("value \(index)", forKey: "s\(index)")
@@ -58,13 +62,16 @@ struct BenchmarkRunner {
                 }
             }
         }
+        func measured(_ name: String) -> Double { required(best[name], "the read time \"\(name)\"") }
         record(
-            &report, "read", "bool(forKey:)", best["ours bool"]!, best["theirs bool"]!, best["limit bool"]!,
+            &report, "read", "bool(forKey:)", measured("ours bool"), measured("theirs bool"), measured("limit bool"),
             dconf: best["dconf bool"])
         record(
-            &report, "read", "string(forKey:)", best["ours string"]!, best["theirs string"]!, best["limit string"]!,
-            dconf: best["dconf string"])
-        record(&report, "read", "typed key (Bool)", best["ours typed"]!, best["theirs bool"]!, best["limit bool"]!)
+            &report, "read", "string(forKey:)", measured("ours string"), measured("theirs string"),
+            measured("limit string"), dconf: best["dconf string"])
+        record(
+            &report, "read", "typed key (Bool)", measured("ours typed"), measured("theirs bool"), measured("limit bool")
+        )
     }
 
     private func record(
@@ -81,7 +88,8 @@ struct BenchmarkRunner {
 
     func measureWrites(into report: inout Report) {
         let defaults = open("bench.write")
-        let foundation = UserDefaults(suiteName: "bench.write.foundation")!
+        let foundation = required(
+            UserDefaults(suiteName: "bench.write.foundation"), "UserDefaults bench.write.foundation")
         let calls = options.calls / 4
         var counter = 0
         let theirs = nanosecondsPerCall(calls) {
@@ -148,13 +156,15 @@ struct BenchmarkRunner {
             let defaults = open(name)
             let foundationName = "bench.flush.foundation.\(size)"
             try? workspace.makeSuite(foundationName, keys: size)
-            let foundation = UserDefaults(suiteName: foundationName)!
+            let foundation = required(UserDefaults(suiteName: foundationName), "UserDefaults \(foundationName)")
             _ = foundation.object(forKey: "key-0")
             let rounds = options.quick ? 5 : max(21, 2_000 / max(size / 10, 1))
             let values = Workspace.sampleDictionary(keys: size)
             // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
-            let bytes = try! PropertyListCodec.encode(.dictionary(values), format: .binary)
+            let bytes = must("encoding the flush floor's bytes") {
+                try PropertyListCodec.encode(.dictionary(values), format: .binary)
+            }
             // dconf's database holds as many keys as the suite: dconf-service rewrites the whole
             // file on every change, with the same write ▸ fsync ▸ rename ▸ fsync dir.
             let dconfReady = dconf?.number("populate \(size)") != nil
@@ -185,9 +195,9 @@ struct BenchmarkRunner {
                 guard let sorted = samples[name]?.sorted(), !sorted.isEmpty else { return nil }
                 return sorted[sorted.count / 2]
             }
-            let ours = median("ours")!
-            let theirs = median("theirs")!
-            let durable = median("floor")!
+            let ours = required(median("ours"), "flush samples of ours")
+            let theirs = required(median("theirs"), "flush samples of Foundation's")
+            let durable = required(median("floor"), "flush samples of the floor")
             report.add(
                 "flush", "\(size) keys: write ▸ fsync ▸ rename ▸ fsync dir alone (floor)", durable, foundation: theirs)
             report.add(
@@ -291,7 +301,7 @@ struct BenchmarkRunner {
                 (PropertyListFormat.binary, PropertyListSerialization.PropertyListFormat.binary), (.xml, .xml),
             ] {
                 let rounds = options.quick ? 5 : 50
-                let ours = try! PropertyListCodec.encode(value, format: format)
+                let ours = must("encoding \(format)") { try PropertyListCodec.encode(value, format: format) }
                 let encodeOurs = medianNanoseconds(rounds) {
                     blackHole(try? PropertyListCodec.encode(value, format: format))
                 }
@@ -385,7 +395,7 @@ struct BenchmarkRunner {
         report.add(
             "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000, dconf: theirs?[1],
             dconfTarget: "lower", dconfMet: { p99 < $0 })
-        report.add("external change", "\(label): max", Double(samples.last!), dconf: theirs?[2])
+        report.add("external change", "\(label): max", percentile(1), dconf: theirs?[2])
     }
 
     // MARK: Fan-out
@@ -424,10 +434,10 @@ struct BenchmarkRunner {
                     best["same \(count)", default: .infinity], timeWrites(defaults))
             }
         }
-        let none = best["none"]!
+        let none = required(best["none"], "the fan-out time with no observers")
         report.add("fan-out", "write, 0 observers", none)
         for (count, _, tokens) in others {
-            let time = best["other \(count)"]!
+            let time = required(best["other \(count)"], "the fan-out time with \(count) observers of other keys")
             let isTarget = count == options.manyObservers
             report.add(
                 "fan-out", "write, \(count) observers of other keys", time, limit: none,
@@ -435,7 +445,8 @@ struct BenchmarkRunner {
             tokens.forEach { $0.cancel() }
         }
         for (count, _, tokens) in same {
-            report.add("fan-out", "write, \(count) observers of the key", best["same \(count)"]!, limit: none)
+            let time = required(best["same \(count)"], "the fan-out time with \(count) observers of the key")
+            report.add("fan-out", "write, \(count) observers of the key", time, limit: none)
             tokens.forEach { $0.cancel() }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// The other process of two measurements: it replaces a suite file from outside, or opens a suite
 /// cold (both libraries cache suites in-process, so a cold load needs a fresh process).
@@ -58,37 +59,44 @@ enum ChildProcess {
         let dictionary = Workspace.sampleDictionary(keys: size)
         let value = PropertyListValue.dictionary(dictionary)
         let floor = DecodeFloor(dictionary)
-        let binary = try! PropertyListCodec.encode(value, format: .binary)
-        let xml = try! PropertyListCodec.encode(value, format: .xml)
-        var defaults: Defaults? = nil
+        let binary = must("encoding the binary sample") { try PropertyListCodec.encode(value, format: .binary) }
+        let xml = must("encoding the XML sample") { try PropertyListCodec.encode(value, format: .xml) }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
         if what == "cold" || what == "cold-watch" {
-            try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            must("creating \(directory.path)") {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            }
             for index in 0..<times {
-                try! xml.write(to: directory.appendingPathComponent("bench.cold.\(index).plist"))
+                let file = directory.appendingPathComponent("bench.cold.\(index).plist")
+                must("writing \(file.path)") { try xml.write(to: file) }
             }
         }
+        // The suite `set` and `flush` work on, filled and written once before the repetitions.
+        var defaults: Defaults? = nil
         if what == "flush" || what == "set" {
-            defaults = try! Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
-            for (key, value) in dictionary { defaults!.set(value, forKey: key) }
-            try! defaults!.synchronize()
+            let suite = must("opening suite bench.repeat") {
+                try Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
+            }
+            for (key, value) in dictionary { suite.set(value, forKey: key) }
+            must("the first synchronize()") { try suite.synchronize() }
+            defaults = suite
         }
         for index in 0..<times {
-            switch what {
-            case "floor": blackHole(floor.build())
-            case "decode-binary": blackHole(try? PropertyListCodec.decode(binary))
-            case "decode-xml": blackHole(try? PropertyListCodec.decode(xml))
-            case "encode-binary": blackHole(try? PropertyListCodec.encode(value, format: .binary))
-            case "encode-xml": blackHole(try? PropertyListCodec.encode(value, format: .xml))
-            case "cold", "cold-watch":
+            switch (what, defaults) {
+            case ("floor", _): blackHole(floor.build())
+            case ("decode-binary", _): blackHole(try? PropertyListCodec.decode(binary))
+            case ("decode-xml", _): blackHole(try? PropertyListCodec.decode(xml))
+            case ("encode-binary", _): blackHole(try? PropertyListCodec.encode(value, format: .binary))
+            case ("encode-xml", _): blackHole(try? PropertyListCodec.encode(value, format: .xml))
+            case ("cold", _), ("cold-watch", _):
                 let suite = try? Defaults(
                     suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: what == "cold-watch")
                 blackHole(suite?.string(forKey: "key-0"))
-            case "set":
-                defaults!.set(index, forKey: "counter")
-            case "flush":
-                defaults!.set(index, forKey: "key-0")
-                try! defaults!.synchronize()
+            case ("set", let defaults?):
+                defaults.set(index, forKey: "counter")
+            case ("flush", let defaults?):
+                defaults.set(index, forKey: "key-0")
+                must("synchronize()") { try defaults.synchronize() }
             default: exit(2)
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 import Synchronization
 
 /// The etcd rows: a remote suite against a raw watch on the same etcd member, in the same run.

@@ -91,6 +91,29 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
+// MARK: Stopping clearly
+
+/// Stops the benchmark with a message on standard error: a step it cannot go on without failed.
+func stop(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("livedefaults-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+/// `value`, which the benchmark cannot go on without; stops, naming `what`, when it is nil.
+func required<Value>(_ value: Value?, _ what: @autoclosure () -> String) -> Value {
+    guard let value else { stop("\(what()) is missing") }
+    return value
+}
+
+/// Runs a step the benchmark cannot go on without; stops, naming `what` and the error, when it throws.
+func must<Value>(_ what: @autoclosure () -> String, _ body: () throws -> Value) -> Value {
+    do {
+        return try body()
+    } catch {
+        stop("\(what()) failed: \(error)")
+    }
+}
+
 /// Keeps a value alive so the optimiser cannot drop the work that made it.
 @inline(never)
 func blackHole<T>(_ value: T) {
@@ -170,8 +193,12 @@ struct DecodeFloor {
             // The cheapest String from bytes known to be text: one copy into its storage.
             func string(_ range: Range<Int>) -> String {
                 if range.isEmpty { return "" }
-                return String(unsafeUninitializedCapacity: range.count) {
-                    $0.baseAddress!.initialize(from: buffer.baseAddress! + range.lowerBound, count: range.count)
+                return String(unsafeUninitializedCapacity: range.count) { target in
+                    // Both are non-empty here (the range is), so both have an address.
+                    guard let start = target.baseAddress, let source = buffer.baseAddress else {
+                        preconditionFailure("a non-empty buffer without an address")
+                    }
+                    start.initialize(from: source + range.lowerBound, count: range.count)
                     return range.count
                 }
             }

@@ -1,11 +1,12 @@
 import Foundation
+import LiveDefaultsPropertyList
 
 // A libFuzzer target for the property-list readers (binary, XML and old-style text).
 //
-// Build and run (see README, "Fuzzing"):
+// Build and run (see README, "The property-list codec"):
 //   Fuzz/run.sh 60        # fuzz for 60 seconds
 //
-// Every input must either decode or throw DefaultsError; a crash, a trap, a sanitizer report
+// Every input must either decode or throw PropertyListError; a crash, a trap, a sanitizer report
 // or a timeout is a bug. A value that decodes must also survive an encode/decode round trip in
 // the binary and XML formats.
 

@@ -6,10 +6,15 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 build=.build/fuzz
 mkdir -p "$build" Fuzz/corpus Fuzz/artifacts
-# The codec and what it needs; the rest of the library (the store, the watcher) is not linked.
-sources=(Fuzz/PropertyListFuzzer.swift Sources/LiveDefaults/PropertyList/*.swift Sources/LiveDefaults/DefaultsError.swift)
+# The codec's target, whatever files it has, built as its own module (as SwiftPM builds it, with the
+# package name so that its `package` declarations are visible); the rest of the library (the store,
+# the watcher) is not linked. The fuzzer imports it as the library does.
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsPropertyList -package-name LiveDefaults \
+    -swift-version 6 -emit-module -emit-module-path "$build/LiveDefaultsPropertyList.swiftmodule" \
+    -emit-library -static -o "$build/libLiveDefaultsPropertyList.a" Sources/LiveDefaultsPropertyList/*.swift
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsFuzz -package-name LiveDefaults \
-    -swift-version 6 "${sources[@]}" -o "$build/property-list-fuzzer"
+    -swift-version 6 -I "$build" Fuzz/PropertyListFuzzer.swift "$build/libLiveDefaultsPropertyList.a" \
+    -o "$build/property-list-fuzzer"
 # Seed the corpus with one file of each format.
 printf 'bplist00\xd1\x01\x02Qa\x10\x01\x08\x0b\x0d\x00\x00\x00\x00\x00\x00\x01\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0f' > Fuzz/corpus/seed.bplist
 printf '<?xml version="1.0"?><plist version="1.0"><dict><key>a</key><array><integer>1</integer><real>2.5</real><true/><date>2024-01-01T00:00:00Z</date><data>AAEC</data><string>x&amp;y</string></array></dict></plist>' > Fuzz/corpus/seed.xml

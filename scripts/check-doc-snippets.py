@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Type-checks the Swift examples in README.md and docs/*.md against the built LiveDefaults module.
+"""Type-checks the Swift examples in README.md, docs/*.md and the DocC catalog's articles
+(Sources/LiveDefaults/LiveDefaults.docc/*.md) against the built LiveDefaults module.
 
 Each ```swift block of a document becomes part of one main file: type and extension declarations
 at the start of a line are moved to file scope; everything else runs in a `do { }` scope of its own,
 so blocks may reuse names. scripts/doc-snippets/<document>.prelude.swift, when present, declares what
-the examples take as given (a `defaults`, the functions they call). Warnings fail the check, except
+the examples take as given (a `defaults`, the functions they call); a DocC article without one
+takes docc.prelude.swift. Warnings fail the check, except
 unused values (examples show results without using them). A block that contains
 `import PackageDescription` is a manifest and is skipped.
 
@@ -55,7 +57,12 @@ def generate(document):
         text = handle.read()
     name = os.path.basename(document).removesuffix(".md")
     prelude_path = os.path.join(ROOT, "scripts", "doc-snippets", name + ".prelude.swift")
+    if not os.path.exists(prelude_path) and ".docc" in document:
+        prelude_path = os.path.join(ROOT, "scripts", "doc-snippets", "docc.prelude.swift")
     out = ["import Foundation", "import Observation", "import Dispatch", "import LiveDefaults"]
+    # Fleet settings' examples use the etcd product, when it was built.
+    if os.path.exists(os.path.join(BUILD, "Modules", "LiveDefaultsEtcd.swiftmodule")):
+        out.append("import LiveDefaultsEtcd")
     if os.path.exists(prelude_path):
         out.append(f'#sourceLocation(file: "{prelude_path}", line: 1)')
         with open(prelude_path) as handle:
@@ -81,8 +88,10 @@ def generate(document):
 
 
 def main():
+    catalog = os.path.join("Sources", "LiveDefaults", "LiveDefaults.docc")
     documents = ["README.md"] + sorted(
-        os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+        os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md")) + sorted(
+        os.path.join(catalog, f) for f in os.listdir(os.path.join(ROOT, catalog)) if f.endswith(".md"))
     scratch = os.path.join(ROOT, ".build", "doc-snippets")
     os.makedirs(scratch, exist_ok=True)
     failed = False
@@ -95,7 +104,7 @@ def main():
             handle.write(source)
         command = [
             "swiftc", "-typecheck", "-swift-version", "6", "-I", os.path.join(BUILD, "Modules"),
-            "-I", os.path.join(ROOT, "Sources", "CInotifyTools"),
+            "-I", os.path.join(ROOT, "Sources", "CInotifyTools"), "-I", os.path.join(ROOT, "Sources", "CCurl"),
             "-module-cache-path", os.path.join(scratch, "ModuleCache"), path,
         ]
         result = subprocess.run(command, capture_output=True, text=True)

@@ -14,6 +14,7 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is. Extensible: new codes may be added in later versions.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
+        /// The code's name, as in its constant: `corruptFile`.
         public var description: String { name }
 
         /// A suite name that cannot name a file (empty, `.`, `..`, `/`, NUL or over 255 bytes).
@@ -74,6 +75,7 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// The message, the code in brackets and the underlying cause: what `print(error)` shows.
     public var description: String {
         var text = "\(message) [\(code)]"
         if let underlying { text += " (cause: \(underlying))" }
@@ -82,6 +84,7 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
 }
 
 extension DefaultsError: LocalizedError {
+    /// The same text as ``description``, for code that reads `localizedDescription`.
     public var errorDescription: String? { description }
 }
 
@@ -92,5 +95,20 @@ public struct SystemError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The call that failed (`open`, `rename`, …).
     public var operation: String
 
+    /// The call, the system's text for the error and its number: `rename: No space left on device (errno 28)`.
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
+}
+
+extension DefaultsError {
+    /// The codec's error at the library's boundary: bytes or text that do not parse
+    /// (``Code/malformedPropertyList``), with the codec's message (docs/design.md, "The codec as a module").
+    package init(_ error: PropertyListError, suite: String? = nil, path: String? = nil) {
+        self.init(.malformedPropertyList, error.message, suite: suite, path: path)
+    }
+}
+
+/// A non-Sendable error kept by its description, so it can travel inside ``DefaultsError``.
+package struct SendableDescription: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ error: any Error) { description = String(describing: error) }
 }

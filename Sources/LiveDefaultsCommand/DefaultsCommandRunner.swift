@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// Where the `defaults` command reads and writes its text and data.
 package struct CommandIO: Sendable {

@@ -135,6 +135,7 @@ package final class RemoteCommandDomain: CommandDomain {
     /// Opens the suite and reads it.
     ///
     /// - Parameters:
+    ///   - address: The suite's `etcd://` address.
     ///   - environment: Where the endpoints (with no host in the address) and the credentials come from.
     ///   - onProblem: A sentence when etcd becomes unreachable while watching.
     /// - Throws: ``DefaultsError`` (`readFailed`) naming the endpoint, the user, and what to do.

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// The value part of `defaults write`: the typed flags (`-int 3`, `-array a b`, …), bare values and
 /// old-style property-list literals, parsed into values without touching any domain.

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// One change that `defaults watch` reports.
 package struct WatchReport: Sendable, Hashable {

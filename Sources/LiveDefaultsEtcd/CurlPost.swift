@@ -33,6 +33,9 @@ final class CurlPost: @unchecked Sendable {
     private let cancelled = Atomic<Bool>(false)
 
     /// - Parameters:
+    ///   - url: Where to post.
+    ///   - body: The request's body.
+    ///   - headers: Extra request headers, by name.
     ///   - timeout: The most the whole call may take; nil for none (a watch).
     ///   - idleTimeout: The call fails when nothing arrives for this long; nil for none.
     ///   - onData: Each piece of the response body as it arrives, with the response's status.

@@ -14,8 +14,10 @@ extension Defaults {
     /// Adding a suite that is already searched (at either placement) does nothing but return its
     /// connection.
     ///
-    /// - Parameter placement: ``FleetPlacement/fleetDefaults`` (after the local suite) or
-    ///   ``FleetPlacement/managed`` (before it).
+    /// - Parameters:
+    ///   - suite: The fleet suite.
+    ///   - placement: ``FleetPlacement/fleetDefaults`` (after the local suite) or
+    ///     ``FleetPlacement/managed`` (before it).
     /// - Returns: The suite's connection (state, compare-and-set updates).
     @discardableResult
     public func addFleetSuite(_ suite: FleetSuite, placement: FleetPlacement = .fleetDefaults) -> FleetConnection {
@@ -121,8 +123,8 @@ enum FleetStores {
                         DefaultsError(
                             .remoteUnavailable,
                             "The process exits with changes to fleet suite \"\(backend.suite.name)\" that etcd "
-                                + "(\(backend.suite.whereabouts)) has not taken: \(store.values().count) values held; "
-                                + "the pending ones were not written.", suite: backend.suite.name))
+                                + "(\(backend.suite.whereabouts)) has not taken, as it cannot be reached: they were "
+                                + "not written. Write them again once etcd answers.", suite: backend.suite.name))
                 }
             }
         }

@@ -106,8 +106,13 @@ final class EtcdClient: Sendable {
     /// in between (a compare of its modification revision, or of its absence); tried again
     /// otherwise. For counters and create-if-absent, where "the last write wins" would lose updates.
     ///
-    /// - Parameter transform: The new value from the current one (nil: absent); nil removes.
+    /// - Parameters:
+    ///   - key: The etcd key.
+    ///   - attempts: How many times to try before giving up.
+    ///   - transform: The new value from the current one (nil: absent); nil removes.
     /// - Returns: The revision the change committed at.
+    /// - Throws: ``EtcdError`` when etcd cannot be reached or refuses, or when every attempt lost the
+    ///   race; what `transform` throws, as it is.
     func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) async throws -> Int64 {
         for _ in 0..<attempts {
             let current: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
@@ -141,8 +146,8 @@ final class EtcdClient: Sendable {
     }
 
     /// Puts `value` (nil: deletes the key) only if the key's modification revision is still
-    /// `modRevision` (0: only if the key is absent). One transaction, never tried again here: the
-    /// caller decides what an unknown outcome means.
+    /// `modRevision` (0: only if the key is absent). One transaction, never tried again here, nor
+    /// on another member when its outcome is unknown: the caller decides what that means.
     ///
     /// - Returns: Whether the compare held (the change was made), and the answer's revision.
     func compareAndSet(key: Data, modRevision: Int64, value: Data?) async throws -> (succeeded: Bool, revision: Int64) {
@@ -154,7 +159,8 @@ final class EtcdClient: Sendable {
             value.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0))) }
             ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
         let response: EtcdTxnResponse = try await call(
-            "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []))
+            "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []),
+            idempotent: false)
         return (response.succeeded == true, response.header?.revisionValue ?? 0)
     }
 
@@ -167,8 +173,13 @@ final class EtcdClient: Sendable {
 
     /// Starts watching every key under `prefix` from `revision` on.
     ///
-    /// - Parameter idleTimeout: The stream is ended when nothing, not even a progress
-    ///   notification, arrives for this long.
+    /// - Parameters:
+    ///   - prefix: The keys to watch: every key that starts with it.
+    ///   - revision: The first revision to report.
+    ///   - idleTimeout: The stream is ended when nothing, not even a progress notification, arrives
+    ///     for this long.
+    /// - Returns: The watch, whose stream delivers etcd's messages.
+    /// - Throws: ``EtcdError`` when the request cannot be made (signing in to etcd failed).
     func watch(prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30) async throws
         -> EtcdWatch
     {
@@ -222,7 +233,8 @@ final class EtcdClient: Sendable {
         let request = Request(
             url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
             body: try JSONEncoder().encode(
-                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)))
+                EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)),
+            headers: ["Grpc-Metadata-Hasleader": "true"])
         let (data, status) = try await send(request)
         let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {

@@ -41,8 +41,11 @@ package final class EtcdRemoteSuite: Sendable {
     package let prefix: Data
 
     /// - Parameters:
+    ///   - endpoints: Client URLs of the cluster's members, tried in turn.
     ///   - root: The key prefix suites live under (`/livedefaults/v1/`); a missing trailing `/` is added.
+    ///   - suite: The suite's name, the last segment of its prefix.
     ///   - credentials: An etcd user; from the environment, never from a suite file.
+    ///   - requestTimeout: How long one call may wait for a member's answer.
     package init(
         endpoints: [URL], root: String, suite: String, credentials: (user: String, password: String)?,
         requestTimeout: TimeInterval = 10
@@ -130,9 +133,12 @@ package final class EtcdRemoteSuite: Sendable {
             done.signal()
         }
         done.wait()
-        switch outcome.withLock({ $0 })! {
-        case .success(let value): return value
-        case .failure(let error): throw failure(error, doing: action)
+        switch outcome.withLock({ $0 }) {
+        case .success(let value)?: return value
+        case .failure(let error)?: throw failure(error, doing: action)
+        case nil:
+            let suite = String(decoding: prefix, as: UTF8.self)
+            throw Failure(message: "the \(action) of \(suite) ended without an outcome", isPermissionDenied: false)
         }
     }
 

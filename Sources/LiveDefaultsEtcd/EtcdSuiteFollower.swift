@@ -41,27 +41,26 @@ final class EtcdSuiteFollower: Sendable {
     private let reconnectJitter: TimeInterval
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (String) -> Void
-    private let onStatus: @Sendable (Status) -> Void
 
     /// - Parameters:
-    ///   - idleTimeout: A watch that receives nothing, not even a progress notification, for this
-    ///     long is left (a hung member); keep it about 3× etcd's progress interval.
+    ///   - client: The etcd client to read and watch with.
+    ///   - prefix: The suite's keys: every etcd key that starts with it.
+    ///   - idleTimeout: How long a watch may stay silent (no event, no progress notification)
+    ///     before it is ended (a hung member), and the suite read and watched again; keep it about
+    ///     3× etcd's progress interval.
     ///   - reconnectJitter: The most the follower waits, at random, before it ranges again after a
     ///     watch ended, so that the watchers of one member do not all move at once.
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable, and for each unreadable value.
-    ///   - onStatus: Called after every range (live, whether or not anything changed) and once
-    ///     when etcd becomes unreachable (offline).
     convenience init(
         client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void = { _ in },
-        onStatus: @escaping @Sendable (Status) -> Void = { _ in }
+        onProblem: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.init(
             client: client, mirror: EtcdMirror(prefix: prefix), idleTimeout: idleTimeout,
-            reconnectJitter: reconnectJitter, onChange: onChange, onProblem: onProblem, onStatus: onStatus)
+            reconnectJitter: reconnectJitter, onChange: onChange, onProblem: onProblem)
     }
 
     /// A follower that starts from values already read (the `defaults` command's `watch` ranges
@@ -69,8 +68,7 @@ final class EtcdSuiteFollower: Sendable {
     init(
         client: EtcdClient, mirror: EtcdMirror, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void = { _ in },
-        onStatus: @escaping @Sendable (Status) -> Void = { _ in }
+        onProblem: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.client = client
         self.state = Locked(State(mirror: mirror))
@@ -78,7 +76,6 @@ final class EtcdSuiteFollower: Sendable {
         self.reconnectJitter = max(0, reconnectJitter)
         self.onChange = onChange
         self.onProblem = onProblem
-        self.onStatus = onStatus
     }
 
     var status: Status { state.withLock { $0.status } }
@@ -109,6 +106,18 @@ final class EtcdSuiteFollower: Sendable {
     /// The mirror's values, revision and cluster, and how many ranges filled it, read together.
     var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int) {
         state.withLock { ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs) }
+    }
+
+    private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
+
+    /// Calls `handler` after every range (live, whether or not anything changed) and once when
+    /// etcd becomes unreachable (offline). Set it before ``start()``.
+    func onStatus(_ handler: @escaping @Sendable (Status) -> Void) {
+        statusHandler.withLock { $0 = handler }
+    }
+
+    private func tellStatus(_ status: Status) {
+        statusHandler.withLock { $0 }?(status)
     }
 
     /// Starts following (idempotent).
@@ -155,7 +164,7 @@ final class EtcdSuiteFollower: Sendable {
                     )
                 }
                 if !changes.isEmpty { onChange(changes, header.revisionValue) }
-                onStatus(.live(revision: header.revisionValue))
+                tellStatus(.live(revision: header.revisionValue))
                 delay = 0
                 reportedOffline = false
                 let watch = try await client.watch(
@@ -223,7 +232,7 @@ final class EtcdSuiteFollower: Sendable {
                     state.status = .offline(since: Date(), problem: "\(error)")
                     return state.status
                 }
-                if let wentOffline { onStatus(wentOffline) }
+                if let wentOffline { tellStatus(wentOffline) }
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
                 let wait = Double.random(in: delay / 2...delay)

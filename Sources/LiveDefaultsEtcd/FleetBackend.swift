@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// A fleet suite behind the library's backend seam (docs/design.md, "Fleet settings: the remote
 /// store"): the ``SuiteStore`` keeps the values, the order and the flush scheduling; this backend
@@ -58,8 +59,8 @@ final class FleetBackend: SuiteBackend {
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
             onChange: { _, _ in relay.backend?.mirrorChanged() },
-            onProblem: { problem in relay.backend?.report(problem) },
-            onStatus: { status in relay.backend?.statusChanged(status) })
+            onProblem: { problem in relay.backend?.report(problem) })
+        follower.onStatus { status in relay.backend?.statusChanged(status) }
         relay.backend = self
     }
 
@@ -82,11 +83,12 @@ final class FleetBackend: SuiteBackend {
         do throws(DefaultsError) {
             if let contents = try cacheFile.read() {
                 let cache = try FleetCache(contents.data, suite: suite, path: location.path)
-                state.withLock {
-                    $0.cached = cache
-                    $0.version += 1
+                let version = state.withLock { state -> UInt64 in
+                    state.cached = cache
+                    state.version += 1
+                    return state.version
                 }
-                load.snapshot = SuiteSnapshot(values: cache.values, version: 1)
+                load.snapshot = SuiteSnapshot(values: cache.values, version: version)
             }
         } catch {
             // A bad cache is only a slower start: say so and start from etcd.
@@ -107,8 +109,10 @@ final class FleetBackend: SuiteBackend {
         let snapshot = state.withLock { state -> SuiteSnapshot? in
             // Behind this process's own last commit (its events are still on the way): installing
             // it would take back values reads already show; the commit's events reload again.
-            if let commit = state.lastCommit, commit.clusterID == mirror.clusterID, commit.resyncs == mirror.resyncs,
-                mirror.revision < commit.revision
+            // A commit made before the first range belongs with that range (the same etcd).
+            if let commit = state.lastCommit, mirror.revision < commit.revision,
+                commit.resyncs == mirror.resyncs && commit.clusterID == mirror.clusterID
+                    || commit.resyncs == 0 && mirror.resyncs == 1
             {
                 return nil
             }
@@ -156,7 +160,12 @@ final class FleetBackend: SuiteBackend {
         }
         let committed: Int64
         do {
-            committed = try blocking { [client, puts, deletes] in try await client.commit(puts: puts, deletes: deletes)
+            // Each transaction, and the authentication before it, may take the request timeout on
+            // every endpoint; past twice that, the write counts as unanswered (it may still land).
+            let calls = (puts.count + deletes.count) / EtcdClient.maximumOperationsPerTransaction + 2
+            let limit = suite.requestTimeout * (2 * calls * suite.endpoints.count)
+            committed = try blocking(within: limit) { [client, puts, deletes] in
+                try await client.commit(puts: puts, deletes: deletes)
             }
         } catch let error as EtcdError where Self.isRefusal(error) {
             // Refused for good: drop the changes (reads return to etcd's values) and say which.
@@ -421,6 +430,14 @@ struct FleetCache: Sendable, Equatable {
     }
 
     func encoded(suite: FleetSuite) throws(DefaultsError) -> Data {
+        do {
+            return try encodedDocument(suite: suite)
+        } catch {
+            throw DefaultsError(error, suite: suite.name)
+        }
+    }
+
+    private func encodedDocument(suite: FleetSuite) throws(PropertyListError) -> Data {
         try PropertyListCodec.encode(
             .dictionary([
                 "format": .integer(1),
@@ -434,10 +451,15 @@ struct FleetCache: Sendable, Equatable {
     }
 }
 
-/// Runs `operation` to its end and waits for it on this thread, without taking a thread of
-/// Swift's cooperative pool (a caller may be one: on 2 cores it has two, and a blocked pool would
-/// never run the operation). The operation runs on Dispatch's threads.
-func blocking<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result) throws -> Result {
+/// Runs `operation` and waits for it on this thread, without taking a thread of Swift's
+/// cooperative pool (a caller may be one: on 2 cores it has two, and a blocked pool would never
+/// run the operation). The operation runs on Dispatch's threads.
+///
+/// - Throws: What `operation` throws, or ``EtcdError`` (unavailable) when it has not ended within
+///   `limit` (it goes on, and its result is dropped).
+func blocking<Result: Sendable>(
+    within limit: Duration, _ operation: @escaping @Sendable () async throws -> Result
+) throws -> Result {
     let outcome = Locked<Swift.Result<Result, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task(executorPreference: DispatchTaskExecutor.shared) {
@@ -449,8 +471,12 @@ func blocking<Result: Sendable>(_ operation: @escaping @Sendable () async throws
         }
         done.signal()
     }
-    done.wait()
-    return try outcome.withLock { $0! }.get()
+    let (seconds, attoseconds) = limit.components
+    let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    guard done.wait(timeout: deadline) == .success, let result = outcome.withLock({ $0 }) else {
+        throw EtcdError(kind: .unavailable, message: "etcd did not answer within \(limit)")
+    }
+    return try result.get()
 }
 
 /// A task executor on Dispatch's global queue, outside the cooperative pool.

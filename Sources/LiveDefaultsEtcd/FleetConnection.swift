@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// A fleet suite open in this process: how it stands with etcd, its values, flushing, and
 /// compare-and-set updates. One store per suite per process is shared by every ``Defaults`` that
@@ -58,8 +59,10 @@ public final class FleetConnection: Sendable {
     /// returns. This process's pending changes are written first. When `transform` returns the
     /// value the key has, nothing is written.
     ///
-    /// - Parameter transform: The new value from the current one (nil: absent); nil removes the
-    ///   key. It may run several times, so it must not have side effects.
+    /// - Parameters:
+    ///   - key: The defaults key (NFC in etcd, as for every write).
+    ///   - transform: The new value from the current one (nil: absent); nil removes the key. It may
+    ///     run several times, so it must not have side effects.
     /// - Returns: The value the key has after the update.
     /// - Throws: ``DefaultsError/Code/remoteUnavailable`` when etcd cannot be reached, or when
     ///   the answer to the transaction was lost and the key has changed since: the update may or

@@ -254,7 +254,11 @@ final class InotifyThread {
         return .directoryArmed(directory)
     }
 
-    /// - Parameter liveWatches: The watches the kernel holds, when just read; nil reads them.
+    /// Stops watching `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: The directory.
+    ///   - liveWatches: The watches the kernel holds, when just read; nil reads them.
     private func disarm(_ directory: String, liveWatches: Set<Int32>? = nil) {
         unwantedSince[directory] = nil
         guard let removed = armed.removeValue(forKey: directory) else { return }

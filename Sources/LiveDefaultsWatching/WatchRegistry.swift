@@ -133,7 +133,11 @@ struct WatchRegistry: Sendable {
     /// directories are already watched, after a first `stat` when it is polled, or when its
     /// directories get armed.
     ///
-    /// - Parameter initial: The file as it is when the watch is made (its owner has just read it).
+    /// - Parameters:
+    ///   - watched: The path to watch, and the directories on its way.
+    ///   - onChange: Called when the file may have changed.
+    ///   - now: The current time, in the registry's clock.
+    ///   - initial: The file as it is when the watch is made (its owner has just read it).
     /// - Returns: The identifier, and whether the set of wanted directories changed.
     mutating func add(
         _ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64, initial: Baseline = .unknown
@@ -306,7 +310,12 @@ struct WatchRegistry: Sendable {
         registrations[identifier] = registration
     }
 
-    /// - Parameter isLook: Whether the call is only a look; a write's call already due stays a full call.
+    /// Schedules a registration's call, keeping an earlier deadline already set.
+    ///
+    /// - Parameters:
+    ///   - identifier: The registration.
+    ///   - deadline: When the call is due.
+    ///   - isLook: Whether the call is only a look; a write's call already due stays a full call.
     private mutating func scheduleCall(_ identifier: UInt64, at deadline: UInt64, isLook: Bool) {
         guard var registration = registrations[identifier] else { return }
         registration.callIsLook = registration.callDeadline == nil ? isLook : registration.callIsLook && isLook

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 

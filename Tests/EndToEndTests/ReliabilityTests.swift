@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 

@@ -362,4 +362,76 @@ struct EtcdDefaultsBinaryTests {
             (try FileManager.default.contentsOfDirectory(atPath: directory.path)).allSatisfy { !$0.hasSuffix(".plist") }
         )
     }
+
+    /// The client frozen for real (SIGSTOP of the watching process, its stream left open) while
+    /// another client writes more than the socket buffers hold, deletes, and compacts the history:
+    /// once it runs again, every key's chain of old → new is unbroken and its last value is etcd's.
+    /// Depending on where the freeze catches the client, etcd either delivers the buffered events or
+    /// cancels the watch with `compact_revision` (both seen): either way the output must chain.
+    @Test func compactionWhileTheWatchingClientIsFrozenKeepsEveryChainUnbroken() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let suite = "com.example.frozen"
+        let prefix = Data("/livedefaults/v1/\(suite)/".utf8)
+        let remote = "etcd://127.0.0.1:\(server.clientPort)/\(suite)"
+        let client = EtcdClient(endpoints: [server.endpoint])
+        func put(_ key: String, _ value: String?) async throws {
+            let etcdKey = prefix + Data(key.utf8)
+            _ = try await client.commit(
+                puts: try value.map { [(etcdKey, try EtcdMirror.encode(.string($0)))] } ?? [],
+                deletes: value == nil ? [etcdKey] : [])
+        }
+        for key in 0..<5 { try await put("k\(key)", "start") }
+        let watcher = try Self.start(["watch", remote, "--json"], in: directory, name: "watch")
+        defer {
+            kill(watcher.processIdentifier, SIGCONT)
+            kill(watcher.processIdentifier, SIGKILL)
+            watcher.waitUntilExit()
+        }
+        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching") })
+        try await put("k0", "before the freeze")
+        #expect(await eventually(within: 10) { Self.text(directory, "watch.out").contains("before the freeze") })
+
+        kill(watcher.processIdentifier, SIGSTOP)
+        let padding = String(repeating: "x", count: 8_000)
+        for step in 0..<Stress.scaled(600, quick: 300) {
+            let key = "k\(step % 5)"
+            try await put(key, step % 7 == 6 ? nil : "\(step) \(padding)")
+        }
+        let head = try await client.range(prefix: prefix).header.revisionValue
+        try await client.compact(revision: head)
+        kill(watcher.processIdentifier, SIGCONT)
+        try await put("done", "yes")
+
+        var mirror = EtcdMirror(prefix: prefix)
+        let (header, kvs) = try await client.range(prefix: prefix)
+        _ = mirror.resync(header: header, kvs: kvs)
+        let keys = (0..<5).map { "k\($0)" } + ["done"]
+        let expected = keys.map { key in
+            mirror.values[key].flatMap { if case .string(let text) = $0 { text } else { nil } }
+        }
+        // Each line: {"domain":…,"key":…,"old":…,"new":…,"origin":"external"}, values strings or null.
+        // The first change of a key starts from what it was when the watch began.
+        func replay() throws -> (last: [String: String?], broken: [String]) {
+            var last: [String: String?] = [:]
+            var broken: [String] = []
+            for line in Self.text(directory, "watch.out").split(separator: "\n") {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let key = try #require(object["key"] as? String)
+                let previous: String?? = last[key]
+                if (object["old"] as? String) != (previous ?? (key == "done" ? nil : "start")) { broken.append(key) }
+                last[key] = .some(object["new"] as? String)
+            }
+            return (last, broken)
+        }
+        let caughtUp = await eventually(within: 30) {
+            guard let (last, _) = try? replay() else { return false }
+            return keys.map { last[$0] ?? (($0 == "done") ? nil : "start") } == expected
+        }
+        #expect(caughtUp, "the watch did not reach etcd's values")
+        let (_, broken) = try replay()
+        #expect(broken.isEmpty, "chains broke for \(broken)")
+    }
 }

@@ -34,7 +34,7 @@ final class EtcdServer: @unchecked Sendable {
     let peerPort: Int
     private(set) var process: Process?
 
-    var endpoint: URL { URL(string: "http://127.0.0.1:\(clientPort)")! }
+    let endpoint: URL
     var peerURL: String { "http://127.0.0.1:\(peerPort)" }
     var pid: Int32 { process?.processIdentifier ?? 0 }
     var isRunning: Bool { process?.isRunning ?? false }
@@ -44,11 +44,17 @@ final class EtcdServer: @unchecked Sendable {
         dataDirectory = try TemporaryDirectory()
         clientPort = try Self.freePort()
         peerPort = try Self.freePort()
+        guard let endpoint = URL(string: "http://127.0.0.1:\(clientPort)") else {
+            throw EtcdServerError("no URL for port \(clientPort)")
+        }
+        self.endpoint = endpoint
     }
 
     /// Starts the member (again, on the same data and ports) and waits until it answers `/health`.
-    func start(progressInterval: String = "1s", extraArguments: [String] = []) async throws {
-        try launch(progressInterval: progressInterval, extraArguments: extraArguments)
+    func start(progressInterval: String = "1s", extraArguments: [String] = [], clusterToken: String = "etcd-cluster")
+        async throws
+    {
+        try launch(progressInterval: progressInterval, extraArguments: extraArguments, clusterToken: clusterToken)
         try await waitUntilHealthy()
     }
 
@@ -56,8 +62,11 @@ final class EtcdServer: @unchecked Sendable {
     /// majority of its peers run.
     ///
     /// - Parameters:
+    ///   - progressInterval: How often etcd sends a quiet watch a progress notification.
+    ///   - extraArguments: More of etcd's options.
     ///   - initialCluster: `--initial-cluster` (`name=peerURL,…`); nil for a cluster of this member alone.
     ///   - clusterToken: `--initial-cluster-token`: a new one makes a new cluster ID on the same ports.
+    /// - Throws: ``EtcdServerError`` when etcd is not installed, or the process cannot start.
     func launch(
         progressInterval: String = "1s", extraArguments: [String] = [], initialCluster: String? = nil,
         clusterToken: String = "etcd-cluster"

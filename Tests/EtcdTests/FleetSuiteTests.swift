@@ -46,6 +46,12 @@ struct FleetSuiteTests {
         #expect(log.brokenChains().isEmpty)
         #expect(log.all.allSatisfy { $0.origin == .local })
         #expect(writer.persistentValues() == (try await scenario.etcdValues()))
+        // Replacing the whole suite deletes the keys it no longer has.
+        try writer.setPersistentDomain(["only": "this"], forName: scenario.name)
+        try await connection.synchronize()
+        #expect(try await scenario.etcdValues() == ["only": "this"])
+        #expect(await eventually { reader.propertyList(forKey: "テーマ") == nil })
+        #expect(reader.propertyList(forKey: "only") == "this")
     }
 
     @Test func fleetDefaultsYieldToTheLocalSuiteAndManagedWinsOverItButNotOverArguments() async throws {
@@ -85,7 +91,7 @@ struct FleetSuiteTests {
         #expect(asDefaults.integer(forKey: "fontSize") == 20)
         #expect(log.of("theme").last?.origin == .external)
         #expect(
-            log.believed
+            log.current
                 == asDefaults.dictionaryRepresentation().compactMapValues {
                     try? PropertyListValue(foundationObject: $0)
                 })
@@ -142,6 +148,44 @@ struct FleetSuiteTests {
         #expect(connection.values == (try await scenario.etcdValues()))
     }
 
+    @Test func typedKeysTheAsyncSequenceObservableAndTheNotificationWorkUnchanged() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite(), placement: .managed)
+        #expect(await eventually { connection.state.isLive })
+        let fontSize = Defaults.Key<Int>("fontSize", default: 12)
+        let typed = Locked<[(old: Int, new: Int, origin: ChangeOrigin)]>([])
+        let token = defaults.observe(fontSize) { change in
+            typed.withLock { $0.append((change.oldValue, change.newValue, change.origin)) }
+        }
+        defer { token.cancel() }
+        let setting = defaults.observable(fontSize)
+        let notifications = Locked(0)
+        let observer = NotificationCenter.default.addObserver(
+            forName: Defaults.didChangeNotification, object: defaults, queue: nil
+        ) { _ in notifications.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        var stream = defaults.changes(of: fontSize).makeAsyncIterator()
+
+        try await scenario.put(["fontSize": 14, "theme": "dark", "banner": "hi"])
+        #expect(await eventually { typed.withLock { $0.count } == 1 })
+        let next = await stream.next()
+        #expect(next?.oldValue == 12)
+        #expect(next?.newValue == 14)
+        #expect(next?.origin == .external)
+        #expect(setting.value == 14)
+        #expect(await eventually { notifications.withLock { $0 } == 1 })  // one transaction, one notification
+        try await scenario.put(["fontSize": 16])
+        #expect(await eventually { notifications.withLock { $0 } == 2 })
+        #expect(await stream.next()?.newValue == 16)
+        let seen = typed.withLock { $0 }
+        #expect(seen.map(\.old) == [12, 14])
+        #expect(seen.map(\.new) == [14, 16])
+        #expect(seen.allSatisfy { $0.origin == .external })
+        #expect(defaults[fontSize] == 16)
+    }
+
     @Test func twoWritersOnDisjointKeysAndOnOneKeyEndOnEtcdsValues() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
@@ -169,6 +213,29 @@ struct FleetSuiteTests {
         #expect(await eventually { mine.persistentValues() == etcd })
         #expect(log.brokenChains().isEmpty)
         #expect(log.believed == etcd)
+    }
+
+    @Test func aFlushOfMoreKeysThanOneTransactionTakesLandsWhole() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let writer = try Defaults.fleet(scenario.suite())
+        let connection = try #require(writer.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let reader = try scenario.localDefaults()
+        let log = ChangeLog(reader)
+        reader.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
+        let count = EtcdClient.maximumOperationsPerTransaction * 2 + 11
+        let before = try await scenario.revision()
+        for index in 0..<count { writer.set(.integer(Int64(index)), forKey: "key\(index)") }
+        try await connection.synchronize()
+        // etcd refuses a transaction of more than 128 operations: the flush was split (at least
+        // three transactions; more when the background flush took the first keys on its own).
+        #expect(try await scenario.revision() >= before + 3)
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd.count == count)
+        #expect(await eventually { reader.propertyList(forKey: "key\(count - 1)") == .integer(Int64(count - 1)) })
+        #expect(await eventually { log.believed == etcd })
+        #expect(log.brokenChains().isEmpty)
     }
 
     @Test func compareAndSetUnderContentionLosesNoIncrement() async throws {
@@ -199,6 +266,63 @@ struct FleetSuiteTests {
         #expect(first.integer(forKey: "seed") == 7)
     }
 
+    @Test func aCompareAndSetWhoseAnswerIsLostIsNotSentAgainBlindly() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let suite = try FleetSuite(
+            name: scenario.name, endpoints: [scenario.server.endpoint],
+            cacheDirectory: scenario.scratch.url.appendingPathComponent("cache"), requestTimeout: .seconds(1))
+        let defaults = try Defaults.fleet(suite)
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        // The member hangs between the read and the transaction: the transaction gets no answer.
+        let stopped = Locked(false)
+        let server = scenario.server
+        let lost = await #expect(throws: DefaultsError.self) {
+            try await connection.update("counter") { old in
+                if !stopped.withLock({ $0 }) {
+                    stopped.withLock { $0 = true }
+                    server.send(SIGSTOP)
+                }
+                guard case .integer(let count)? = old else { return 1 }
+                return .integer(count + 1)
+            }
+        }
+        server.send(SIGCONT)
+        #expect(lost?.code == .remoteUnavailable)
+        #expect(lost?.message.contains("may or may not have been made") == true, "\(String(describing: lost))")
+        // Whether the member still made it once it ran again, it was made at most once.
+        let marker = try await scenario.put(["marker": true])
+        #expect(await connection.caughtUp(to: marker))
+        let counter = try await scenario.etcdValues()["counter"]
+        #expect(counter == nil || counter == 1)
+        // The next update counts from what etcd holds.
+        let next = try await connection.update("counter") { old in
+            guard case .integer(let count)? = old else { return 1 }
+            return .integer(count + 1)
+        }
+        #expect(next == (counter == nil ? 1 : 2))
+    }
+
+    @Test func aValueThatIsNotAPropertyListIsReportedAndReadsAsAbsent() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        let revision = try await scenario.raw.commit(
+            puts: [
+                (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
+                (EtcdMirror.etcdKey("good", prefix: scenario.prefix), try EtcdMirror.encode(1)),
+            ], deletes: [])
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { defaults.integer(forKey: "good") == 1 })
+        #expect(defaults.propertyList(forKey: "bad") == nil)
+        let reported = connection.backend.reported.filter { $0.code == .malformedPropertyList }
+        #expect(reported.count == 1)
+        #expect(reported.first?.message.contains("\"bad\"") == true)
+    }
+
     @Test func aProcessStartingWhileEtcdIsDownServesTheCacheReportsOnceAndResyncs() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
@@ -210,12 +334,20 @@ struct FleetSuiteTests {
             await connection.backend.cacheSaved()
             first.removeFleetSuite(try scenario.suite())
         }
+        // Its last user gone, the store is closed (the process would have exited).
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
         scenario.server.stop()
         // A new process, in effect: a store of its own on the same cache.
         let defaults = try scenario.localDefaults()
         let log = ChangeLog(defaults)
         let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
         #expect(defaults.propertyList(forKey: "theme") == "dark")  // at once, from the cache
+        let states = Locked<[FleetState]>([])
+        let following = Task {
+            for await state in connection.stateUpdates() { states.withLock { $0.append(state) } }
+        }
+        defer { following.cancel() }
         #expect(await eventually { if case .stale = connection.state { true } else { false } })
         #expect(connection.lastError?.code == .remoteUnavailable)
         #expect(connection.lastError?.message.contains(scenario.server.endpoint.absoluteString) == true)
@@ -230,6 +362,12 @@ struct FleetSuiteTests {
         #expect(connection.lastError == nil)
         #expect(log.brokenChains().isEmpty)
         #expect(connection.values == (try await scenario.etcdValues()))
+        // The app could follow it: stale (the cache's revision), then live.
+        #expect(await eventually { states.withLock { $0.last?.isLive == true } })
+        #expect(
+            states.withLock { $0 }.contains {
+                if case .stale(let revision, _, _) = $0 { revision > 0 } else { false }
+            })
     }
 
     @Test func aWriteWhileEtcdIsDownStaysPendingAndLandsWhenItIsBack() async throws {
@@ -252,6 +390,26 @@ struct FleetSuiteTests {
         #expect(await eventually { connection.lastError == nil })
         #expect(log.of("written").map(\.origin) == [.local])
         #expect(defaults.persistentValues() == (try await scenario.etcdValues()))
+    }
+
+    @Test func aWriteMadeBeforeEtcdWasEverReachedLandsAndIsNeverTakenBack() async throws {
+        let server = try EtcdServer()  // not started: nothing listens on its port yet
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually { if case .offline = connection.state { true } else { false } })
+        let log = ChangeLog(defaults)
+        defaults.set("early", forKey: "k")
+        try await server.start()
+        try await scenario.put(["other": 1])  // another machine's value
+        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(await eventually { defaults.integer(forKey: "other") == 1 })
+        let etcd = try await scenario.etcdValues()
+        #expect(etcd == ["k": "early", "other": 1])
+        #expect(log.of("k").map(\.newValue) == ["early"])
+        #expect(log.brokenChains().isEmpty)
+        #expect(defaults.persistentValues() == etcd)
     }
 
     @Test(.requiresEtcdctl) func aReadOnlyRoleIsRefusedTheWriteWhichIsDroppedAndReported() async throws {
@@ -284,6 +442,32 @@ struct FleetSuiteTests {
         #expect(stored.count == 1)
     }
 
+    @Test(.requiresEtcdctl) func anExpiredTokenIsRenewedForWritesAndTheWatchGoesOn() async throws {
+        let server = try await EtcdAuthTests.securedServer(tokenTTL: 1)
+        let scenario = try await FleetScenario(server: server)
+        defer { server.stop() }
+        let admin = try Defaults.fleet(scenario.suite(credentials: FleetCredentials(user: "root", password: "rootpw")))
+        let connection = try #require(admin.fleetConnection)
+        #expect(await eventually { connection.state.isLive })
+        let log = ChangeLog(admin)
+        admin.set(1, forKey: "k")
+        try await connection.synchronize()
+        let first = try #require(connection.backend.client.currentToken)
+        // A simple token expires after its TTL (1 s) unused: leave it unused for three.
+        try await Task.sleep(for: .seconds(3))
+        admin.set(2, forKey: "k")
+        try await connection.synchronize()
+        #expect(connection.backend.client.currentToken != first)
+        let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
+        let revision = try await other.commit(
+            puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: []
+        )
+        #expect(await connection.caughtUp(to: revision))
+        #expect(await eventually { admin.bool(forKey: "fromOther") })
+        #expect(log.brokenChains().isEmpty)
+        #expect(admin.integer(forKey: "k") == 2)
+    }
+
     /// Another cluster (a new cluster ID), or the same cluster restored to an earlier revision:
     /// either way the cache, far ahead, is replaced outright by what etcd holds.
     @Test(arguments: [true, false])
@@ -300,11 +484,14 @@ struct FleetSuiteTests {
             await connection.backend.cacheSaved()
             first.removeFleetSuite(try scenario.suite())
         }
+        // Closed, as when its process exits: it no longer follows etcd nor writes the cache.
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
         scenario.server.stop()
         // B on the same port: new data and a revision far below A's; with another cluster token,
         // a new cluster ID too (the same token and member give the same ID).
         try FileManager.default.removeItem(atPath: scenario.server.dataDirectory.path + "/data")
-        try await scenario.server.start(extraArguments: newCluster ? ["--initial-cluster-token", "cluster-b"] : [])
+        try await scenario.server.start(clusterToken: newCluster ? "cluster-b" : "etcd-cluster")
         try await scenario.put(["theme": "b"])
         let defaults = try scenario.localDefaults()
         let log = ChangeLog(defaults)

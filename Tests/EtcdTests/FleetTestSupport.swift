@@ -104,9 +104,17 @@ final class ChangeLog: Sendable {
         return broken.sorted()
     }
 
-    /// Each key's last new value (what the observer believes now).
+    /// Every effective value as the observer must see it now: the values when the log started,
+    /// with every change applied.
+    var current: [String: PropertyListValue] {
+        var values = initial
+        for change in all { values[change.key] = change.newValue }
+        return values
+    }
+
+    /// The last new value of each key the observer heard of (what it believes now).
     var believed: [String: PropertyListValue] {
-        var values: [String: PropertyListValue?] = initial.mapValues { .some($0) }
+        var values: [String: PropertyListValue?] = [:]
         for change in all { values[change.key] = .some(change.newValue) }
         return values.compactMapValues { $0 }
     }

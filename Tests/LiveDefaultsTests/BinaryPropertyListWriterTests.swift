@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import Testing
 
 @testable import LiveDefaults

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import Observation
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import Testing
 
 @testable import LiveDefaults
@@ -81,8 +82,8 @@ import Testing
             ("a = 1; }", 1, 8, "unexpected '}'"),
         ] as [(String, Int, Int, String)])
     func reportsTheProblemWithItsLineAndColumn(text: String, line: Int, column: Int, problem: String) throws {
-        let error = try #require(throws: DefaultsError.self) { try OpenStepParser.parse(text) }
-        #expect(error.code == .malformedPropertyList)
+        let error = try #require(throws: PropertyListError.self) { try OpenStepParser.parse(text) }
+        #expect(DefaultsError(error).code == .malformedPropertyList)
         #expect(error.message.contains("line \(line), column \(column)"), "\(error.message)")
         #expect(error.message.contains(problem), "\(error.message)")
     }
@@ -90,7 +91,7 @@ import Testing
     @Test func deepNestingIsAnErrorNotACrash() throws {
         let depth = 100_000
         let text = String(repeating: "(", count: depth) + String(repeating: ")", count: depth)
-        let error = try #require(throws: DefaultsError.self) { try OpenStepParser.parse(text) }
+        let error = try #require(throws: PropertyListError.self) { try OpenStepParser.parse(text) }
         #expect(error.message.contains("nest more than 512 deep"))
         #expect(error.message.contains("column 513"))
     }

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaults
+@testable import LiveDefaultsPropertyList
 
 /// A small deterministic generator (SplitMix64), so a failing random case can be replayed.
 struct SeededGenerator: RandomNumberGenerator {
@@ -23,8 +24,9 @@ enum RandomPropertyList {
 
     static func string(_ generator: inout SeededGenerator) -> String {
         let length = Int.random(in: 0...12, using: &generator)
-        let alphabet = alphabets.randomElement(using: &generator)!
-        return String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+        // An index drawn as randomElement(using:) draws it (the same sequence for a seed), without its Optional.
+        let alphabet = alphabets[Int.random(in: alphabets.indices, using: &generator)]
+        return String((0..<length).map { _ in alphabet[Int.random(in: alphabet.indices, using: &generator)] })
     }
 
     /// A random value; `wholeSecondDates` for XML, which stores dates to the second.
@@ -190,7 +192,7 @@ enum RandomPropertyList {
             let value = try BinaryPropertyListReader.decode(data)
             Issue.record("\(name) decoded as \(value)")
         } catch {
-            #expect(error.code == .malformedPropertyList)
+            #expect(DefaultsError(error).code == .malformedPropertyList)
             #expect(error.message.contains("byte offset"), "\(error.message)")
             #expect(error.message.contains(problem), "\(name): \(error.message)")
         }
@@ -273,18 +275,37 @@ enum RandomPropertyList {
         }
     }
 
+    /// The library's boundary (docs/design.md, "The codec as a module"): a suite file the codec cannot
+    /// read is a `corruptFile` error whose cause is the codec's message as `malformedPropertyList`.
+    @Test func aCodecErrorReachesUsersAsMalformedPropertyList() throws {
+        let bytes = Data("<plist><dict><key>a</key>".utf8)
+        let codecError = try #require(throws: PropertyListError.self) { try PropertyListCodec.decode(bytes) }
+        let mapped = DefaultsError(codecError)
+        #expect(mapped.code == .malformedPropertyList)
+        #expect(mapped.message == codecError.message)
+
+        let directory = try TemporaryDirectory()
+        try bytes.write(to: directory.file("com.example.bad.plist"))
+        let defaults = try Defaults(suiteName: "com.example.bad", directory: directory.url, watchesFiles: false)
+        let error = try #require(defaults.lastError)
+        #expect(error.code == .corruptFile)
+        #expect(error.message.contains(codecError.message), "\(error.message)")
+        let cause = try #require(error.underlying)
+        #expect("\(cause)" == "\(mapped)", "the cause is the mapped error")
+    }
+
     @Test func invalidUTF8InXMLIsAnError() {
         var bytes = Array("<plist><string>".utf8)
         bytes += [0xC3, 0x28]
         bytes += Array("</string></plist>".utf8)
-        #expect(throws: DefaultsError.self) { try XMLPropertyListReader.decode(Data(bytes)) }
+        #expect(throws: PropertyListError.self) { try XMLPropertyListReader.decode(Data(bytes)) }
     }
 
     @Test func nestingTenThousandDeepIsRefused() throws {
         let xml = String(repeating: "<array>", count: 10_000) + String(repeating: "</array>", count: 10_000)
-        let xmlError = try #require(throws: DefaultsError.self) { try XMLPropertyListReader.decode(Data(xml.utf8)) }
+        let xmlError = try #require(throws: PropertyListError.self) { try XMLPropertyListReader.decode(Data(xml.utf8)) }
         #expect(xmlError.message.contains("nesting deeper than 512"))
-        let binaryError = try #require(throws: DefaultsError.self) {
+        let binaryError = try #require(throws: PropertyListError.self) {
             try BinaryPropertyListReader.decode(Self.nestedBinaryArrays(depth: 10_000))
         }
         #expect(binaryError.message.contains("nesting deeper than 512"))

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import Synchronization
 import TestSupport
 import Testing

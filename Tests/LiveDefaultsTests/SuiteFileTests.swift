@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 
@@ -101,21 +102,22 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: directory.file(name + ".plist").path))
     }
 
-    static let badFiles: [(String, Data)] = [
-        ("garbage", Data("this is not a plist {{{".utf8)),
-        ("zero bytes", Data()),
-        ("truncated binary", Data("bplist00\u{d1}\u{01}\u{02}".utf8)),
-        ("truncated XML", Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>".utf8)),
+    /// Each bad file's name and how to make its bytes (Foundation writes the non-dictionary roots).
+    static let badFiles: [(String, @Sendable () throws -> Data)] = [
+        ("garbage", { Data("this is not a plist {{{".utf8) }),
+        ("zero bytes", { Data() }),
+        ("truncated binary", { Data("bplist00\u{d1}\u{01}\u{02}".utf8) }),
+        ("truncated XML", { Data("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>".utf8) }),
         (
             "root is an array",
-            try! PropertyListSerialization.data(fromPropertyList: [1, 2], format: .binary, options: 0)
+            { try PropertyListSerialization.data(fromPropertyList: [1, 2], format: .binary, options: 0) }
         ),
-        ("root is a string", try! PropertyListSerialization.data(fromPropertyList: "s", format: .xml, options: 0)),
+        ("root is a string", { try PropertyListSerialization.data(fromPropertyList: "s", format: .xml, options: 0) }),
     ]
 
     @Test(arguments: badFiles)
-    func corruptFileIsKeptAsideWithAClearError(name: String, bytes: Data) throws {
-        try Self.expectKeptAsideWithAClearError(bytes)
+    func corruptFileIsKeptAsideWithAClearError(name: String, bytes: @Sendable () throws -> Data) throws {
+        try Self.expectKeptAsideWithAClearError(try bytes())
     }
 
     /// Opens a suite whose file holds `bytes`, which do not parse: a clear error, the store usable,

@@ -83,8 +83,7 @@ case "foundation-read":
         fail("foundation-read <suite>")
     }
     let values = defaults.persistentDomain(forName: arguments[1]) ?? [:]
-    for key in values.keys.sorted() {
-        let value = values[key]!
+    for (key, value) in values.sorted(by: { $0.key < $1.key }) {
         let text = (try? PropertyListValue(foundationObject: value)).map(String.init(describing:)) ?? "\(value)"
         say("\(key)=\(text)")
     }

@@ -19,7 +19,7 @@ extension Defaults {
     ///
     /// A key's default otherwise applies to typed reads (`defaults[.key]`) only, as it is part of
     /// the key, not of the store; a value registered under the same name with
-    /// ``register(defaults:)`` is a stored value to typed reads, and wins over the key's default.
+    /// ``register(defaults:)-([String:PropertyListValue])`` is a stored value to typed reads, and wins over the key's default.
     ///
     /// ```swift
     /// defaults.register(.theme, .fontSize)
@@ -149,7 +149,7 @@ extension Defaults {
     // MARK: Volatile domains
 
     /// The names of the volatile domains: the argument and registration domains and those set
-    /// with ``setVolatileDomain(_:forName:)``.
+    /// with ``setVolatileDomain(_:forName:)-([String:PropertyListValue],_)``.
     public var volatileDomainNames: [String] {
         [Self.argumentDomain] + state.withLock { $0.volatileDomains.map(\.name) } + [Self.registrationDomain]
     }

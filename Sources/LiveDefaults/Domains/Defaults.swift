@@ -24,7 +24,7 @@ public final class Defaults: Sendable {
     public static let globalDomain = "NSGlobalDomain"
     /// The name of the argument domain (`-key value` pairs in the process's arguments).
     public static let argumentDomain = "NSArgumentDomain"
-    /// The name of the registration domain (values given to ``register(defaults:)``).
+    /// The name of the registration domain (values given to ``register(defaults:)-([String:PropertyListValue])``).
     public static let registrationDomain = "NSRegistrationDomain"
 
     /// The defaults of this program: the suite named after the main bundle's identifier or, for a
@@ -36,7 +36,12 @@ public final class Defaults: Sendable {
             return try Defaults(suiteName: name)
         } catch {
             // A process name is never an invalid suite name in practice; fall back to a fixed name.
-            return try! Defaults(suiteName: "LiveDefaults.standard")
+            // Only the name is checked when a Defaults is made, so a valid fixed name cannot fail.
+            do {
+                return try Defaults(suiteName: "LiveDefaults.standard")
+            } catch {
+                preconditionFailure("Defaults.standard: the fixed suite name was refused: \(error)")
+            }
         }
     }()
 

@@ -55,7 +55,13 @@ enum KeyCoding {
         encoder.outputFormat = .binary
         // Wrapped in an array so that single values (a String, an enum) encode at the top level too.
         let data = try encoder.encode([value])
-        guard case .array(let values) = try PropertyListCodec.decode(data).value, let first = values.first else {
+        let decoded: PropertyListValue
+        do throws(PropertyListError) {
+            decoded = try PropertyListCodec.decode(data).value
+        } catch {
+            throw DefaultsError(error)
+        }
+        guard case .array(let values) = decoded, let first = values.first else {
             throw Mismatch(expected: "an encoded \(Value.self)", found: .array([]))
         }
         return first
@@ -66,7 +72,12 @@ enum KeyCoding {
     /// the rule a top-level typed key follows (``LenientValueDecoder``).
     @usableFromInline
     static func decodeCodable<Value: Decodable>(_ stored: PropertyListValue) throws -> Value {
-        let data = try PropertyListCodec.encode(.array([stored]), format: .binary)
+        let data: Data
+        do throws(PropertyListError) {
+            data = try PropertyListCodec.encode(.array([stored]), format: .binary)
+        } catch {
+            throw DefaultsError(error)
+        }
         do {
             guard let value = try PropertyListDecoder().decode([Value].self, from: data).first else {
                 throw Mismatch(expected: "\(Value.self)", found: stored)

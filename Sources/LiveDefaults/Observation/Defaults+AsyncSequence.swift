@@ -9,8 +9,11 @@ extension Defaults {
     /// }
     /// ```
     ///
-    /// - Parameter options: As for ``observe(_:options:queue:_:)-(Key<Value>,_,_,_)``; with
-    ///   ``ObservationOptions/initial`` the sequence starts with the current value.
+    /// - Parameters:
+    ///   - key: The key to observe.
+    ///   - options: As for ``observe(_:options:queue:_:)-(Defaults.Key<Value>,_,_,_)``; with
+    ///     ``ObservationOptions/initial`` the sequence starts with the current value.
+    /// - Returns: A sequence of the key's changes, in the order they were made.
     public func changes<Value>(
         of key: Key<Value>, options: ObservationOptions = []
     ) -> AsyncStream<DefaultsChange<Value>> {

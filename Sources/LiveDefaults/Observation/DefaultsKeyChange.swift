@@ -51,6 +51,7 @@ extension Defaults {
     ///     always given.
     ///   - queue: Where to call `handler`; nil calls it as ``observe(_:options:queue:_:)-(String,_,_,_)``
     ///     does.
+    ///   - handler: Called with each change of any of the keys.
     /// - Returns: One token for them all.
     public func observe(
         _ keys: [AnyKey], options: ObservationOptions = [], queue: DispatchQueue? = nil,

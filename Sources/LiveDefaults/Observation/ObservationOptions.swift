@@ -3,7 +3,9 @@
 /// A change always carries both its old and its new value (``DefaultsChange``): `.old` and `.new`
 /// are accepted, so KVO-style option sets read as before, and change nothing.
 public struct ObservationOptions: OptionSet, Sendable, Hashable {
+    /// The options' bits.
     public let rawValue: UInt8
+    /// Creates options from their bits; use the named options (``initial``, ``prior``) instead.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// KVO's option for the new value; it is always given.

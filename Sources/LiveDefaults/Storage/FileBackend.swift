@@ -73,8 +73,14 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
 
     /// Parses suite bytes: the values and the format to write them back in.
     ///
-    /// - Parameter reloading: Whether values read before stay in use when the bytes are bad (a
-    ///   reload), or there are none (the first load): the error says which.
+    /// - Parameters:
+    ///   - data: The suite file's bytes.
+    ///   - reloading: Whether values read before stay in use when the bytes are bad (a reload), or
+    ///     there are none (the first load): the error says which.
+    /// - Returns: The root dictionary's values, and the format to write them back in (XML when the
+    ///   file was XML, else binary).
+    /// - Throws: ``DefaultsError`` with code `corruptFile` when the bytes are empty, do not parse,
+    ///   or hold something other than a dictionary at their root.
     private func parse(_ data: Data, reloading: Bool = false) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
@@ -87,7 +93,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         } catch {
             // The codec's message says where: the line (XML, old-style text) or byte offset (binary).
             throw corruptFileError(
-                "does not parse as a property list (\(error.message))", cause: error, reloading: reloading)
+                "does not parse as a property list (\(error.message))", cause: DefaultsError(error),
+                reloading: reloading)
         }
         guard case .dictionary(let values) = decoded.value else {
             throw corruptFileError(
@@ -160,12 +167,12 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             try file.remove()
         } else {
             let encoded: Data
-            do throws(DefaultsError) {
+            do throws(PropertyListError) {
                 encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
             } catch {
                 throw DefaultsError(
                     .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
-                    path: location.path, underlying: error)
+                    path: location.path, underlying: DefaultsError(error))
             }
             identity = try file.replace(with: encoded, using: operations)
             data = encoded

@@ -11,7 +11,10 @@ extension SuiteStore {
 
     /// The process's store for the suite file at `location`, opened (and loaded) on first use.
     ///
-    /// - Parameter watching: Whether the store follows outside changes to its file.
+    /// - Parameters:
+    ///   - location: The suite file.
+    ///   - watching: Whether the store follows outside changes to its file.
+    /// - Returns: The one store of this process for that file.
     package static func open(_ location: SuiteLocation, watching: Bool) -> SuiteStore {
         installExitFlush
         // Loaded inside the registry's lock, so no one sees a store before its values are in; its

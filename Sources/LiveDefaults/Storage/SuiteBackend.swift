@@ -15,7 +15,9 @@ package protocol SuiteBackend: Sendable {
     /// now (`known` when no one else changed it since), applies `changes` (each key keeps the last
     /// write) and stores the result.
     ///
-    /// - Parameter known: The values (and their version) this store last installed.
+    /// - Parameters:
+    ///   - changes: This process's changes not yet stored.
+    ///   - known: The values (and their version) this store last installed.
     /// - Returns: The values now stored.
     /// - Throws: ``DefaultsError`` when nothing was written (the store keeps the changes pending).
     func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten

@@ -19,7 +19,10 @@ package struct SuiteFile: Sendable {
         var path = location.path
         for _ in 0..<32 {
             let target = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { buffer in
-                let count = readlink(path, buffer.baseAddress!, buffer.count - 1)
+                guard let start = buffer.baseAddress else {
+                    preconditionFailure("a temporary allocation of \(buffer.count) bytes has an address")
+                }
+                let count = readlink(path, start, buffer.count - 1)
                 return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
             }
             guard let target else { return path }

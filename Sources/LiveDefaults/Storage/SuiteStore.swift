@@ -113,8 +113,11 @@ package final class SuiteStore: Sendable {
 
     /// Sets (or, with nil, removes) `key`: memory at once, the backend at the next flush.
     ///
-    /// - Parameter beforeApplying: Run under the change lock just before the value changes (a
-    ///   `Defaults` queues its prior calls there, so they come right before their change).
+    /// - Parameters:
+    ///   - value: The new value, or nil to remove the key.
+    ///   - key: The key.
+    ///   - beforeApplying: Run under the change lock just before the value changes (a `Defaults`
+    ///     queues its prior calls there, so they come right before their change).
     package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
         let followUps = ChangeLock.withLock { () -> FollowUps in
             beforeApplying?()
@@ -139,7 +142,9 @@ package final class SuiteStore: Sendable {
 
     /// Replaces every value of the suite (nil or empty removes them all).
     ///
-    /// - Parameter beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
+    /// - Parameters:
+    ///   - values: The suite's new values.
+    ///   - beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
     package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
         let followUps = ChangeLock.withLock { () -> FollowUps in
             beforeApplying?()

@@ -83,6 +83,9 @@ package struct SuiteValues: Sendable {
     /// of flush and reload.
     ///
     /// - Parameters:
+    ///   - values: The values the backend holds now.
+    ///   - version: Their version.
+    ///   - written: The write this process just made, or nil after a reload.
     ///   - unchangedByOthers: The backend says `values` are exactly the last stored values with
     ///     `written` applied (no one else wrote in between), so reads already see them: nothing to
     ///     compare (a thousand-key comparison on every flush otherwise).

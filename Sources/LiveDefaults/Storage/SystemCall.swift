@@ -25,9 +25,10 @@ package enum SystemCall {
     ) throws(SystemError) {
         var failure: SystemError?
         data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            guard let start = buffer.baseAddress else { return }  // no bytes (and no address): nothing to write
             var offset = 0
             while offset < buffer.count {
-                let written = operations.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = operations.write(descriptor, start + offset, buffer.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     failure = SystemError(errno: errno, operation: "write")
@@ -47,7 +48,10 @@ package enum SystemCall {
             if length == data.count { data.count = data.count * 2 }
             let capacity = data.count - length
             let count = data.withUnsafeMutableBytes { buffer in
-                Glibc.read(descriptor, buffer.baseAddress! + length, capacity)
+                guard let start = buffer.baseAddress else {
+                    preconditionFailure("the read buffer is never empty (\(buffer.count) bytes)")
+                }
+                return Glibc.read(descriptor, start + length, capacity)
             }
             if count < 0 {
                 if errno == EINTR { continue }

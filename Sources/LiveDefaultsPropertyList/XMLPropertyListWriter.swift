@@ -79,9 +79,9 @@ package enum XMLPropertyListWriter {
                 return
             }
             output.append(contentsOf: "<dict>\n".utf8)
-            for key in entries.keys.sorted() {
+            for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {
                 element("key", key, depth: depth + 1, &output)
-                write(entries[key]!, depth: depth + 1, into: &output)
+                write(entry, depth: depth + 1, into: &output)
             }
             indent(depth, &output)
             output.append(contentsOf: "</dict>\n".utf8)

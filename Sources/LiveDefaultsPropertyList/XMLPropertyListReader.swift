@@ -10,24 +10,26 @@ package enum XMLPropertyListReader {
     /// The deepest nesting of arrays and dictionaries accepted.
     package static let maximumDepth = 512
 
-    package static func decode(_ data: Data) throws(DefaultsError) -> PropertyListValue {
+    package static func decode(_ data: Data) throws(PropertyListError) -> PropertyListValue {
         let result: Result<PropertyListValue, Malformed> = data.withUnsafeBytes { buffer in
-            do throws(Malformed) {
-                // An empty file has no address; any address will do, as nothing is read from it.
-                let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-                var scanner = Scanner(base: base.assumingMemoryBound(to: UInt8.self), count: buffer.count)
-                return .success(try scanner.document())
-            } catch {
-                return .failure(error)
+            // An empty file has no address: a byte of our own stands in, as nothing is read from it.
+            withUnsafePointer(to: UInt8(0)) { placeholder in
+                do throws(Malformed) {
+                    let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? placeholder
+                    var scanner = Scanner(base: base, count: buffer.count)
+                    return .success(try scanner.document())
+                } catch {
+                    return .failure(error)
+                }
             }
         }
         switch result {
         case .success(let value): return value
-        case .failure(let malformed): throw DefaultsError(.malformedPropertyList, malformed.message)
+        case .failure(let malformed): throw PropertyListError(malformed.message)
         }
     }
 
-    /// What the scanner throws: a message, made a ``DefaultsError`` once at the end (a small error
+    /// What the scanner throws: a message, made a ``PropertyListError`` once at the end (a small error
     /// keeps the scanner's stack frames small: each place that may throw reserves room for one).
     private struct Malformed: Error {
         let message: String

@@ -71,11 +71,10 @@ package enum OpenStepWriter {
         case .array(let elements):
             return "(" + elements.map(singleLineString).joined(separator: ", ") + ")"
         case .dictionary(let entries):
-            let sortedKeys = entries.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) })
+            let sorted = entries.sorted(by: { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) })
             return "{"
-                + sortedKeys.map {
-                    quotedIfNeeded($0, style: .defaultsRead) + " = "
-                        + singleLineString(for: entries[$0]!) + "; "
+                + sorted.map { key, entry in
+                    quotedIfNeeded(key, style: .defaultsRead) + " = " + singleLineString(for: entry) + "; "
                 }.joined() + "}"
         default:
             return element(value, style: .defaultsRead)
@@ -92,9 +91,9 @@ package enum OpenStepWriter {
         switch value {
         case .dictionary(let entries):
             output += indent(level) + "{\n"
-            for key in entries.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }) {
+            for (key, entry) in entries.sorted(by: { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }) {
                 output += indent(level + 1) + quotedIfNeeded(key, style: style) + " = "
-                appendElement(entries[key]!, level: level + 1, style: style, to: &output)
+                appendElement(entry, level: level + 1, style: style, to: &output)
                 output += ";\n"
             }
             output += indent(level) + "}"
@@ -217,7 +216,7 @@ package enum OpenStepWriter {
                 if style == .typed, scalar.value >= 0xA0 {
                     output.unicodeScalars.append(scalar)  // The typed form is UTF-8 text; keep it readable.
                 } else {
-                    for unit in UTF16.encode(scalar)! {
+                    for unit in scalar.utf16 {
                         let hex = String(unit, radix: 16)
                         output += "\\U" + String(repeating: "0", count: 4 - hex.count) + hex
                     }

@@ -30,22 +30,22 @@ package enum PropertyListCodec {
     /// Decodes a whole property list.
     ///
     /// - Returns: The value and the format it was in.
-    /// - Throws: ``DefaultsError`` with code ``DefaultsError/Code/malformedPropertyList``.
-    package static func decode(_ data: Data) throws(DefaultsError) -> (
+    /// - Throws: ``PropertyListError`` naming what could not be read, and where.
+    package static func decode(_ data: Data) throws(PropertyListError) -> (
         value: PropertyListValue, format: PropertyListFormat
     ) {
         let format = detectFormat(of: data)
         switch format {
         case .openStep:
             guard let text = String(data: data, encoding: .utf8) else {
-                throw DefaultsError(.malformedPropertyList, "the text is not valid UTF-8")
+                throw PropertyListError("the text is not valid UTF-8")
             }
             do {
                 return (try OpenStepParser.parse(text), .openStep)
-            } catch let error as DefaultsError {
+            } catch let error as PropertyListError {
                 throw error
             } catch {
-                throw DefaultsError(.malformedPropertyList, "\(error)", underlying: SendableDescription(error))
+                throw PropertyListError("\(error)")
             }
         case .binary:
             return (try BinaryPropertyListReader.decode(data), .binary)
@@ -55,7 +55,11 @@ package enum PropertyListCodec {
     }
 
     /// Encodes a whole property list in `format`.
-    package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws(DefaultsError) -> Data {
+    ///
+    /// Every ``PropertyListValue`` has a form in each format, so no format fails today; the signature
+    /// throws so that a format that cannot hold every value can be added without changing callers.
+    package static func encode(_ value: PropertyListValue, format: PropertyListFormat) throws(PropertyListError) -> Data
+    {
         switch format {
         case .openStep:
             return Data(OpenStepWriter.string(for: value, style: .typed).utf8)
@@ -65,10 +69,4 @@ package enum PropertyListCodec {
             return XMLPropertyListWriter.encode(value)
         }
     }
-}
-
-/// A non-Sendable error kept by its description, so it can travel inside ``DefaultsError``.
-package struct SendableDescription: Error, Sendable, CustomStringConvertible {
-    package let description: String
-    package init(_ error: any Error) { description = String(describing: error) }
 }

@@ -10,19 +10,27 @@ import Foundation
 /// let value: PropertyListValue = ["theme": "dark", "fontSize": 14, "recent": ["a", "b"]]
 /// ```
 public enum PropertyListValue: Sendable, Hashable {
+    /// A string (`<string>` in XML).
     case string(String)
+    /// A signed integer (`<integer>`): every integer from `Int64.min` to `Int64.max`.
     case integer(Int64)
     /// An integer above `Int64.max`. Smaller unsigned values are stored as ``integer(_:)``.
     case unsignedInteger(UInt64)
+    /// A 64-bit real (`<real>`).
     case real(Double)
     /// A 32-bit real, as a `Float` is stored: kept apart from ``real(_:)`` so that it reads back as
     /// the `Float`'s own text ("12.34"), as Foundation's UserDefaults does. A binary file keeps it
     /// as a 4-byte real; XML has one kind of real, so it comes back from XML as ``real(_:)``.
     case float(Float)
+    /// A Boolean (`<true/>` or `<false/>`).
     case bool(Bool)
+    /// A moment in time (`<date>`), kept to the precision of a `Date`.
     case date(Date)
+    /// Bytes (`<data>`).
     case data(Data)
+    /// An ordered list of values (`<array>`).
     case array([PropertyListValue])
+    /// Values by string key (`<dict>`); the suite file's root is one.
     case dictionary([String: PropertyListValue])
 
     /// Creates an integer value from any fixed-width integer, choosing the exact representation.
@@ -81,17 +89,26 @@ extension PropertyListValue {
 extension PropertyListValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
+    /// Creates a ``string(_:)`` from a string literal: `"dark"`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// Creates an ``integer(_:)`` from an integer literal: `14`.
     public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// Creates a ``real(_:)`` from a floating-point literal: `1.5`.
     public init(floatLiteral value: Double) { self = .real(value) }
+    /// Creates a ``bool(_:)`` from `true` or `false`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// Creates an ``array(_:)`` from an array literal: `["a", 1]`.
     public init(arrayLiteral elements: PropertyListValue...) { self = .array(elements) }
+    /// Creates a ``dictionary(_:)`` from a dictionary literal: `["theme": "dark", "fontSize": 14]`.
+    /// When a key is written twice, the last value is kept.
     public init(dictionaryLiteral elements: (String, PropertyListValue)...) {
         self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
 
 extension PropertyListValue: CustomStringConvertible {
+    /// The value in Swift's literal syntax, for logs and messages: strings quoted, data as hex in
+    /// angle brackets (`<0a1b>`), dates in ISO 8601, dictionaries with their keys sorted.
     public var description: String {
         switch self {
         case .string(let value): value.debugDescription

@@ -15,7 +15,7 @@ import Foundation
 /// the type they want convert. A text that is a bare dictionary body (`a = 1; b = 2;`, a `.strings` file) is
 /// read as a dictionary, and an empty text is an empty dictionary, as CFPropertyList does.
 ///
-/// Errors are ``DefaultsError`` with code ``DefaultsError/Code/malformedPropertyList`` and a message that names
+/// Errors are ``PropertyListError`` with a message that names
 /// the problem with its line and column (both counted from 1). Nesting deeper than ``maximumDepth`` is an error,
 /// never a stack overflow.
 package enum OpenStepParser {
@@ -26,7 +26,7 @@ package enum OpenStepParser {
     ///
     /// - Parameter text: The text.
     /// - Returns: The value: a string, data, array or dictionary (or a typed value from a GNUstep `<*…>` form).
-    /// - Throws: ``DefaultsError`` (``DefaultsError/Code/malformedPropertyList``) naming the problem, line and column.
+    /// - Throws: ``PropertyListError`` naming the problem, line and column.
     package static func parse(_ text: String) throws -> PropertyListValue {
         var scanner = Scanner(text)
         return try scanner.parseDocument()
@@ -273,7 +273,7 @@ extension OpenStepParser {
                 position += 1
                 if scalar == quote { break }
                 if scalar != "\\" {
-                    units.append(contentsOf: UTF16.encode(scalar)!)
+                    units.append(contentsOf: scalar.utf16)
                     continue
                 }
                 guard let escaped = current else {
@@ -313,7 +313,7 @@ extension OpenStepParser {
                     units.append(value)
                 default:
                     // `\"`, `\'`, `\\` and any other escaped character stand for themselves.
-                    units.append(contentsOf: UTF16.encode(escaped)!)
+                    units.append(contentsOf: escaped.utf16)
                 }
             }
             return String(decoding: units, as: UTF16.self)
@@ -394,10 +394,9 @@ extension OpenStepParser {
             return (line, column)
         }
 
-        func error(_ message: String, at offset: Int) -> DefaultsError {
+        func error(_ message: String, at offset: Int) -> PropertyListError {
             let (line, column) = location(of: offset)
-            return DefaultsError(
-                .malformedPropertyList, "malformed property list at line \(line), column \(column): \(message)")
+            return PropertyListError("malformed property list at line \(line), column \(column): \(message)")
         }
     }
 }

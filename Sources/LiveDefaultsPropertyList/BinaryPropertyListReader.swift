@@ -11,7 +11,7 @@ package enum BinaryPropertyListReader {
     package static let maximumDepth = 512
 
     /// Decodes a whole binary property list.
-    package static func decode(_ data: Data) throws(DefaultsError) -> PropertyListValue {
+    package static func decode(_ data: Data) throws(PropertyListError) -> PropertyListValue {
         let result: Result<PropertyListValue, Malformed> = data.withUnsafeBytes { buffer in
             do throws(Malformed) {
                 return .success(try Reader(buffer).decodeTop())
@@ -21,11 +21,11 @@ package enum BinaryPropertyListReader {
         }
         switch result {
         case .success(let value): return value
-        case .failure(let malformed): throw DefaultsError(.malformedPropertyList, malformed.message)
+        case .failure(let malformed): throw PropertyListError(malformed.message)
         }
     }
 
-    /// What the reader throws: a message, made a ``DefaultsError`` once at the end (a small error
+    /// What the reader throws: a message, made a ``PropertyListError`` once at the end (a small error
     /// keeps the reader's stack frames small: each place that may throw reserves room for one).
     private struct Malformed: Error {
         let message: String
