@@ -235,7 +235,8 @@ struct EtcdBenchmark {
 
     /// kill -9 of a member of its own, restarted at once on the same data; a writer puts every
     /// 10 ms from the moment it answers; the time from the kill to the first change the remote
-    /// suite delivers again (limit: the kill to etcd answering `/health` again).
+    /// suite delivers again (limit: the kill to etcd answering `/health` again). Rounds are 2 s
+    /// apart.
     func measureResume(into report: inout Report) {
         let rounds = options.quick ? 1 : 5
         let member: EtcdMember
@@ -262,11 +263,32 @@ struct EtcdBenchmark {
             report.notes.append("etcd resume: the remote suite did not come live within 10 s")
             return
         }
+        // The suite's states as it reports them, for the slowest round's note.
+        let timeline = SharedMutex<[(time: UInt64, state: String)]>([])
+        let updates = fleet.connection.stateUpdates()
+        let follower = Task {
+            for await state in updates {
+                let now = monotonicNanoseconds()
+                let text: String
+                switch state {
+                case .connecting: text = "connecting"
+                case .live(let revision): text = "live at revision \(revision)"
+                case .stale: text = "stale"
+                case .offline: text = "offline"
+                }
+                timeline.mutex.withLock { $0.append((now, text)) }
+            }
+        }
+        defer { follower.cancel() }
         let key = RawEtcd.base64(BenchFleet.prefix("bench.etcd.resume") + "stamp")
         var ours: [Double] = []
         var restart: [Double] = []
+        var slowest = ""
         var counter = 0
-        for _ in 0..<rounds {
+        for round in 0..<rounds {
+            // Each kill comes 2 s after the suite resumed: the follower waits longer after watches
+            // that keep ending within a second (a member in a crash loop), which is not this case.
+            if round > 0 { usleep(2_000_000) }
             let killed = monotonicNanoseconds()
             member.kill9()
             do { try member.start() } catch {
@@ -298,7 +320,16 @@ struct EtcdBenchmark {
                 return
             }
             ours.append(Double(delivered - killed))
+            if Double(delivered - killed) == ours.max() {
+                func seconds(_ time: UInt64) -> String { String(format: "+%.2f s", Double(time - killed) / 1e9) }
+                let states = timeline.mutex.withLock { $0 }.filter { $0.time >= killed && $0.time <= delivered }
+                slowest =
+                    "etcd resume, the slowest round: etcd healthy \(seconds(killed + UInt64(restart.last ?? 0))), "
+                    + "the suite \(states.map { "\($0.state) \(seconds($0.time))" }.joined(separator: ", ")), "
+                    + "the change delivered \(seconds(delivered)) after the kill"
+            }
         }
+        if rounds > 1 { report.notes.append(slowest) }
         let reported = reports.mutex.withLock { $0 }
         // etcd binds its client port early in a restart, so a range may wait for it instead of failing:
         // then no outage is seen, and none is reported.
