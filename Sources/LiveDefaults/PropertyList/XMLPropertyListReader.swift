@@ -16,6 +16,7 @@ package enum XMLPropertyListReader {
                 // An empty file has no address; any address will do, as nothing is read from it.
                 let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
                 var scanner = Scanner(base: base.assumingMemoryBound(to: UInt8.self), count: buffer.count)
+                defer { scanner.releaseEntries() }
                 return .success(try scanner.document())
             } catch {
                 return .failure(error)
@@ -37,12 +38,61 @@ package enum XMLPropertyListReader {
         let base: UnsafePointer<UInt8>
         let count: Int
         var position = 0
+        /// The entries of the dictionaries being read, innermost last: each dictionary's are moved
+        /// into it when it closes (not copied, then released with an array of them), and the
+        /// room is reused by the next.
+        var entries: UnsafeMutablePointer<(String, PropertyListValue)>?
+        var entryCount = 0
+        var entryCapacity = 0
 
         init(base: UnsafePointer<UInt8>, count: Int) {
             self.base = base
             self.count = count
             // A UTF-8 byte-order mark.
             if count >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF { position = 3 }
+        }
+
+        @inline(__always)
+        mutating func pushEntry(_ key: String, _ value: PropertyListValue) {
+            if entryCount == entryCapacity { growEntries() }
+            (entries.unsafelyUnwrapped + entryCount).initialize(to: (key, value))
+            entryCount += 1
+        }
+
+        @inline(never)
+        mutating func growEntries() {
+            let capacity = max(16, entryCapacity * 2)
+            let grown = UnsafeMutablePointer<(String, PropertyListValue)>.allocate(capacity: capacity)
+            if let entries {
+                grown.moveInitialize(from: entries, count: entryCount)
+                entries.deallocate()
+            }
+            entries = grown
+            entryCapacity = capacity
+        }
+
+        /// The dictionary of the entries from `start` on, which it takes (a later duplicate key
+        /// wins, as in Foundation).
+        mutating func takeDictionary(from start: Int) -> [String: PropertyListValue] {
+            var dictionary: [String: PropertyListValue] = [:]
+            guard start < entryCount, let entries else { return dictionary }
+            dictionary.reserveCapacity(entryCount - start)
+            for index in start..<entryCount {
+                let (key, value) = (entries + index).move()
+                dictionary[key] = value
+            }
+            entryCount = start
+            return dictionary
+        }
+
+        /// Frees the entries' room, and the entries of dictionaries not closed (a malformed file).
+        mutating func releaseEntries() {
+            guard let entries else { return }
+            entries.deinitialize(count: entryCount)
+            entries.deallocate()
+            self.entries = nil
+            entryCount = 0
+            entryCapacity = 0
         }
 
         /// The error for `problem` at `offset` (by default where the scanner is), naming the line:
@@ -420,21 +470,21 @@ package enum XMLPropertyListReader {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .dictionary([:]) }
-                // Collected first, so the dictionary is built once at its final size (a later duplicate
-                // key wins, as in Foundation).
-                var entries: [(String, PropertyListValue)] = []
+                // Collected first, so the dictionary is built once at its final size.
+                let start = entryCount
                 while true {
                     try skipMisc()
                     if peek("</") {
                         try closeTag(.dict)
-                        return .dictionary(Dictionary(entries, uniquingKeysWith: { _, last in last }))
+                        return .dictionary(takeDictionary(from: start))
                     }
                     let keyTag = try openTag()
                     guard keyTag.element == .key else {
                         throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
                     }
                     let key = keyTag.empty ? "" : try text(closing: .key)
-                    entries.append((key, try value(depth: depth + 1)))
+                    let value = try value(depth: depth + 1)
+                    pushEntry(key, value)
                 }
             case .key, .other:
                 throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
