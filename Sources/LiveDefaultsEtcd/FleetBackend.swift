@@ -130,7 +130,7 @@ final class FleetBackend: SuiteBackend {
         return .changed(snapshot)
     }
 
-    func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+    func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
         let prefix = suite.prefix
         var puts: [(key: Data, value: Data)] = []
         var deletes: [Data] = []
