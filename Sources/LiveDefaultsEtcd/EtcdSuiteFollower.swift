@@ -109,9 +109,7 @@ final class EtcdSuiteFollower: Sendable {
 
     /// The mirror's values, revision and cluster, how many ranges filled it, and the number of the
     /// range (counted as sent, see ``rangesSent``) it was last filled from, read together.
-    var snapshot:
-        (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int, range: Int)
-    {
+    var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int, range: Int) {
         state.withLock {
             ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs, $0.mirrorRange)
         }
