@@ -32,6 +32,10 @@ final class EtcdSuiteFollower: Sendable {
         var task: Task<Void, Never>?
         var watch: EtcdWatch?
         var resyncs = 0
+        /// Ranges sent so far, and the number of the one the mirror was last filled from: a range
+        /// sent before a write was acknowledged can answer after it, with older values.
+        var rangesSent = 0
+        var mirrorRange = 0
         var identityChanges = 0
     }
 
@@ -103,10 +107,16 @@ final class EtcdSuiteFollower: Sendable {
         return nil
     }
 
-    /// The mirror's values, revision and cluster, and how many ranges filled it, read together.
-    var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int) {
-        state.withLock { ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs) }
+    /// The mirror's values, revision and cluster, how many ranges filled it, and the number of the
+    /// range (counted as sent, see ``rangesSent``) it was last filled from, read together.
+    var snapshot: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int, range: Int) {
+        state.withLock {
+            ($0.mirror.values, $0.mirror.revision, $0.mirror.clusterID, $0.resyncs, $0.mirrorRange)
+        }
     }
+
+    /// How many ranges were sent so far (the one in flight included).
+    var rangesSent: Int { state.withLock { $0.rangesSent } }
 
     private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
 
@@ -149,14 +159,19 @@ final class EtcdSuiteFollower: Sendable {
         var reportedOffline = false
         while !Task.isCancelled {
             do {
-                let (header, kvs) = try await client.range(prefix: state.withLock { $0.mirror.prefix })
-                let (changes, unreadable, prefix) = state.withLock { state in
+                let (prefix, rangeNumber) = state.withLock { state in
+                    state.rangesSent += 1
+                    return (state.mirror.prefix, state.rangesSent)
+                }
+                let (header, kvs) = try await client.range(prefix: prefix)
+                let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
                     // A full replacement: whatever etcd this is, the mirror becomes its state.
                     let result = state.mirror.resync(header: header, kvs: kvs)
                     state.status = .live(revision: header.revisionValue)
                     state.resyncs += 1
-                    return (result.changes, result.unreadable, state.mirror.prefix)
+                    state.mirrorRange = rangeNumber
+                    return (result.changes, result.unreadable)
                 }
                 for value in unreadable {
                     onProblem(

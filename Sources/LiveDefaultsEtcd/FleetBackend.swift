@@ -31,10 +31,12 @@ final class FleetBackend: SuiteBackend {
         /// The mirror's identity last handed to the store: an unchanged mirror is no reload.
         var installed: (clusterID: UInt64, revision: Int64, resyncs: Int)?
         var version: UInt64 = 0
-        /// This process's last commit: its revision, and the mirror's cluster and range count
-        /// then. The same mirror (no range since) below that revision is behind values the store
-        /// already shows; a new range is etcd's word, even below it (a restored snapshot).
-        var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64)?
+        /// This process's last commit: its revision, the mirror's cluster and range count then,
+        /// and how many ranges had been sent when etcd acknowledged it. A mirror below that
+        /// revision from a range sent before the acknowledgement (the same range, or one in flight
+        /// that answered later) is behind values the store already shows; a range sent after it
+        /// is etcd's word, even below it (a restored snapshot).
+        var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64, rangesSent: Int)?
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
         /// The reason of the last full re-sync that replaced what the cache held.
@@ -107,12 +109,12 @@ final class FleetBackend: SuiteBackend {
         // Nothing read from etcd yet: the cached values stay.
         guard mirror.resyncs > 0 else { return .unchanged }
         let snapshot = state.withLock { state -> SuiteSnapshot? in
-            // Behind this process's own last commit (its events are still on the way): installing
-            // it would take back values reads already show; the commit's events reload again.
-            // A commit made before the first range belongs with that range (the same etcd).
-            if let commit = state.lastCommit, mirror.revision < commit.revision,
-                commit.resyncs == mirror.resyncs && commit.clusterID == mirror.clusterID
-                    || commit.resyncs == 0 && mirror.resyncs == 1
+            // Behind this process's own last commit, from a range sent before etcd acknowledged it
+            // (the commit's events are still on the way, or a range in flight answered late):
+            // installing it would take back values reads already show; the commit's events reload
+            // again. A commit made before the first range belongs with that range (the same etcd).
+            if let commit = state.lastCommit, mirror.revision < commit.revision, mirror.range <= commit.rangesSent,
+                commit.clusterID == mirror.clusterID || commit.resyncs == 0
             {
                 return nil
             }
@@ -130,7 +132,7 @@ final class FleetBackend: SuiteBackend {
         return .changed(snapshot)
     }
 
-    func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+    func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
         let prefix = suite.prefix
         var puts: [(key: Data, value: Data)] = []
         var deletes: [Data] = []
@@ -192,6 +194,8 @@ final class FleetBackend: SuiteBackend {
                     + "(backing off) until etcd takes them.",
                 suite: suite.name, underlying: SendableDescription(error))
         }
+        // Read after the acknowledgement: a range sent by now may still answer with older values.
+        let rangesSent = follower.rangesSent
         let mirror = follower.snapshot
         let values: [String: PropertyListValue]
         if mirror.resyncs > 0 && mirror.revision >= committed {
@@ -203,7 +207,7 @@ final class FleetBackend: SuiteBackend {
         }
         let version = state.withLock { state -> UInt64 in
             state.version += 1
-            state.lastCommit = (mirror.clusterID, mirror.resyncs, committed)
+            state.lastCommit = (mirror.clusterID, mirror.resyncs, committed, rangesSent)
             return state.version
         }
         return SuiteWritten(snapshot: SuiteSnapshot(values: values, version: version), unchangedByOthers: false)

@@ -17,6 +17,7 @@ package enum XMLPropertyListReader {
                 do throws(Malformed) {
                     let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? placeholder
                     var scanner = Scanner(base: base, count: buffer.count)
+                    defer { scanner.releaseEntries() }
                     return .success(try scanner.document())
                 } catch {
                     return .failure(error)
@@ -39,12 +40,61 @@ package enum XMLPropertyListReader {
         let base: UnsafePointer<UInt8>
         let count: Int
         var position = 0
+        /// The entries of the dictionaries being read, innermost last: each dictionary's are moved
+        /// into it when it closes (not copied, then released with an array of them), and the
+        /// room is reused by the next.
+        var entries: UnsafeMutablePointer<(String, PropertyListValue)>?
+        var entryCount = 0
+        var entryCapacity = 0
 
         init(base: UnsafePointer<UInt8>, count: Int) {
             self.base = base
             self.count = count
             // A UTF-8 byte-order mark.
             if count >= 3, base[0] == 0xEF, base[1] == 0xBB, base[2] == 0xBF { position = 3 }
+        }
+
+        @inline(__always)
+        mutating func pushEntry(_ key: String, _ value: PropertyListValue) {
+            if entryCount == entryCapacity { growEntries() }
+            (entries.unsafelyUnwrapped + entryCount).initialize(to: (key, value))
+            entryCount += 1
+        }
+
+        @inline(never)
+        mutating func growEntries() {
+            let capacity = max(16, entryCapacity * 2)
+            let grown = UnsafeMutablePointer<(String, PropertyListValue)>.allocate(capacity: capacity)
+            if let entries {
+                grown.moveInitialize(from: entries, count: entryCount)
+                entries.deallocate()
+            }
+            entries = grown
+            entryCapacity = capacity
+        }
+
+        /// The dictionary of the entries from `start` on, which it takes (a later duplicate key
+        /// wins, as in Foundation).
+        mutating func takeDictionary(from start: Int) -> [String: PropertyListValue] {
+            var dictionary: [String: PropertyListValue] = [:]
+            guard start < entryCount, let entries else { return dictionary }
+            dictionary.reserveCapacity(entryCount - start)
+            for index in start..<entryCount {
+                let (key, value) = (entries + index).move()
+                dictionary[key] = value
+            }
+            entryCount = start
+            return dictionary
+        }
+
+        /// Frees the entries' room, and the entries of dictionaries not closed (a malformed file).
+        mutating func releaseEntries() {
+            guard let entries else { return }
+            entries.deinitialize(count: entryCount)
+            entries.deallocate()
+            self.entries = nil
+            entryCount = 0
+            entryCapacity = 0
         }
 
         /// The error for `problem` at `offset` (by default where the scanner is), naming the line:
@@ -85,6 +135,81 @@ package enum XMLPropertyListReader {
         @inline(__always)
         mutating func skipWhitespace() {
             while position < count, Self.isSpace(base[position]) { position += 1 }
+        }
+
+        /// A tag of the plist vocabulary as little-endian words, recognised with one or two loads
+        /// instead of a comparison per byte.
+        struct Tag {
+            let length: Int
+            /// Its first eight bytes (all of them when shorter).
+            let first: UInt64
+            /// Its last eight bytes, when it is longer than eight.
+            let last: UInt64
+
+            /// `<key>`
+            static let key = Tag(length: 5, first: 0x3e_7965_6b3c, last: 0x0)
+            /// `<string>`
+            static let string = Tag(length: 8, first: 0x3e67_6e69_7274_733c, last: 0x0)
+            /// `<integer>`
+            static let integer = Tag(length: 9, first: 0x7265_6765_746e_693c, last: 0x3e72_6567_6574_6e69)
+            /// `<real>`
+            static let real = Tag(length: 6, first: 0x3e6c_6165_723c, last: 0x0)
+            /// `<dict>`
+            static let dict = Tag(length: 6, first: 0x3e74_6369_643c, last: 0x0)
+            /// `<date>`
+            static let date = Tag(length: 6, first: 0x3e65_7461_643c, last: 0x0)
+            /// `<data>`
+            static let data = Tag(length: 6, first: 0x3e61_7461_643c, last: 0x0)
+            /// `<array>`
+            static let array = Tag(length: 7, first: 0x3e_7961_7272_613c, last: 0x0)
+            /// `<true/>`
+            static let trueEmpty = Tag(length: 7, first: 0x3e_2f65_7572_743c, last: 0x0)
+            /// `<false/>`
+            static let falseEmpty = Tag(length: 8, first: 0x3e2f_6573_6c61_663c, last: 0x0)
+            /// `</key>`
+            static let keyEnd = Tag(length: 6, first: 0x3e79_656b_2f3c, last: 0x0)
+            /// `</string>`
+            static let stringEnd = Tag(length: 9, first: 0x676e_6972_7473_2f3c, last: 0x3e67_6e69_7274_732f)
+            /// `</integer>`
+            static let integerEnd = Tag(length: 10, first: 0x6567_6574_6e69_2f3c, last: 0x3e72_6567_6574_6e69)
+            /// `</real>`
+            static let realEnd = Tag(length: 7, first: 0x3e_6c61_6572_2f3c, last: 0x0)
+            /// `</array>`
+            static let arrayEnd = Tag(length: 8, first: 0x3e79_6172_7261_2f3c, last: 0x0)
+            /// `</dict>`
+            static let dictEnd = Tag(length: 7, first: 0x3e_7463_6964_2f3c, last: 0x0)
+        }
+
+        /// Moves past `tag` when it comes next.
+        @inline(__always)
+        mutating func skip(_ tag: Tag) -> Bool {
+            let raw = UnsafeRawPointer(base)
+            if tag.length <= 8 {
+                guard position + 8 <= count else { return skipNearTheEnd(tag) }
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+                let mask: UInt64 = tag.length == 8 ? .max : (1 &<< UInt64(tag.length &* 8)) &- 1
+                guard word & mask == tag.first else { return false }
+            } else {
+                guard position + tag.length <= count,
+                    UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt64.self)) == tag.first,
+                    UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position + tag.length - 8, as: UInt64.self))
+                        == tag.last
+                else { return false }
+            }
+            position += tag.length
+            return true
+        }
+
+        /// `skip(_:)` of a tag within eight bytes of the end, a byte at a time.
+        @inline(never)
+        mutating func skipNearTheEnd(_ tag: Tag) -> Bool {
+            guard position + tag.length <= count else { return false }
+            for index in 0..<tag.length
+            where base[position + index] != UInt8(truncatingIfNeeded: tag.first >> UInt64(index * 8)) {
+                return false
+            }
+            position += tag.length
+            return true
         }
 
         /// Moves past the next occurrence of `terminator`.
@@ -212,15 +337,17 @@ package enum XMLPropertyListReader {
             if position + 1 < count, base[position] == UInt8(ascii: "<") {
                 let element: Element?
                 switch base[position + 1] {
-                case UInt8(ascii: "k"): element = skip("<key>") ? .key : nil
-                case UInt8(ascii: "s"): element = skip("<string>") ? .string : nil
-                case UInt8(ascii: "i"): element = skip("<integer>") ? .integer : nil
-                case UInt8(ascii: "r"): element = skip("<real>") ? .real : nil
+                case UInt8(ascii: "k"): element = skip(Tag.key) ? .key : nil
+                case UInt8(ascii: "s"): element = skip(Tag.string) ? .string : nil
+                case UInt8(ascii: "i"): element = skip(Tag.integer) ? .integer : nil
+                case UInt8(ascii: "r"): element = skip(Tag.real) ? .real : nil
                 case UInt8(ascii: "d"):
-                    element = skip("<dict>") ? .dict : skip("<date>") ? .date : skip("<data>") ? .data : nil
-                case UInt8(ascii: "a"): element = skip("<array>") ? .array : nil
-                case UInt8(ascii: "t"): if skip("<true/>") { return (.true, "", true, start) } else { element = nil }
-                case UInt8(ascii: "f"): if skip("<false/>") { return (.false, "", true, start) } else { element = nil }
+                    element = skip(Tag.dict) ? .dict : skip(Tag.date) ? .date : skip(Tag.data) ? .data : nil
+                case UInt8(ascii: "a"): element = skip(Tag.array) ? .array : nil
+                case UInt8(ascii: "t"):
+                    if skip(Tag.trueEmpty) { return (.true, "", true, start) } else { element = nil }
+                case UInt8(ascii: "f"):
+                    if skip(Tag.falseEmpty) { return (.false, "", true, start) } else { element = nil }
                 default: element = nil
                 }
                 if let element { return (element, "", false, start) }
@@ -261,12 +388,12 @@ package enum XMLPropertyListReader {
             // The usual closing tags, written plainly, recognised whole.
             let plain: Bool
             switch expected {
-            case .key: plain = skip("</key>")
-            case .string: plain = skip("</string>")
-            case .integer: plain = skip("</integer>")
-            case .real: plain = skip("</real>")
-            case .array: plain = skip("</array>")
-            case .dict: plain = skip("</dict>")
+            case .key: plain = skip(Tag.keyEnd)
+            case .string: plain = skip(Tag.stringEnd)
+            case .integer: plain = skip(Tag.integerEnd)
+            case .real: plain = skip(Tag.realEnd)
+            case .array: plain = skip(Tag.arrayEnd)
+            case .dict: plain = skip(Tag.dictEnd)
             default: plain = false
             }
             if plain { return }
@@ -345,21 +472,21 @@ package enum XMLPropertyListReader {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .dictionary([:]) }
-                // Collected first, so the dictionary is built once at its final size (a later duplicate
-                // key wins, as in Foundation).
-                var entries: [(String, PropertyListValue)] = []
+                // Collected first, so the dictionary is built once at its final size.
+                let start = entryCount
                 while true {
                     try skipMisc()
                     if peek("</") {
                         try closeTag(.dict)
-                        return .dictionary(Dictionary(entries, uniquingKeysWith: { _, last in last }))
+                        return .dictionary(takeDictionary(from: start))
                     }
                     let keyTag = try openTag()
                     guard keyTag.element == .key else {
                         throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
                     }
                     let key = keyTag.empty ? "" : try text(closing: .key)
-                    entries.append((key, try value(depth: depth + 1)))
+                    let value = try value(depth: depth + 1)
+                    pushEntry(key, value)
                 }
             case .key, .other:
                 throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
@@ -476,11 +603,13 @@ package enum XMLPropertyListReader {
         mutating func text(closing name: Element) throws(Malformed) -> String {
             let start = position
             // The common case: plain text up to the closing tag, made into a String in one step.
-            let end = markup(from: position)
+            let (end, isASCII) = markup(from: position)
             if end + 1 < count, base[end] == UInt8(ascii: "<"), base[end + 1] == UInt8(ascii: "/") {
-                guard let string = PropertyListText.string(validatingUTF8: base + start, count: end - start) else {
-                    throw error("the text is not valid UTF-8", at: start)
-                }
+                let text =
+                    isASCII
+                    ? PropertyListText.string(ascii: base + start, count: end - start)
+                    : String(validating: UnsafeBufferPointer(start: base + start, count: end - start), as: UTF8.self)
+                guard let string = text else { throw error("the text is not valid UTF-8", at: start) }
                 position = end
                 try closeTag(name)
                 return string
@@ -488,13 +617,17 @@ package enum XMLPropertyListReader {
             return try textWithMarkup(closing: name)
         }
 
-        /// Where the first `<` or `&` at or after `start` is (`count` if none), eight bytes at a time.
+        /// Where the first `<` or `&` at or after `start` is (`count` if none), eight bytes at a time,
+        /// and whether the bytes before it are all ASCII (`false` may also mean a byte after it in
+        /// the same eight was not: a hint for the fast path, never a verdict).
         @inline(__always)
-        func markup(from start: Int) -> Int {
+        func markup(from start: Int) -> (end: Int, isASCII: Bool) {
             var index = start
             let raw = UnsafeRawPointer(base)
+            var high: UInt64 = 0
             while index + 8 <= count {
                 let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                high |= word
                 // A byte of `word ^ pattern` is zero where `word` holds the pattern's byte; the
                 // lowest flagged byte is exact (a borrow can only flag bytes above a zero one).
                 let lessThan = word ^ 0x3C3C_3C3C_3C3C_3C3C
@@ -502,11 +635,14 @@ package enum XMLPropertyListReader {
                 let flags =
                     ((lessThan &- 0x0101_0101_0101_0101) & ~lessThan | (ampersand &- 0x0101_0101_0101_0101) & ~ampersand)
                     & 0x8080_8080_8080_8080
-                if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
+                if flags != 0 { return (index + flags.trailingZeroBitCount / 8, high & 0x8080_8080_8080_8080 == 0) }
                 index += 8
             }
-            while index < count, base[index] != UInt8(ascii: "<"), base[index] != UInt8(ascii: "&") { index += 1 }
-            return index
+            while index < count, base[index] != UInt8(ascii: "<"), base[index] != UInt8(ascii: "&") {
+                high |= UInt64(base[index])
+                index += 1
+            }
+            return (index, high & 0x8080_8080_8080_8080 == 0)
         }
 
         /// Reads character data holding entities, CDATA sections or comments up to `</name>`.

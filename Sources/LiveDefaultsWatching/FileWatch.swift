@@ -36,6 +36,16 @@ package final class FileWatch: Sendable {
         return counts
     }
 
+    /// Says that the work of the last call is done (the file was read again): a write seen since
+    /// is called for at once instead of at the end of ``FileWatcher/coalescingWindow``, and the
+    /// next write is called for at once. Writes that come while the work runs are still gathered
+    /// into one call. Calling it when no call was made does nothing.
+    package func callFinished() {
+        let now = FileWatcherCore.now()
+        let due = watcher.core.registry.withLock { $0.callFinished(identifier, now: now) }
+        if due { watcher.core.signalDispatcher() }
+    }
+
     /// Stops the calls. Calling it again does nothing.
     package func cancel() {
         let wasCancelled = isCancelled.withLock { cancelled in

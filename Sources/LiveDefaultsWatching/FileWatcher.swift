@@ -29,8 +29,11 @@ import LiveDefaultsLocking
 /// A reader that finds the file absent all the same (it went after the call) asks
 /// ``FileWatch/absenceCounts()``.
 ///
-/// Events for one file within ``coalescingWindow`` give one call. A temporary file or another
-/// file in the same directory never gives a call.
+/// A write after a quiet spell gives a call at once; writes within ``coalescingWindow`` after a
+/// call give one more call, at the end of the window — or as soon as the owner says the call's
+/// work is done (``FileWatch/callFinished()``), so that changes paced by the reader are not held
+/// back while a burst still gives one call per reload. A temporary file or another file in the
+/// same directory never gives a call.
 ///
 /// ```swift
 /// let watch = FileWatcher.shared.watch(path: url.path) { store.scheduleReload() }
@@ -49,7 +52,8 @@ package final class FileWatcher: Sendable {
     /// How often the polling fallback looks at a file.
     package static let pollInterval: Duration = .milliseconds(250)
     /// A write after a quiet spell is reported at once; writes closer together than this after
-    /// it give one more call, at the end of the window.
+    /// it give one more call, at the end of the window or when the owner has finished with the
+    /// last call (``FileWatch/callFinished()``), whichever is first.
     package static let coalescingWindow: Duration = .milliseconds(5)
     /// How long a deleted file has to stay absent before the deletion counts.
     package static let deletionGrace: Duration = .milliseconds(100)

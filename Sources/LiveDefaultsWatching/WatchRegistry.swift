@@ -65,7 +65,8 @@ struct WatchRegistry: Sendable {
         var hasBeenCalled = false
         /// Since when the file is known to be away (deleted, moved away, or found absent).
         var awaySince: UInt64?
-        /// When the last call was made: a write right after it waits out the coalescing window.
+        /// When the last call was made: a write right after it waits out the coalescing window,
+        /// unless the owner has said the call's work is done (``WatchRegistry/callFinished(_:now:)``).
         var lastCall: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
@@ -287,10 +288,10 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return }
         switch change {
         case .written:
-            // Leading edge: a write after a quiet spell is reported at once (the event is a close
-            // or a move-in, so the content is final); further writes within the window coalesce
-            // into one trailing call.
-            let quietSince = (registration.lastCall ?? 0) &+ coalescingWindow
+            // Leading edge: a write after a quiet spell — no call within the window, or the last
+            // call's work done — is reported at once (the event is a close or a move-in, so the
+            // content is final); further writes within the window coalesce into one trailing call.
+            let quietSince = registration.lastCall.map { $0 &+ coalescingWindow } ?? 0
             registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
             registration.callIsLook = false
             registration.writtenSinceSettleStarted = true
@@ -483,6 +484,25 @@ struct WatchRegistry: Sendable {
         guard directoryStatus[directory] == .missing else { return false }
         directoryStatus[directory] = .pending
         directoriesVersion += 1
+        return true
+    }
+
+    /// The owner of a registration has done the work of its last call (a store has read the
+    /// file again): the coalescing window after that call ends now. Writes seen since the call
+    /// become one call due at once; with none, the next write is called for at once.
+    ///
+    /// The window is there so that a burst of writes gives one reload rather than one each. A
+    /// burst is writes closer together than a reload: those that come while the reload runs are
+    /// still gathered into one call. A write that comes after the reload is done is the first of
+    /// a new burst, and waiting would only delay it (docs/design.md, "Live reload: coalescing").
+    ///
+    /// - Returns: Whether a call fell due (the dispatcher has to look).
+    mutating func callFinished(_ identifier: UInt64, now: UInt64) -> Bool {
+        guard var registration = registrations[identifier], registration.lastCall != nil else { return false }
+        defer { registrations[identifier] = registration }
+        registration.lastCall = nil
+        guard let deadline = registration.callDeadline, deadline > now, !registration.callIsLook else { return false }
+        registration.callDeadline = now
         return true
     }
 

@@ -207,6 +207,40 @@ final class LiveSuite {
         #expect(suite.defaults.lastError == nil)
     }
 
+    /// A change right after the last one was read is reloaded at once (the coalescing window ends
+    /// when the reload is done), and that still never reads a file while it is half written in
+    /// place: the watcher calls on a close or a move-in, not on each write.
+    @Test func aChangeAfterAReloadIsReadAtOnceButNeverHalfWritten() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        try suite.shell(LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F"))
+        #expect(await eventually { suite.defaults.string(forKey: "theme") == "light" })
+        // Written in place, in two steps: the first half now, the rest later.
+        let full = try PropertyListSerialization.data(
+            fromPropertyList: ["theme": "blue", "size": 12], format: .xml, options: 0)
+        let descriptor = open(suite.path, O_WRONLY | O_TRUNC)
+        try #require(descriptor >= 0)
+        let half = full.count / 2
+        try #require(full.prefix(half).withUnsafeBytes { write(descriptor, $0.baseAddress, half) } == half)
+        // Another suite in the same directory changes from outside and is reloaded: the watcher
+        // has handled every event of the directory up to now, the half write's included.
+        let other = try Defaults(suiteName: "com.example.other", directory: suite.directory.url)
+        let otherPath = suite.directory.file("com.example.other.plist").path
+        try suite.shell(LiveSuite.python(write: "{'ready': True}", to: otherPath))
+        #expect(await eventually { other.bool(forKey: "ready") })
+        #expect(suite.defaults.lastError == nil, "the half-written file was not read")
+        #expect(suite.defaults.string(forKey: "theme") == "light")
+        let rest = full.count - half
+        try #require(full.suffix(rest).withUnsafeBytes { write(descriptor, $0.baseAddress, rest) } == rest)
+        close(descriptor)
+        #expect(await eventually { suite.defaults.string(forKey: "theme") == "blue" })
+        #expect(suite.defaults.lastError == nil)
+        #expect(
+            suite.changes == [
+                ChangeLog.Entry(key: "theme", old: "dark", new: "light", origin: .external),
+                ChangeLog.Entry(key: "theme", old: "light", new: "blue", origin: .external),
+            ])
+    }
+
     @Test func manyWritesFromAnotherProcessEndInTheFinalState() async throws {
         let suite = try LiveSuite(seed: Self.seed)
         let tokenLast = Locked<PropertyListValue?>(nil)

@@ -446,6 +446,56 @@ private func run(_ arguments: [String]) throws {
         #expect(registry.nextDeadline() == nil)
     }
 
+    /// Writes paced by the reader — each after the last one was read — are each called for at
+    /// once, not at the end of the window.
+    @Test func aWriteAfterTheLastCallsWorkIsDoneIsCalledAtOnce() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(registry.takeDueWork(now: 1).calls == [identifier], "the first call")
+        let finished = registry.callFinished(identifier, now: 50)
+        #expect(!finished, "no write was waiting")
+        for offset: UInt64 in [100, 1_100, 2_100] {
+            _ = registry.apply(.entry(path.link, .written), now: offset)
+            #expect(registry.takeDueWork(now: offset).calls == [identifier], "the write at \(offset) ns")
+            #expect(registry.nextDeadline() == nil)
+            _ = registry.callFinished(identifier, now: offset + 500)
+        }
+    }
+
+    /// Writes that come while the last call's work runs are still gathered into one call, made
+    /// when the work is done (or at the end of the window, when no one says so).
+    @Test func writesDuringTheLastCallsWorkGiveOneCallWhenItIsDone() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = registry.takeDueWork(now: 1)
+        for offset in 0..<4 {
+            _ = registry.apply(.entry(path.link, .written), now: 100 + UInt64(offset) * 100_000)
+        }
+        #expect(registry.takeDueWork(now: 400_000).calls.isEmpty, "the burst waits while the work runs")
+        let finished = registry.callFinished(identifier, now: 500_000)
+        #expect(finished)
+        #expect(registry.takeDueWork(now: 500_000).calls == [identifier], "one call for the four writes")
+        #expect(registry.nextDeadline() == nil)
+    }
+
+    /// A kernel queue overflow's call (any file may have changed) falls due at the end of the
+    /// work too: it is a full call.
+    @Test func anOverflowsCallFallsDueWhenTheWorkIsDone() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = registry.takeDueWork(now: 1)
+        _ = registry.apply(.overflow, now: 10)
+        #expect(registry.takeDueWork(now: 20).calls.isEmpty)
+        let finished = registry.callFinished(identifier, now: 30)
+        #expect(finished)
+        let work = registry.takeDueWork(now: 30)
+        #expect(work.calls == [identifier])
+        #expect(work.looks.isEmpty)
+    }
+
     @Test func removalCancelsAPendingCallUntilTheGraceRunsOut() {
         var registry = registry()
         let identifier = registry.add(path, onChange: {}, now: 0).identifier

@@ -198,6 +198,40 @@ final class RecordingListener: SuiteStoreListener {
         #expect(names.filter { $0.contains(".tmp-") }.isEmpty, "\(names)")
     }
 
+    /// A flush merges this process's changes into the stored values in place; a failed write puts
+    /// back what it changed, so the next write starts from the values on disk, not from a half merge.
+    @Test func aFailedWriteLeavesTheStoredValuesAsTheyWere() throws {
+        let directory = try TemporaryDirectory()
+        let (store, operations, _) = try Self.makeStore(in: directory)
+        store.set("a", forKey: "kept")
+        store.set("b", forKey: "changed")
+        store.set("c", forKey: "removed")
+        try store.flush()
+        store.set("B", forKey: "changed")
+        store.set(nil, forKey: "removed")
+        store.set("D", forKey: "added")
+        operations.fail("rename", with: EIO)
+        #expect(throws: DefaultsError.self) { try store.flush() }
+        // Another process changes the file meanwhile: the next write must start from it.
+        operations.fail("rename", with: nil)
+        try PropertyListCodec.encode(
+            .dictionary(["kept": "a", "changed": "b", "removed": "c", "theirs": "T"]), format: .binary
+        ).write(to: URL(fileURLWithPath: store.location.path))
+        try store.flush()
+        #expect(
+            try Self.fileValues(store.location.path) == ["kept": "a", "changed": "B", "added": "D", "theirs": "T"])
+        // And with no one else writing, a failed write then a good one writes the same as one good one.
+        store.set("E", forKey: "added")
+        store.set(nil, forKey: "theirs")
+        operations.fail("fsync", with: EIO)
+        #expect(throws: DefaultsError.self) { try store.flush() }
+        operations.fail("fsync", with: nil)
+        store.set("F", forKey: "late")
+        try store.flush()
+        #expect(try Self.fileValues(store.location.path) == ["kept": "a", "changed": "B", "added": "E", "late": "F"])
+        #expect(store.values() == ["kept": "a", "changed": "B", "added": "E", "late": "F"])
+    }
+
     @Test func changeEventsCarryTheValuesTheyChangedBetween() throws {
         let directory = try TemporaryDirectory()
         let (store, _, _) = try Self.makeStore(in: directory)

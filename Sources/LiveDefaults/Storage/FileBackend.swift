@@ -121,61 +121,97 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
 
     // MARK: Writing
 
-    package func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+    package func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
         let clean = state.withLock { $0.cleanedTemporaryFiles }
         if !clean {
             file.removeOrphanedTemporaryFiles()
             state.withLock { $0.cleanedTemporaryFiles = true }
         }
         return try file.withLock(using: operations) { () throws(DefaultsError) in
-            try writeLocked(changes, over: known)
+            try writeLocked(changes, over: &known)
         }
     }
 
     /// The part of a write done under the file lock.
-    private func writeLocked(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+    ///
+    /// `known`'s values are merged into in place when the file was not changed by others (each
+    /// replaced value is remembered, so a failed write puts them back as they were).
+    private func writeLocked(
+        _ changes: SuiteWrite, over known: inout SuiteSnapshot
+    ) throws(DefaultsError) -> SuiteWritten {
         let last = state.withLock { (identity: $0.identity, corrupt: $0.isCorrupt, format: $0.format) }
-        var base = known.values
+        var merged: [String: PropertyListValue] = [:]
+        swap(&merged, &known.values)
+        // Whether `merged` is `known`'s values changed in place, with `replaced` to undo the changes.
+        var isKnown = true
+        var replaced: [(key: String, value: PropertyListValue?)] = []
+        func giveBack() {
+            guard isKnown else { return }
+            for (key, value) in replaced.reversed() { merged[key] = value }
+            swap(&merged, &known.values)
+            isKnown = false
+        }
         var format = last.format
         let rereads = FileIdentity.of(path: location.path) != last.identity || last.corrupt
-        if rereads {
-            // Someone else wrote since we last looked (or the file is bad): start from what is there now.
-            if let contents = try file.read() {
-                do throws(DefaultsError) {
-                    let parsed = try parse(contents.data)
-                    base = parsed.values
-                    format = parsed.format
-                } catch {
-                    // Contract 4: never replace a bad file without keeping it.
-                    if let kept = try file.keepAside() {
-                        DefaultsErrorReporting.report(
-                            DefaultsError(
-                                .corruptFile,
-                                "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was kept "
-                                    + "as \(kept) and replaced by this process's values.",
-                                suite: location.name, path: location.path, underlying: error))
-                    }
-                }
-            } else {
-                base = [:]
-            }
-        }
-        let merged = changes.applied(to: base)
         var data: Data?
         var identity: FileIdentity?
-        if changes.removesSuite {
-            try file.remove()
-        } else {
-            let encoded: Data
-            do throws(PropertyListError) {
-                encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
-            } catch {
-                throw DefaultsError(
-                    .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)", suite: location.name,
-                    path: location.path, underlying: DefaultsError(error))
+        do throws(DefaultsError) {
+            if rereads {
+                // Someone else wrote since we last looked (or the file is bad): start from what is there now.
+                if let contents = try file.read() {
+                    do throws(DefaultsError) {
+                        let parsed = try parse(contents.data)
+                        giveBack()
+                        merged = parsed.values
+                        format = parsed.format
+                    } catch {
+                        // (The values this store knows are written, with this process's changes.)
+                        // Contract 4: never replace a bad file without keeping it.
+                        if let kept = try file.keepAside() {
+                            DefaultsErrorReporting.report(
+                                DefaultsError(
+                                    .corruptFile,
+                                    "The suite file \(location.path) for suite \"\(location.name)\" did not parse; it was "
+                                        + "kept as \(kept) and replaced by this process's values.",
+                                    suite: location.name, path: location.path, underlying: error))
+                        }
+                    }
+                } else {
+                    giveBack()
+                    merged = [:]
+                }
             }
-            identity = try file.replace(with: encoded, using: operations)
-            data = encoded
+            switch changes {
+            case .whole(let values, _):
+                giveBack()
+                merged = values
+            case .changes(let pending):
+                if isKnown { replaced.reserveCapacity(pending.count) }
+                for (key, change) in pending {
+                    let old =
+                        if let value = change.value { merged.updateValue(value, forKey: key) } else {
+                            merged.removeValue(forKey: key)
+                        }
+                    if isKnown { replaced.append((key, old)) }
+                }
+            }
+            if changes.removesSuite {
+                try file.remove()
+            } else {
+                let encoded: Data
+                do throws(PropertyListError) {
+                    encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
+                } catch {
+                    throw DefaultsError(
+                        .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)",
+                        suite: location.name, path: location.path, underlying: DefaultsError(error))
+                }
+                identity = try file.replace(with: encoded, using: operations)
+                data = encoded
+            }
+        } catch {
+            giveBack()
+            throw error
         }
         let version = state.withLock { state -> UInt64 in
             state.bytes = data
@@ -200,6 +236,10 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         let (same, watch) = state.withLock {
             ($0.bytes == contents?.data && ($0.bytes != nil || contents == nil), $0.watch)
         }
+        // The file was read after the watcher's call: a write from now on is a new one, called
+        // for at once rather than at the end of the coalescing window (docs/design.md, "Live
+        // reload: coalescing").
+        watch?.callFinished()
         if same { return .unchanged }
         // Gone for a moment only (its directory made again, an editor saving) is no deletion:
         // the watcher calls again when the file is back or has stayed away for the grace.

@@ -12,7 +12,7 @@ package final class MemoryBackend: SuiteBackend {
         SuiteLoad(snapshot: stored.withLock { $0 })
     }
 
-    package func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
+    package func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
         let snapshot = stored.withLock { stored -> SuiteSnapshot in
             stored = SuiteSnapshot(values: changes.applied(to: stored.values), version: stored.version + 1)
             return stored

@@ -17,10 +17,13 @@ package protocol SuiteBackend: Sendable {
     ///
     /// - Parameters:
     ///   - changes: This process's changes not yet stored.
-    ///   - known: The values (and their version) this store last installed.
+    ///   - known: The values (and their version) this store last installed. The backend may take
+    ///     the values out to apply the changes to them in place (the store holds no other
+    ///     reference, so a thousand-key suite is not copied on every write); when it throws, it
+    ///     leaves them as they were.
     /// - Returns: The values now stored.
     /// - Throws: ``DefaultsError`` when nothing was written (the store keeps the changes pending).
-    func write(_ changes: SuiteWrite, over known: SuiteSnapshot) throws(DefaultsError) -> SuiteWritten
+    func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten
 
     /// Looks at the suite again, after the watch said it changed outside this process.
     func reload() -> SuiteReload

@@ -229,15 +229,21 @@ extension SuiteStore {
         defer { followUps.run() }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
-            let (outgoing, known) = state.withLock { state in
-                (state.values.outgoing(), SuiteSnapshot(values: state.values.stored, version: state.values.version))
+            // The stored values are taken out of the state while the write runs (every use of them
+            // is under `inputOutput`, as this is), so the backend merges into them in place.
+            let taken = state.withLock { state -> (SuiteWrite, SuiteSnapshot)? in
+                guard let outgoing = state.values.outgoing() else { return nil }
+                return (outgoing, SuiteSnapshot(values: state.values.takeStored(), version: state.values.version))
             }
-            guard let outgoing else { return }
+            guard case (let outgoing, var known)? = taken else { return }
             let written: SuiteWritten
             do throws(DefaultsError) {
-                written = try backend.write(outgoing, over: known)
+                written = try backend.write(outgoing, over: &known)
             } catch {
-                state.withLock { $0.lastError = error }
+                state.withLock { state in
+                    state.values.putBackStored(known.values)
+                    state.lastError = error
+                }
                 throw error
             }
             let install = { (state: inout State) -> [StoredChange] in

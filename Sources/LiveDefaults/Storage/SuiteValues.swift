@@ -72,6 +72,21 @@ package struct SuiteValues: Sendable {
 
     // MARK: Writing and reloading
 
+    /// Takes ``stored`` out (leaving it empty) for a write to merge this process's changes into in
+    /// place; ``install(_:version:after:unchangedByOthers:)`` or ``putBackStored(_:)`` ends the
+    /// write. Left in place, the merge would copy the whole dictionary on every flush, as the
+    /// copy here would share its storage (docs/design.md, "Store model and backends").
+    package mutating func takeStored() -> [String: PropertyListValue] {
+        var taken: [String: PropertyListValue] = [:]
+        swap(&taken, &stored)
+        return taken
+    }
+
+    /// Puts back what ``takeStored()`` took, after a write that stored nothing.
+    package mutating func putBackStored(_ values: [String: PropertyListValue]) {
+        stored = values
+    }
+
     /// What a write sends to the backend, nil when there is nothing to write.
     package func outgoing() -> SuiteWrite? {
         if let wholeReplacement { return .whole(current, generation: wholeReplacement) }
