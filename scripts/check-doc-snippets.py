@@ -11,7 +11,7 @@ unused values (examples show results without using them). A block that contains
 `import PackageDescription` is a manifest and is skipped.
 
 Usage: scripts/check-doc-snippets.py [build directory, default .build/debug]
-Needs `swift build --target LiveDefaults` first. Exits non-zero when an example does not compile.
+Needs `swift build --target LiveDefaults --target LiveDefaultsEtcd` first (the fleet examples import the etcd product). Exits non-zero when an example does not compile.
 """
 import os
 import re
@@ -60,9 +60,8 @@ def generate(document):
     if not os.path.exists(prelude_path) and ".docc" in document:
         prelude_path = os.path.join(ROOT, "scripts", "doc-snippets", "docc.prelude.swift")
     out = ["import Foundation", "import Observation", "import Dispatch", "import LiveDefaults"]
-    # Fleet settings' examples use the etcd product, when it was built.
-    if os.path.exists(os.path.join(BUILD, "Modules", "LiveDefaultsEtcd.swiftmodule")):
-        out.append("import LiveDefaultsEtcd")
+    # Fleet settings' examples use the etcd product (built first, as for the library: see the usage).
+    out.append("import LiveDefaultsEtcd")
     if os.path.exists(prelude_path):
         out.append(f'#sourceLocation(file: "{prelude_path}", line: 1)')
         with open(prelude_path) as handle:
