@@ -110,7 +110,7 @@ enum FleetStores {
     }
 
     /// At normal exit, sends what open fleet stores have pending when etcd answers, and reports
-    /// what cannot be sent (it is never lost silently).
+    /// what cannot be sent (it is never lost silently); writes the offline caches still waiting.
     private static let installExitFlush: Void = {
         atexit {
             let stores = FleetStores.registry.withLock { $0.values.compactMap(\.store) }
@@ -127,6 +127,7 @@ enum FleetStores {
                                 + "not written. Write them again once etcd answers.", suite: backend.suite.name))
                 }
             }
+            for store in stores { (store.backend as? FleetBackend)?.saveCacheNow() }
         }
     }()
 }

@@ -42,6 +42,9 @@ final class FleetBackend: SuiteBackend {
         /// The reason of the last full re-sync that replaced what the cache held.
         var cacheReplacedBecause: String?
         var cacheToWrite: FleetCache?
+        /// When the cache file was last written, and how many times it was (for tests).
+        var cacheWrittenAt: ContinuousClock.Instant?
+        var cacheWrites = 0
         var stateListeners: [UUID: AsyncStream<FleetState>.Continuation] = [:]
         /// What this backend reported, oldest first (the last 100; for tests).
         var reported: [DefaultsError] = []
@@ -346,25 +349,53 @@ final class FleetBackend: SuiteBackend {
 
     // MARK: The cache
 
-    /// Saves `cache` soon, off the delivering thread; saves asked for meanwhile coalesce.
+    /// The shortest time between two writes of the cache file.
+    static let cacheInterval = Duration.seconds(1)
+
+    /// Saves `cache` soon, off the delivering thread, at most once per ``cacheInterval``; saves
+    /// asked for meanwhile coalesce into the last.
+    ///
+    /// Every change rewriting the cache durably cost each watching process two `fsync`s per change
+    /// (and a fleet of them the disk's time); the cache only serves a start while etcd is away, and
+    /// one up to a second old is as good: its revision and cluster are checked, and the first range
+    /// gives the net change (docs/design.md, "Fleet settings: the remote store").
     private func saveCache(_ cache: FleetCache) {
-        let arms = state.withLock { state -> Bool in
+        let delay = state.withLock { state -> Duration? in
             defer { state.cacheToWrite = cache }
-            return state.cacheToWrite == nil
+            guard state.cacheToWrite == nil else { return nil }  // a write is already on its way
+            guard let last = state.cacheWrittenAt else { return .zero }
+            return max(.zero, Self.cacheInterval - last.duration(to: .now))
         }
-        guard arms else { return }
-        cacheQueue.async { [self] in
-            guard
-                let cache = state.withLock({ state in
-                    defer { state.cacheToWrite = nil }; return state.cacheToWrite
-                })
-            else { return }
-            do throws(DefaultsError) {
-                try cacheFile.replace(with: try cache.encoded(suite: suite), using: SystemFileOperations())
-            } catch {
-                DefaultsErrorReporting.report(error)
-            }
+        guard let delay else { return }
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        cacheQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in writePendingCache() }
+    }
+
+    /// Writes the cache asked for last, if any (on `cacheQueue`).
+    private func writePendingCache() {
+        guard
+            let cache = state.withLock({ state -> FleetCache? in
+                guard let cache = state.cacheToWrite else { return nil }
+                state.cacheToWrite = nil
+                state.cacheWrittenAt = .now
+                state.cacheWrites += 1
+                return cache
+            })
+        else { return }
+        do throws(DefaultsError) {
+            try cacheFile.replace(with: try cache.encoded(suite: suite), using: SystemFileOperations())
+        } catch {
+            DefaultsErrorReporting.report(error)
         }
+    }
+
+    /// How many times the cache file was written (for tests).
+    var cacheWrites: Int { state.withLock { $0.cacheWrites } }
+
+    /// Writes the cache now if a write is waiting (at exit, and for tests).
+    func saveCacheNow() {
+        cacheQueue.sync { writePendingCache() }
     }
 
     /// What the cache file holds now, nil when there is none (for tests).
@@ -373,9 +404,14 @@ final class FleetBackend: SuiteBackend {
         return try FleetCache(contents.data, suite: suite, path: location.path)
     }
 
-    /// Waits until pending cache writes are done (for tests).
+    /// Writes a waiting cache now and waits until it is written (for tests).
     func cacheSaved() async {
-        await withCheckedContinuation { continuation in cacheQueue.async { continuation.resume() } }
+        await withCheckedContinuation { continuation in
+            cacheQueue.async { [self] in
+                writePendingCache()
+                continuation.resume()
+            }
+        }
     }
 }
 

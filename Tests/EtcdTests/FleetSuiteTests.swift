@@ -508,4 +508,25 @@ struct FleetSuiteTests {
         let cached = try #require(try connection.backend.cacheFileContents())
         #expect(cached.values == ["theme": "b"])
     }
+
+    /// The offline cache follows etcd, but a burst of changes does not rewrite it (durably) once per
+    /// change: at most once a second, and the last values are the ones written.
+    @Test func aBurstOfChangesRewritesTheCacheAtMostOnceASecond() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        await connection.backend.cacheSaved()
+        let before = connection.backend.cacheWrites
+        let start = ContinuousClock.now
+        for value in 1...50 { try await scenario.put(["counter": .integer(Int64(value))]) }
+        #expect(await eventually { defaults.propertyList(forKey: "counter") == .integer(50) })
+        await connection.backend.cacheSaved()
+        let seconds = Int(start.duration(to: .now) / .seconds(1))
+        let writes = connection.backend.cacheWrites - before
+        // One write per second begun during the burst, and the one just asked for.
+        #expect(writes <= seconds + 2, "\(writes) cache writes in about \(seconds) s for 50 changes")
+        #expect(try connection.backend.cacheFileContents()?.values["counter"] == .integer(50))
+    }
 }
