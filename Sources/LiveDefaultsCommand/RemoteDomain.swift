@@ -148,7 +148,8 @@ package final class RemoteCommandDomain: CommandDomain {
         do {
             suite = EtcdRemoteSuite(
                 endpoints: try address.endpoints(environment: environment), root: address.root, suite: address.suite,
-                credentials: try Self.credentials(from: environment))
+                credentials: try Self.credentials(from: environment),
+                certificateAuthorities: try Self.certificateAuthorities(from: environment))
         } catch {
             throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
         }
@@ -177,6 +178,18 @@ package final class RemoteCommandDomain: CommandDomain {
                     + "set ETCDCTL_USER=\(user):<password>, or ETCDCTL_PASSWORD")
         }
         return (String(user[..<colon]), String(user[user.index(after: colon)...]))
+    }
+
+    /// The PEM file of certificate authorities TLS trusts, as `etcdctl` takes it: `ETCDCTL_CACERT`;
+    /// nil (the system's trust store) when unset.
+    package static func certificateAuthorities(from environment: [String: String])
+        throws(RemoteSuiteAddress.AddressError) -> String?
+    {
+        guard let path = environment["ETCDCTL_CACERT"], !path.isEmpty else { return nil }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw .init("ETCDCTL_CACERT names \"\(path)\", which is not a readable file")
+        }
+        return path
     }
 
     package func persistentValues() -> [String: PropertyListValue] {

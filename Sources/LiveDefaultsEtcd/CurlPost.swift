@@ -29,6 +29,7 @@ final class CurlPost: @unchecked Sendable {
     private let headers: [String]
     private let timeout: TimeInterval?
     private let idleTimeout: TimeInterval?
+    private let certificateAuthorities: String?
     private let onData: (Data, Int) -> Void
     private let cancelled = Atomic<Bool>(false)
 
@@ -38,16 +39,19 @@ final class CurlPost: @unchecked Sendable {
     ///   - headers: Extra request headers, by name.
     ///   - timeout: The most the whole call may take; nil for none (a watch).
     ///   - idleTimeout: The call fails when nothing arrives for this long; nil for none.
+    ///   - certificateAuthorities: A PEM file of the certificate authorities TLS trusts; nil for the
+    ///     system's trust store (libcurl's default bundle).
     ///   - onData: Each piece of the response body as it arrives, with the response's status.
     init(
         url: URL, body: Data, headers: [String: String], timeout: TimeInterval?, idleTimeout: TimeInterval?,
-        onData: @escaping (Data, Int) -> Void
+        certificateAuthorities: String? = nil, onData: @escaping (Data, Int) -> Void
     ) {
         self.url = url.absoluteString
         self.body = body
         self.headers = headers.map { "\($0.key): \($0.value)" } + ["Content-Type: application/json", "Expect:"]
         self.timeout = timeout
         self.idleTimeout = idleTimeout
+        self.certificateAuthorities = certificateAuthorities
         self.onData = onData
     }
 
@@ -72,6 +76,7 @@ final class CurlPost: @unchecked Sendable {
             ldcurl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
             ldcurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
             ldcurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, 5_000)
+            if let certificateAuthorities { ldcurl_setopt_string(handle, CURLOPT_CAINFO, certificateAuthorities) }
             if let timeout { ldcurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)) }
             if let idleTimeout {
                 // Less than one byte a second for the idle time: the connection is idle.

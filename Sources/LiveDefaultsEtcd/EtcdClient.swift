@@ -41,17 +41,25 @@ final class EtcdClient: Sendable {
     private let credentials: (user: String, password: String)?
     private let token = Locked<String?>(nil)
     private let requestTimeout: TimeInterval
+    /// The PEM file of certificate authorities TLS trusts; nil for the system's trust store.
+    let certificateAuthorities: String?
     private let preferred = Locked<Int>(0)
 
     /// - Parameters:
     ///   - endpoints: Client URLs, such as `http://127.0.0.1:2379`.
     ///   - credentials: An etcd user, when the cluster has authentication on.
     ///   - requestTimeout: How long a unary call may wait for its answer.
-    init(endpoints: [URL], credentials: (user: String, password: String)? = nil, requestTimeout: TimeInterval = 10) {
+    ///   - certificateAuthorities: A PEM file of the certificate authorities TLS trusts (`https://`
+    ///     endpoints); nil for the system's trust store.
+    init(
+        endpoints: [URL], credentials: (user: String, password: String)? = nil, requestTimeout: TimeInterval = 10,
+        certificateAuthorities: String? = nil
+    ) {
         precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
         self.endpoints = endpoints
         self.credentials = credentials
         self.requestTimeout = requestTimeout
+        self.certificateAuthorities = certificateAuthorities
     }
 
     /// The token in use (for tests of its renewal).
@@ -215,10 +223,14 @@ final class EtcdClient: Sendable {
         var url: URL
         var body: Data
         var headers: [String: String] = [:]
+        /// The PEM file TLS trusts; nil for the system's trust store.
+        var certificateAuthorities: String?
     }
 
     private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> Request {
-        var request = Request(url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body))
+        var request = Request(
+            url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body),
+            certificateAuthorities: certificateAuthorities)
         // A member without a leader then says so at once ("etcdserver: no leader", gRPC code 14):
         // a watch ends instead of sending progress at a stale revision forever, and a range or a
         // write moves on to the next member instead of waiting 7 s for "request timed out".
@@ -234,7 +246,7 @@ final class EtcdClient: Sendable {
             url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
             body: try JSONEncoder().encode(
                 EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)),
-            headers: ["Grpc-Metadata-Hasleader": "true"])
+            headers: ["Grpc-Metadata-Hasleader": "true"], certificateAuthorities: certificateAuthorities)
         let (data, status) = try await send(request)
         let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {
@@ -298,7 +310,8 @@ final class EtcdClient: Sendable {
             Thread.detachNewThread {
                 var received = Data()
                 let post = CurlPost(
-                    url: request.url, body: request.body, headers: request.headers, timeout: timeout, idleTimeout: nil
+                    url: request.url, body: request.body, headers: request.headers, timeout: timeout, idleTimeout: nil,
+                    certificateAuthorities: request.certificateAuthorities
                 ) { data, _ in received.append(data) }
                 switch post.perform() {
                 case .completed(let status):

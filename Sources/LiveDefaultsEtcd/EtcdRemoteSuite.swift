@@ -46,11 +46,14 @@ package final class EtcdRemoteSuite: Sendable {
     ///   - suite: The suite's name, the last segment of its prefix.
     ///   - credentials: An etcd user; from the environment, never from a suite file.
     ///   - requestTimeout: How long one call may wait for a member's answer.
+    ///   - certificateAuthorities: A PEM file TLS trusts; nil for the system's trust store.
     package init(
         endpoints: [URL], root: String, suite: String, credentials: (user: String, password: String)?,
-        requestTimeout: TimeInterval = 10
+        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil
     ) {
-        client = EtcdClient(endpoints: endpoints, credentials: credentials, requestTimeout: requestTimeout)
+        client = EtcdClient(
+            endpoints: endpoints, credentials: credentials, requestTimeout: requestTimeout,
+            certificateAuthorities: certificateAuthorities)
         user = credentials?.user
         prefix = Self.prefix(root: root, suite: suite)
     }

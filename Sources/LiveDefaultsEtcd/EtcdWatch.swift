@@ -28,7 +28,8 @@ final class EtcdWatch: Sendable {
         let reader = LineReader()
         let finished = self.finished
         let post = CurlPost(
-            url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout
+            url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout,
+            certificateAuthorities: request.certificateAuthorities
         ) { data, status in
             reader.feed(data, status: status, finished: finished, continuation: continuation)
         }

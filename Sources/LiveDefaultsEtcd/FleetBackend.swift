@@ -55,7 +55,8 @@ final class FleetBackend: SuiteBackend {
         self.client = EtcdClient(
             endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
             requestTimeout: Double(suite.requestTimeout.components.seconds)
-                + Double(suite.requestTimeout.components.attoseconds) / 1e18)
+                + Double(suite.requestTimeout.components.attoseconds) / 1e18,
+            certificateAuthorities: suite.certificateAuthorities?.path)
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
         self.cacheFile = SuiteFile(

@@ -21,8 +21,11 @@ public struct FleetSuite: Sendable, Hashable {
 
     /// The suite's name, such as "com.example.service" (the rules of a local suite name).
     public let name: String
-    /// etcd's client URLs (`http://` or `https://`; TLS trusts the system's certificate store only).
+    /// etcd's client URLs (`http://` or `https://`).
     public let endpoints: [URL]
+    /// A PEM file of the certificate authorities that `https://` endpoints' certificates must chain
+    /// to (a private CA); nil for the system's trust store.
+    public let certificateAuthorities: URL?
     /// Where the fleet's suites are in etcd, such as "/livedefaults/v1/prod" (no trailing "/").
     public let root: String
     /// The etcd user to authenticate as, when the cluster has authentication on. Given in code or
@@ -38,11 +41,11 @@ public struct FleetSuite: Sendable, Hashable {
     /// Describes a fleet suite.
     ///
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a bad name; ``DefaultsError/Code/invalidRemote``
-    ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, or a root that
-    ///   does not start with "/".
+    ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, a root that
+    ///   does not start with "/", or a certificate-authorities file that cannot be read.
     public init(
         name: String, endpoints: [URL], root: String = FleetSuite.defaultRoot, credentials: FleetCredentials? = nil,
-        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10)
+        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil
     ) throws {
         try SuiteLocation.validate(suiteName: name)
         guard !endpoints.isEmpty else {
@@ -74,8 +77,18 @@ public struct FleetSuite: Sendable, Hashable {
             throw DefaultsError(
                 .invalidRemote, "The request timeout of fleet suite \"\(name)\" must be more than zero.", suite: name)
         }
+        if let certificateAuthorities,
+            !certificateAuthorities.isFileURL || !FileManager.default.isReadableFile(atPath: certificateAuthorities.path)
+        {
+            throw DefaultsError(
+                .invalidRemote,
+                "The certificate authorities \"\(certificateAuthorities.path)\" of fleet suite \"\(name)\" are not a "
+                    + "readable file: give a PEM file of the CAs that etcd's certificates chain to.",
+                suite: name)
+        }
         self.name = name
         self.endpoints = endpoints
+        self.certificateAuthorities = certificateAuthorities
         self.root = root == "/" ? "" : root
         self.credentials = credentials
         // As a directory, whether or not it exists yet: two descriptions of one suite are equal.
