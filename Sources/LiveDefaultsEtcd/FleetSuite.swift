@@ -78,7 +78,8 @@ public struct FleetSuite: Sendable, Hashable {
                 .invalidRemote, "The request timeout of fleet suite \"\(name)\" must be more than zero.", suite: name)
         }
         if let certificateAuthorities,
-            !certificateAuthorities.isFileURL || !FileManager.default.isReadableFile(atPath: certificateAuthorities.path)
+            !certificateAuthorities.isFileURL
+                || !FileManager.default.isReadableFile(atPath: certificateAuthorities.path)
         {
             throw DefaultsError(
                 .invalidRemote,

@@ -142,7 +142,9 @@ struct EtcdTLSTests {
         #expect(written.status == 0, "\(written)")
         let read = await trusting.run(["read", address, "theme"])
         #expect(read.status == 0 && read.standardOutput == "dark\n", "\(read)")
-        let untrusting = await EtcdDefaultsCommandTests.Command(directory: directory.url).run(["read", address, "theme"])
+        let untrusting = await EtcdDefaultsCommandTests.Command(directory: directory.url).run([
+            "read", address, "theme",
+        ])
         #expect(untrusting.status == 1)
         #expect(untrusting.standardError.lowercased().contains("certificate"), "\(untrusting)")
     }
