@@ -16,6 +16,13 @@ struct EtcdClusterTests {
     /// How many values each scenario writes.
     static let writes = Stress.scaled(300, quick: 120)
 
+    /// Whether the counter's last delivered value is at least `value` (one watch message, or a
+    /// re-range, can carry several writes: observers get their net change, not every value).
+    static func counter(_ record: Record, reached value: Int) -> Bool {
+        guard case .integer(let last)? = record.last("counter") else { return false }
+        return last >= Int64(value)
+    }
+
     /// A follower of `prefix` on every member, `first` tried first.
     static func follower(
         _ cluster: EtcdCluster, first: Int, idleTimeout: TimeInterval = 3, requestTimeout: TimeInterval = 2,
@@ -87,7 +94,7 @@ struct EtcdClusterTests {
         let others = cluster.endpoints.filter { $0 != cluster.members[watched].endpoint }
         let writer = EtcdClient(endpoints: others)
         let writing = Task { try await Self.writeCounter(writer, 1...Self.writes) }
-        #expect(await eventually(within: 30) { record.news("counter").count >= Self.writes / 3 })
+        #expect(await eventually(within: 30) { Self.counter(record, reached: Self.writes / 3) })
         cluster.members[watched].send(SIGKILL)
         try await writing.value
         #expect(await eventually(within: 30) { record.news("counter").last == .integer(Int64(Self.writes)) })
@@ -109,72 +116,13 @@ struct EtcdClusterTests {
             endpoints: [leader, (leader + 1) % 3, (leader + 2) % 3].map { cluster.members[$0].endpoint },
             requestTimeout: 3)
         let writing = Task { try await Self.writeCounter(writer, 1...Self.writes) }
-        #expect(await eventually(within: 30) { record.news("counter").count >= Self.writes / 3 })
+        #expect(await eventually(within: 30) { Self.counter(record, reached: Self.writes / 3) })
         cluster.members[leader].send(SIGKILL)
         try await writing.value
         let survivor = EtcdClient(endpoints: cluster.endpoints.filter { $0 != cluster.members[leader].endpoint })
         #expect(await eventually(within: 30) { record.news("counter").last == .integer(Int64(Self.writes)) })
         #expect(await cluster.waitForLeader() != leader)
         try await Self.expectConsistent(record, follower, etcd: survivor, written: Self.writes)
-    }
-
-    /// Isolation on loopback: the member's two peers are stopped (SIGSTOP), so it reaches no one and
-    /// loses its leader, exactly as behind a partition; a firewall rule would isolate it with the
-    /// majority still writing, but tests may not change the machine's settings. Without the
-    /// has-leader header the member would go on sending progress at its stale revision and the
-    /// follower would call itself live forever; the idle timeout (60 s here) cannot catch it.
-    @Test func anIsolatedMemberIsLeftThroughTheHasLeaderHeader() async throws {
-        let cluster = try EtcdCluster()
-        try await cluster.start()
-        defer { cluster.stop() }
-        let isolated = try await Self.nonLeader(cluster)
-        let record = Record()
-        let follower = Self.follower(cluster, first: isolated, idleTimeout: 60, requestTimeout: 1, record: record)
-        follower.start()
-        defer { follower.stop() }
-        let writer = EtcdClient(endpoints: cluster.endpoints)
-        try await Self.writeCounter(writer, 1...10)
-        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
-        #expect(follower.watchedEndpoint == cluster.members[isolated].endpoint)
-        let peers = cluster.members.indices.filter { $0 != isolated }.map { cluster.members[$0] }
-        for peer in peers { peer.send(SIGSTOP) }
-        let resyncs = follower.resyncCount
-        // Within 30 s, half the idle timeout: the in-stream "no leader" ended the watch, and no
-        // member could answer a range (the isolated one says "no leader" at once).
-        let left = await eventually(within: 30) {
-            if case .offline = follower.status { return true }
-            return false
-        }
-        // No member could answer a range meanwhile.
-        let resyncsWhileIsolated = follower.resyncCount
-        for peer in peers { peer.send(SIGCONT) }
-        #expect(left, "the follower still calls itself \(follower.status)")
-        #expect(resyncsWhileIsolated == resyncs)
-        try await Self.writeCounter(writer, 11...20)
-        #expect(await eventually(within: 30) { record.news("counter").last == .integer(20) })
-        #expect(await eventually(within: 10) { follower.status.revision != nil })
-        try await Self.expectConsistent(record, follower, etcd: writer, written: 20)
-    }
-
-    @Test func aHungMemberIsLeftAfterTheIdleTimeoutWhileItIsStillHung() async throws {
-        let cluster = try EtcdCluster()
-        try await cluster.start(progressInterval: "500ms")
-        defer { cluster.stop() }
-        let hung = try await Self.nonLeader(cluster)
-        let record = Record()
-        let follower = Self.follower(cluster, first: hung, idleTimeout: 2, record: record)
-        follower.start()
-        defer { follower.stop() }
-        #expect(await eventually(within: 20) { follower.watchedEndpoint == cluster.members[hung].endpoint })
-        let writer = EtcdClient(endpoints: cluster.endpoints.filter { $0 != cluster.members[hung].endpoint })
-        try await Self.writeCounter(writer, 1...10)
-        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
-        cluster.members[hung].send(SIGSTOP)
-        defer { cluster.members[hung].send(SIGCONT) }
-        try await Self.writeCounter(writer, 11...Self.writes)
-        #expect(await eventually(within: 30) { record.news("counter").last == .integer(Int64(Self.writes)) })
-        #expect(follower.watchedEndpoint != cluster.members[hung].endpoint)
-        try await Self.expectConsistent(record, follower, etcd: writer, written: Self.writes)
     }
 
     @Test func etcdKilledAndTerminatedWhileAWriterWritesLosesNoAcknowledgedWrite() async throws {
@@ -194,10 +142,7 @@ struct EtcdClusterTests {
             // The counter's last value, not how many arrived: one watch message (or a re-range) can
             // carry several writes, and observers get their net change.
             #expect(
-                await eventually(within: 30) {
-                    guard case .integer(let last)? = record.last("counter") else { return false }
-                    return last >= Int64(Self.writes / fraction)
-                })
+                await eventually(within: 30) { Self.counter(record, reached: Self.writes / fraction) })
             server.send(signal)
             server.waitForExit()
             try await server.start()
@@ -281,5 +226,74 @@ extension EtcdSuiteFollower.Status {
     var revision: Int64? {
         if case .live(let revision) = self { return revision }
         return nil
+    }
+}
+
+/// A cluster member that stops answering without going away — isolated from its peers, or hung —
+/// is left. Its own suite, so that these tests, which mostly wait (for an election to fail, for the
+/// idle timeout), run beside the rest instead of after them; each starts its own cluster.
+@Suite(.requiresEtcd, .serialized)
+struct EtcdClusterStallTests {
+    typealias Record = EtcdSuiteFollowerTests.Record
+
+    /// Isolation on loopback: the member's two peers are stopped (SIGSTOP), so it reaches no one and
+    /// loses its leader, exactly as behind a partition; a firewall rule would isolate it with the
+    /// majority still writing, but tests may not change the machine's settings. Without the
+    /// has-leader header the member would go on sending progress at its stale revision and the
+    /// follower would call itself live forever; the idle timeout (60 s here) cannot catch it.
+    @Test func anIsolatedMemberIsLeftThroughTheHasLeaderHeader() async throws {
+        let cluster = try EtcdCluster()
+        try await cluster.start()
+        defer { cluster.stop() }
+        let isolated = try await EtcdClusterTests.nonLeader(cluster)
+        let record = Record()
+        let follower = EtcdClusterTests.follower(
+            cluster, first: isolated, idleTimeout: 60, requestTimeout: 1, record: record)
+        follower.start()
+        defer { follower.stop() }
+        let writer = EtcdClient(endpoints: cluster.endpoints)
+        try await EtcdClusterTests.writeCounter(writer, 1...10)
+        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
+        #expect(follower.watchedEndpoint == cluster.members[isolated].endpoint)
+        let peers = cluster.members.indices.filter { $0 != isolated }.map { cluster.members[$0] }
+        for peer in peers { peer.send(SIGSTOP) }
+        let resyncs = follower.resyncCount
+        // Within 30 s, half the idle timeout: the in-stream "no leader" ended the watch, and no
+        // member could answer a range (the isolated one says "no leader" at once).
+        let left = await eventually(within: 30) {
+            if case .offline = follower.status { return true }
+            return false
+        }
+        // No member could answer a range meanwhile.
+        let resyncsWhileIsolated = follower.resyncCount
+        for peer in peers { peer.send(SIGCONT) }
+        #expect(left, "the follower still calls itself \(follower.status)")
+        #expect(resyncsWhileIsolated == resyncs)
+        try await EtcdClusterTests.writeCounter(writer, 11...20)
+        #expect(await eventually(within: 30) { record.news("counter").last == .integer(20) })
+        #expect(await eventually(within: 10) { follower.status.revision != nil })
+        try await EtcdClusterTests.expectConsistent(record, follower, etcd: writer, written: 20)
+    }
+
+    @Test func aHungMemberIsLeftAfterTheIdleTimeoutWhileItIsStillHung() async throws {
+        let cluster = try EtcdCluster()
+        try await cluster.start(progressInterval: "500ms")
+        defer { cluster.stop() }
+        let hung = try await EtcdClusterTests.nonLeader(cluster)
+        let record = Record()
+        let follower = EtcdClusterTests.follower(cluster, first: hung, idleTimeout: 2, record: record)
+        follower.start()
+        defer { follower.stop() }
+        #expect(await eventually(within: 20) { follower.watchedEndpoint == cluster.members[hung].endpoint })
+        let writer = EtcdClient(endpoints: cluster.endpoints.filter { $0 != cluster.members[hung].endpoint })
+        try await EtcdClusterTests.writeCounter(writer, 1...10)
+        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
+        cluster.members[hung].send(SIGSTOP)
+        defer { cluster.members[hung].send(SIGCONT) }
+        try await EtcdClusterTests.writeCounter(writer, 11...EtcdClusterTests.writes)
+        #expect(
+            await eventually(within: 30) { record.news("counter").last == .integer(Int64(EtcdClusterTests.writes)) })
+        #expect(follower.watchedEndpoint != cluster.members[hung].endpoint)
+        try await EtcdClusterTests.expectConsistent(record, follower, etcd: writer, written: EtcdClusterTests.writes)
     }
 }

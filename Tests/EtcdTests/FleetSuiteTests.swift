@@ -323,6 +323,33 @@ struct FleetSuiteTests {
         #expect(reported.first?.message.contains("\"bad\"") == true)
     }
 
+    /// The offline cache follows etcd, but a burst of changes does not rewrite it (durably) once per
+    /// change: at most once a second, and the last values are the ones written.
+    @Test func aBurstOfChangesRewritesTheCacheAtMostOnceASecond() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually { connection.state.isLive })
+        await connection.backend.cacheSaved()
+        let before = connection.backend.cacheWrites
+        let start = ContinuousClock.now
+        for value in 1...50 { try await scenario.put(["counter": .integer(Int64(value))]) }
+        #expect(await eventually { defaults.propertyList(forKey: "counter") == .integer(50) })
+        await connection.backend.cacheSaved()
+        let seconds = Int(start.duration(to: .now) / .seconds(1))
+        let writes = connection.backend.cacheWrites - before
+        // One write per second begun during the burst, and the one just asked for.
+        #expect(writes <= seconds + 2, "\(writes) cache writes in about \(seconds) s for 50 changes")
+        #expect(try connection.backend.cacheFileContents()?.values["counter"] == .integer(50))
+    }
+}
+
+/// Fleet suites while etcd is away, refuses, or comes back as another etcd: the cache, pending
+/// writes, roles and tokens. A suite of its own so that these tests, which mostly wait for a member
+/// to stop and start, run beside the others.
+@Suite(.requiresEtcd, .serialized)
+struct FleetSuiteOfflineTests {
     @Test func aProcessStartingWhileEtcdIsDownServesTheCacheReportsOnceAndResyncs() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
@@ -499,6 +526,8 @@ struct FleetSuiteTests {
         #expect(defaults.propertyList(forKey: "theme") == "a")  // the cache, until B answers
         #expect(await eventually { defaults.propertyList(forKey: "theme") == "b" })
         #expect(await eventually { defaults.propertyList(forKey: "onlyInA") == nil })
+        // Recorded when the follower says it is live, which may come just after the range's values.
+        #expect(await eventually { connection.backend.cacheReplacedBecause != nil })
         let reason = try #require(connection.backend.cacheReplacedBecause)
         #expect(reason.contains(newCluster ? "cluster ID" : "below the cache's"), "\(reason)")
         #expect(log.brokenChains().isEmpty)
@@ -507,26 +536,5 @@ struct FleetSuiteTests {
         await connection.backend.cacheSaved()
         let cached = try #require(try connection.backend.cacheFileContents())
         #expect(cached.values == ["theme": "b"])
-    }
-
-    /// The offline cache follows etcd, but a burst of changes does not rewrite it (durably) once per
-    /// change: at most once a second, and the last values are the ones written.
-    @Test func aBurstOfChangesRewritesTheCacheAtMostOnceASecond() async throws {
-        let scenario = try await FleetScenario()
-        defer { scenario.server.stop() }
-        let defaults = try scenario.localDefaults()
-        let connection = defaults.addFleetSuite(try scenario.suite())
-        #expect(await eventually { connection.state.isLive })
-        await connection.backend.cacheSaved()
-        let before = connection.backend.cacheWrites
-        let start = ContinuousClock.now
-        for value in 1...50 { try await scenario.put(["counter": .integer(Int64(value))]) }
-        #expect(await eventually { defaults.propertyList(forKey: "counter") == .integer(50) })
-        await connection.backend.cacheSaved()
-        let seconds = Int(start.duration(to: .now) / .seconds(1))
-        let writes = connection.backend.cacheWrites - before
-        // One write per second begun during the burst, and the one just asked for.
-        #expect(writes <= seconds + 2, "\(writes) cache writes in about \(seconds) s for 50 changes")
-        #expect(try connection.backend.cacheFileContents()?.values["counter"] == .integer(50))
     }
 }
