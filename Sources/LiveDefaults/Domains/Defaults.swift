@@ -248,7 +248,13 @@ public final class Defaults: Sendable {
     // MARK: Search list
 
     /// Walks the search list for `key`.
-    static func resolve(_ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?) -> PropertyListValue? {
+    ///
+    /// - Parameter suiteValue: The suite's value of `key` when the caller knows it (the suite's
+    ///   change being applied gives it), so that the suite is not asked again; nil to ask it.
+    static func resolve(
+        _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
+        suiteValue: PropertyListValue?? = nil
+    ) -> PropertyListValue? {
         if let value = state.arguments[key] { return value }
         for domain in state.volatileDomains {
             if let value = domain.values[key] { return value }
@@ -256,7 +262,7 @@ public final class Defaults: Sendable {
         for store in state.storesBeforeSuite {
             if let value = store.value(forKey: key) { return value }
         }
-        if let value = suite.value(forKey: key) { return value }
+        if let value = suiteValue ?? suite.value(forKey: key) { return value }
         for store in state.storesAfterSuite {
             if let value = store.value(forKey: key) { return value }
         }
@@ -303,7 +309,8 @@ public final class Defaults: Sendable {
     ///
     /// - Returns: What to run once the change lock is released (delivery, the notification), or nil.
     func applyRefresh(
-        _ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }
+        _ keys: ChangedKeys?, origin: ChangeOrigin, suiteValue: PropertyListValue?? = nil,
+        changingState change: (inout State) -> Void = { _ in }
     ) -> (() -> Void)? {
         typealias Batch = [(observer: Observer, change: UntypedChange)]
         let claimed = state.withLock { state -> (batch: Batch?, notify: Bool, waits: Bool) in
@@ -311,7 +318,7 @@ public final class Defaults: Sendable {
             var changed = false
             if let keys {
                 keys.forEach { key in
-                    let new = Self.resolve(key, state, suite: suite, global: global)
+                    let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: suiteValue)
                     guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
                     changed = true
                     if change.isObserved || state.observers.observesEveryKey {
@@ -440,7 +447,9 @@ extension Defaults: SuiteStoreListener {
         _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
         origin: ChangeOrigin
     ) -> (() -> Void)? {
-        applyRefresh(.one(key), origin: origin)
+        // The suite's own change carries its new value: no second lookup in the store on every
+        // `set` (the store's lock and a hash of the key).
+        applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
     package func suiteStore(
