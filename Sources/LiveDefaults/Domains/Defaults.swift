@@ -249,8 +249,14 @@ public final class Defaults: Sendable {
 
     /// Walks the search list for `key`.
     ///
-    /// - Parameter suiteValue: The suite's value of `key` when the caller knows it (the suite's
-    ///   change being applied gives it), so that the suite is not asked again; nil to ask it.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - state: This instance's layers.
+    ///   - suite: The suite's store.
+    ///   - global: The global domain's store, if searched.
+    ///   - suiteValue: The suite's value of `key` when the caller knows it (the suite's change
+    ///     being applied gives it), so that the suite is not asked again; nil to ask it.
+    /// - Returns: The value of the first layer that has the key, nil when none has it.
     static func resolve(
         _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
