@@ -16,7 +16,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let writer = try Defaults.fleet(scenario.suite())
         let connection = try #require(writer.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(writer)
         let nfd = "cafe\u{301}"  // "café" decomposed: the same defaults key as the NFC spelling
         let values: [String: PropertyListValue] = [
@@ -106,7 +106,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let defaults = try Defaults.fleet(scenario.suite())
         let connection = try #require(defaults.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(defaults)
         for round in 1...20 {
             defaults.set(.integer(Int64(round)), forKey: "k")
@@ -130,7 +130,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite())
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let listener = BurstListener()
         connection.store.addListener(listener)
         let log = ChangeLog(defaults)
@@ -153,7 +153,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite(), placement: .managed)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let fontSize = Defaults.Key<Int>("fontSize", default: 12)
         let typed = Locked<[(old: Int, new: Int, origin: ChangeOrigin)]>([])
         let token = defaults.observe(fontSize) { change in
@@ -191,7 +191,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let mine = try Defaults.fleet(scenario.suite())
         let connection = try #require(mine.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(mine)
         let rounds = Stress.scaled(40, quick: 20)
         let other = Task {
@@ -220,7 +220,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let writer = try Defaults.fleet(scenario.suite())
         let connection = try #require(writer.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let reader = try scenario.localDefaults()
         let log = ChangeLog(reader)
         reader.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
@@ -274,7 +274,7 @@ struct FleetSuiteTests {
             cacheDirectory: scenario.scratch.url.appendingPathComponent("cache"), requestTimeout: .seconds(1))
         let defaults = try Defaults.fleet(suite)
         let connection = try #require(defaults.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         // The member hangs between the read and the transaction: the transaction gets no answer.
         let stopped = Locked(false)
         let server = scenario.server
@@ -309,7 +309,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite())
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let revision = try await scenario.raw.commit(
             puts: [
                 (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
@@ -330,7 +330,7 @@ struct FleetSuiteTests {
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite())
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         await connection.backend.cacheSaved()
         let before = connection.backend.cacheWrites
         let start = ContinuousClock.now
@@ -402,7 +402,7 @@ struct FleetSuiteOfflineTests {
         defer { scenario.server.stop() }
         let defaults = try Defaults.fleet(scenario.suite())
         let connection = try #require(defaults.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(defaults)
         scenario.server.stop()
         #expect(await eventually { !connection.state.isLive })
@@ -475,7 +475,7 @@ struct FleetSuiteOfflineTests {
         defer { server.stop() }
         let admin = try Defaults.fleet(scenario.suite(credentials: FleetCredentials(user: "root", password: "rootpw")))
         let connection = try #require(admin.fleetConnection)
-        #expect(await eventually { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(admin)
         admin.set(1, forKey: "k")
         try await connection.synchronize()
