@@ -134,7 +134,9 @@ final class EtcdSuiteFollower: Sendable {
     func start() {
         state.withLock { state in
             guard state.task == nil else { return }
-            state.task = Task { [weak self] in await self?.run() }
+            // On Dispatch's threads, not Swift's cooperative pool: an app whose pool threads are
+            // blocked (two on a 2-core machine) must not stop its fleet suites from following etcd.
+            state.task = Task(executorPreference: DispatchTaskExecutor.shared) { [weak self] in await self?.run() }
         }
     }
 

@@ -226,8 +226,12 @@ final class FleetBackend: SuiteBackend {
 
     // MARK: The follower's news
 
+    /// The follower's news: reloaded on the follower's thread when the store is idle (observers
+    /// then get it without a hop to another thread), else asked of the store, which coalesces it.
     private func mirrorChanged() {
-        let onChange = state.withLock { $0.onChange }
+        let (onChange, store) = state.withLock { ($0.onChange, $0.store) }
+        guard onChange != nil else { return }
+        if let store, store.reloadIfIdle() { return }
         onChange?()
     }
 

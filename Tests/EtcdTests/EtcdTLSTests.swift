@@ -82,7 +82,7 @@ struct EtcdTLSTests {
             certificateAuthorities: URL(fileURLWithPath: certificates.authority))
         let defaults = try Defaults.fleet(suite)
         let connection = try #require(defaults.fleetConnection)
-        #expect(await eventually(within: 10) { connection.state.isLive })
+        #expect(await eventually(within: 30) { connection.state.isLive })
         let log = ChangeLog(defaults)
         defaults.set("dark", forKey: "theme")
         try await connection.synchronize()

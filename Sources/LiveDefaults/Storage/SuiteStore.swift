@@ -274,27 +274,44 @@ extension SuiteStore {
     /// Looks at the backend again after an outside change and delivers the difference (origin
     /// `.external`). Keys this process changed and has not written keep their local value.
     package func reload() {
+        _ = reload(waiting: true)
+    }
+
+    /// Reloads on this thread, as ``reload()`` does, if no write or reload is under way; returns
+    /// false, doing nothing, if one is. A backend whose news arrives on a thread of its own (a
+    /// remote follower) delivers it there, without a hop to another thread.
+    package func reloadIfIdle() -> Bool {
+        reload(waiting: false)
+    }
+
+    private func reload(waiting: Bool) -> Bool {
         var followUps = FollowUps()
         var problem: DefaultsError?
-        inputOutput.withLock { operations in
+        let body = { (operations: inout Int) in
             operations += 1
-            switch backend.reload() {
+            switch self.backend.reload() {
             case .unchanged:
                 break
             case .failed(let error):
                 problem = error
             case .unreadable(let error, let isNew):
-                state.withLock { $0.lastError = error }
+                self.state.withLock { $0.lastError = error }
                 if isNew { problem = error }
             case .changed(let snapshot):
-                followUps = applyChange(origin: .external) { state in
+                followUps = self.applyChange(origin: .external) { state in
                     if state.lastError?.code == .corruptFile { state.lastError = nil }
                     return state.values.install(snapshot.values, version: snapshot.version, after: nil)
                 }
             }
         }
+        if waiting {
+            inputOutput.withLock(body)
+        } else if inputOutput.withLockIfAvailable(body) == nil {
+            return false
+        }
         if let problem { DefaultsErrorReporting.report(problem) }
         followUps.run()
+        return true
     }
 
     /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
