@@ -122,26 +122,15 @@ package final class EtcdRemoteSuite: Sendable {
         return follower
     }
 
-    /// Runs `body` to its end on a thread outside Swift's cooperative pool (its executor is a
-    /// queue of its own), so a synchronous caller may wait for it even where every pool thread is busy.
+    /// Runs `body` to its end outside Swift's cooperative pool (``blocking(within:_:)``), so a
+    /// synchronous caller may wait for it even where every pool thread is busy.
     private func blocking<T: Sendable>(doing action: String, _ body: @escaping @Sendable () async throws -> T)
         throws(Failure) -> T
     {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Locked<Result<T, any Error>?>(nil)
-        Task(executorPreference: QueueExecutor.shared) {
-            let result: Result<T, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        switch outcome.withLock({ $0 }) {
-        case .success(let value)?: return value
-        case .failure(let error)?: throw failure(error, doing: action)
-        case nil:
-            let suite = String(decoding: prefix, as: UTF8.self)
-            throw Failure(message: "the \(action) of \(suite) ended without an outcome", isPermissionDenied: false)
+        do {
+            return try LiveDefaultsEtcd.blocking(body)
+        } catch {
+            throw failure(error, doing: action)
         }
     }
 
@@ -179,18 +168,5 @@ package final class EtcdRemoteSuite: Sendable {
                 message: "cannot \(action) \(suite) in etcd at \(endpoints): \(error.message)",
                 isPermissionDenied: false)
         }
-    }
-}
-
-/// A task executor on a serial queue of its own: the blocking calls' tasks run there, not on
-/// Swift's cooperative pool, which a blocked caller may be holding.
-private final class QueueExecutor: TaskExecutor {
-    static let shared = QueueExecutor()
-    private let queue = DispatchQueue(label: "LiveDefaultsEtcd.blocking")
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
     }
 }

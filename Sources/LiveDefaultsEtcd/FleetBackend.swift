@@ -54,8 +54,7 @@ final class FleetBackend: SuiteBackend {
         self.suite = suite
         self.client = EtcdClient(
             endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
-            requestTimeout: Double(suite.requestTimeout.components.seconds)
-                + Double(suite.requestTimeout.components.attoseconds) / 1e18,
+            requestTimeout: suite.requestTimeout.timeInterval,
             certificateAuthorities: suite.certificateAuthorities?.path)
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
@@ -372,9 +371,7 @@ final class FleetBackend: SuiteBackend {
             return max(.zero, Self.cacheInterval - last.duration(to: .now))
         }
         guard let delay else { return }
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        cacheQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in writePendingCache() }
+        cacheQueue.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in writePendingCache() }
     }
 
     /// Writes the cache asked for last, if any (on `cacheQueue`).
@@ -493,44 +490,5 @@ struct FleetCache: Sendable, Equatable {
                 "savedAt": .date(Date()),
                 "values": .dictionary(values),
             ]), format: .binary)
-    }
-}
-
-/// Runs `operation` and waits for it on this thread, without taking a thread of Swift's
-/// cooperative pool (a caller may be one: on 2 cores it has two, and a blocked pool would never
-/// run the operation). The operation runs on Dispatch's threads.
-///
-/// - Throws: What `operation` throws, or ``EtcdError`` (unavailable) when it has not ended within
-///   `limit` (it goes on, and its result is dropped).
-func blocking<Result: Sendable>(
-    within limit: Duration, _ operation: @escaping @Sendable () async throws -> Result
-) throws -> Result {
-    let outcome = Locked<Swift.Result<Result, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task(executorPreference: DispatchTaskExecutor.shared) {
-        do {
-            let value = try await operation()
-            outcome.withLock { $0 = .success(value) }
-        } catch {
-            outcome.withLock { $0 = .failure(error) }
-        }
-        done.signal()
-    }
-    let (seconds, attoseconds) = limit.components
-    let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-    guard done.wait(timeout: deadline) == .success, let result = outcome.withLock({ $0 }) else {
-        throw EtcdError(kind: .unavailable, message: "etcd did not answer within \(limit)")
-    }
-    return try result.get()
-}
-
-/// A task executor on Dispatch's global queue, outside the cooperative pool.
-final class DispatchTaskExecutor: TaskExecutor {
-    static let shared = DispatchTaskExecutor()
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        DispatchQueue.global().async { job.runSynchronously(on: executor) }
     }
 }

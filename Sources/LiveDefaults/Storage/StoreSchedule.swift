@@ -78,9 +78,20 @@ package struct DispatchStoreClock: StoreClock {
         if delay <= .zero {
             queue.async(execute: action)
         } else {
-            let (seconds, attoseconds) = delay.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: action)
+            queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
         }
+    }
+}
+
+extension Duration {
+    /// The duration for Dispatch's deadlines, to the nanosecond.
+    package var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    }
+
+    /// The duration in seconds, for APIs that take a `TimeInterval`.
+    package var timeInterval: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
