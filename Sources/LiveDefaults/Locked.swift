@@ -4,7 +4,7 @@
     import Synchronization
 #endif
 
-/// A value guarded by a lock: the only way to it is ``withLock(_:)``.
+/// A value guarded by a lock: the only ways to it are ``withLock(_:)`` and ``withLockIfAvailable(_:)``.
 ///
 /// Release builds use `Synchronization.Mutex` (a futex: the cheapest lock here, which matters on
 /// the read path). The thread sanitizer cannot see a raw futex, so it reports every access under a

@@ -4,7 +4,7 @@
     import Synchronization
 #endif
 
-/// A value guarded by a lock: the only way to it is ``withLock(_:)``.
+/// A value guarded by a lock: the only ways to it are ``withLock(_:)`` and ``withLockIfAvailable(_:)``.
 ///
 /// Release builds use `Synchronization.Mutex` (a futex: the cheapest lock here, which matters on
 /// the read path). The thread sanitizer cannot see a raw futex, so it reports every access under a
@@ -43,6 +43,14 @@ package final class Locked<Value>: @unchecked Sendable {
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value)
         }
+
+        /// Runs `body` with exclusive access to the value if no other thread holds the lock;
+        /// returns nil (without running it) if one does.
+        package func withLockIfAvailable<Result>(_ body: (inout Value) -> Result) -> Result? {
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return body(&value)
+        }
     #else
         private let mutex = Mutex<Void>(())
         // The value is kept through a pointer, not in a stored `var` of this class: a class's `var`
@@ -67,6 +75,12 @@ package final class Locked<Value>: @unchecked Sendable {
             _ body: (inout Value) throws(Failure) -> Result
         ) throws(Failure) -> Result {
             try mutex.withLock { _ throws(Failure) in try body(&value.pointee) }
+        }
+
+        /// Runs `body` with exclusive access to the value if no other thread holds the lock;
+        /// returns nil (without running it) if one does.
+        package func withLockIfAvailable<Result>(_ body: (inout Value) -> Result) -> Result? {
+            mutex.withLockIfAvailable { _ in body(&value.pointee) }
         }
     #endif
 }
