@@ -519,12 +519,13 @@ struct FleetSuiteOfflineTests {
         // B on the same port: new data and a revision far below A's; with another cluster token,
         // a new cluster ID too (the same token and member give the same ID).
         try FileManager.default.removeItem(atPath: scenario.server.dataDirectory.path + "/data")
-        try await scenario.server.start(clusterToken: newCluster ? "cluster-b" : "etcd-cluster")
-        try await scenario.put(["theme": "b"])
+        // Opened while no etcd answers, so that what it serves first is the cache, for certain.
         let defaults = try scenario.localDefaults()
         let log = ChangeLog(defaults)
         let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
         #expect(defaults.propertyList(forKey: "theme") == "a")  // the cache, until B answers
+        try await scenario.server.start(clusterToken: newCluster ? "cluster-b" : "etcd-cluster")
+        try await scenario.put(["theme": "b"])
         #expect(await eventually { defaults.propertyList(forKey: "theme") == "b" })
         #expect(await eventually { defaults.propertyList(forKey: "onlyInA") == nil })
         // Recorded when the follower says it is live, which may come just after the range's values.
