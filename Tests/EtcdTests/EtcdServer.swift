@@ -88,12 +88,13 @@ final class EtcdServer: @unchecked Sendable {
         process = try MemberSpawner.shared.spawn(binary, arguments)
     }
 
-    /// Waits until the member answers `/health` (it has a leader), for at most 20 s.
+    /// Waits until the member answers `/health` (it has a leader), for at most 60 s (a new cluster
+    /// elects its leader in about a second, but a loaded CI machine has taken over 20).
     func waitUntilHealthy() async throws {
-        let healthy = await eventually(within: 20) { self.isHealthy() }
+        let healthy = await eventually(within: 60) { self.isHealthy() }
         if !healthy {
             stop()
-            throw EtcdServerError("etcd on port \(clientPort) did not become healthy within 20 s")
+            throw EtcdServerError("etcd on port \(clientPort) did not become healthy within 60 s")
         }
     }
 
