@@ -349,16 +349,82 @@ struct BenchmarkRunner {
         report.notes.append("external change: Foundation's UserDefaults never notices (no observation on Linux).")
     }
 
+    /// Blocks each side's changes come in: the two sides alternate (LiveDefaults first in even
+    /// blocks, dconf in odd ones), so that whatever the machine does meanwhile (writeback of files
+    /// written by earlier groups, a daemon waking) falls on both alike rather than on one side's
+    /// whole run.
+    static let externalBlocks = 5
+
     func measureExternalChanges(spacing: Int, label: String, into report: inout Report) {
         let name = "bench.external.\(spacing)"
         try? workspace.makeSuite(name, keys: 10, format: .binary)
+        // dconf's database as small as the suite (10 keys): dconf-service rewrites it on every change.
+        if let dconf, dconf.number("populate 10") == nil {
+            report.notes.append("external change (\(label)): dconf's database could not be reset")
+        }
+        // Start both sides from the same disk state: no dirty data left by earlier groups for a
+        // writer's fsync to wait behind.
+        sync()
         let defaults = open(name, watching: true)
+        let blocks = Self.externalBlocks
+        let perBlock = max(1, options.externalChanges / blocks)
+        var ours: [UInt64] = []
+        var theirs: [UInt64] = []
+        var dconfFailed = false
+        for block in 0..<blocks {
+            for side in block.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+                if side == 0 {
+                    guard let samples = externalChanges(to: defaults, suite: name, count: perBlock, spacing: spacing)
+                    else {
+                        report.notes.append("external change: could not start the replacing process")
+                        return
+                    }
+                    ours += samples
+                } else if let dconf, !dconfFailed {
+                    // dconf: another process's dconf_client_write_fast → the watching client's
+                    // `changed` signal, paced the same way (the next change after the callback,
+                    // `spacing` ms later).
+                    if let answer = dconf.ask("external \(perBlock) \(spacing)"), let count = answer.first, count > 0 {
+                        theirs += answer.dropFirst().map { UInt64($0) }
+                    } else {
+                        dconfFailed = true
+                    }
+                }
+            }
+        }
+        if dconf != nil && (dconfFailed || theirs.isEmpty) {
+            report.notes.append("external change (\(label)): no dconf change reached its callback")
+            theirs = []
+        }
+        guard !ours.isEmpty else {
+            report.notes.append("external change: no change reached the observer (is file watching available?)")
+            return
+        }
+        func percentile(_ samples: [UInt64], _ fraction: Double) -> Double? {
+            let sorted = samples.sorted()
+            guard !sorted.isEmpty else { return nil }
+            return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))])
+        }
+        let p50 = percentile(ours, 0.5) ?? 0
+        let p99 = percentile(ours, 0.99) ?? 0
+        report.add(
+            "external change",
+            "\(label): p50 (\(ours.count) changes\(theirs.isEmpty ? "" : ", dconf \(theirs.count)"))",
+            p50, dconf: percentile(theirs, 0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
+        report.add(
+            "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000,
+            dconf: percentile(theirs, 0.99), dconfTarget: "lower", dconfMet: { p99 < $0 })
+        report.add("external change", "\(label): max", percentile(ours, 1) ?? 0, dconf: percentile(theirs, 1))
+    }
+
+    /// Another process replaces the suite file `count` times, each after the observer saw the last
+    /// (`spacing` ms later); the latencies from each replace's stamp to the observer, or nil when
+    /// the replacing process could not start.
+    func externalChanges(to defaults: Defaults, suite: String, count: Int, spacing: Int) -> [UInt64]? {
         let latencies = Mutex<[UInt64]>([])
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = [
-            "--child", "replace", directory.path, name, String(options.externalChanges), String(spacing),
-        ]
+        child.arguments = ["--child", "replace", directory.path, suite, String(count), String(spacing)]
         let toChild = Pipe()
         child.standardInput = toChild
         let token = defaults.observe("stamp") { change in
@@ -370,46 +436,16 @@ struct BenchmarkRunner {
         do {
             try child.run()
         } catch {
-            report.notes.append("external change: could not start the replacing process: \(error)")
-            return
+            return nil
         }
-        let deadline = Date().addingTimeInterval(Double(options.externalChanges) * (0.2 + Double(spacing) / 1000) + 10)
-        while latencies.withLock({ $0.count }) < options.externalChanges && Date() < deadline && child.isRunning {
+        let deadline = Date().addingTimeInterval(Double(count) * (0.2 + Double(spacing) / 1000) + 10)
+        while latencies.withLock({ $0.count }) < count && Date() < deadline && child.isRunning {
             usleep(1_000)  // the main thread idles while the watcher delivers; this is not synchronisation
         }
         token.cancel()
         try? toChild.fileHandleForWriting.close()
         child.waitUntilExit()
-        let samples = latencies.withLock { $0 }.sorted()
-        guard !samples.isEmpty else {
-            report.notes.append("external change: no change reached the observer (is file watching available?)")
-            return
-        }
-        func percentile(_ fraction: Double) -> Double {
-            Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))])
-        }
-        let p99 = percentile(0.99)
-        let p50 = percentile(0.5)
-        // dconf: another process's dconf_client_write_fast → the watching client's `changed` signal,
-        // paced the same way (the next change after the callback, `spacing` ms later).
-        var theirs: [Double]? = nil
-        // dconf's database as small as the suite (10 keys): dconf-service rewrites it on every change.
-        if let dconf, dconf.number("populate 10") == nil {
-            report.notes.append("external change (\(label)): dconf's database could not be reset")
-        }
-        if let answer = dconf?.ask("external \(options.externalChanges) \(spacing)"), answer.count == 4, answer[3] > 0 {
-            theirs = answer
-        } else if dconf != nil {
-            report.notes.append("external change (\(label)): no dconf change reached its callback")
-        }
-        report.add(
-            "external change",
-            "\(label): p50 (\(samples.count) changes\(theirs.map { ", dconf \(Int($0[3]))" } ?? ""))",
-            p50, dconf: theirs?[0], dconfTarget: "lower", dconfMet: { p50 < $0 })
-        report.add(
-            "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000, dconf: theirs?[1],
-            dconfTarget: "lower", dconfMet: { p99 < $0 })
-        report.add("external change", "\(label): max", percentile(1), dconf: theirs?[2])
+        return latencies.withLock { $0 }
     }
 
     // MARK: Fan-out

@@ -12,7 +12,7 @@
  *   write-fast N       nanoseconds per dconf_client_write_fast of an integer
  *   write-sync         nanoseconds of one dconf_client_write_sync of an integer
  *   external N MS      another process writes /bench/stamp N times, MS ms apart after each
- *                      callback; answers the latencies "p50 p99 max count" in nanoseconds
+ *                      callback; answers "count" and then each latency in nanoseconds, sorted
  *   quit               stop the dconf-service this session activated (by its PID) and exit
  *   (and, as the other process: `dconf-peer writer N MS`)
  */
@@ -233,15 +233,10 @@ static void peer_external(int count, int spacing) {
     g_main_context_unref(context);
 
     int n = watch.received;
-    if (n == 0) {
-        printf("0 0 0 0\n");
-    } else {
-        qsort(watch.latencies, (size_t)n, sizeof(uint64_t), peer_compare);
-        int p99 = (int)(n * 0.99);
-        printf("%llu %llu %llu %d\n", (unsigned long long)watch.latencies[n / 2],
-               (unsigned long long)watch.latencies[p99 < n ? p99 : n - 1], (unsigned long long)watch.latencies[n - 1],
-               n);
-    }
+    qsort(watch.latencies, (size_t)n, sizeof(uint64_t), peer_compare);
+    printf("%d", n);
+    for (int index = 0; index < n; index++) printf(" %llu", (unsigned long long)watch.latencies[index]);
+    printf("\n");
     free(watch.latencies);
 }
 
