@@ -95,8 +95,6 @@ private final class LineReader: @unchecked Sendable {
     // Safe as Sendable: used by the one thread that runs the watch's POST.
     private var buffer = Data()
     private var errorBody = Data()
-    /// One decoder for every line (making one costs more than decoding a line).
-    private let decoder = JSONDecoder()
     private let onMessage: (@Sendable (EtcdWatchResult) -> Bool)?
     /// The POST being read, ended when the handler is done with the watch.
     weak var post: CurlPost?
@@ -131,7 +129,7 @@ private final class LineReader: @unchecked Sendable {
     ) {
         let decoded: EtcdWatchLine
         do {
-            decoded = try decoder.decode(EtcdWatchLine.self, from: line)
+            decoded = try EtcdWatchLineReader.read(line)
         } catch {
             EtcdWatch.finish(
                 EtcdError(kind: .malformed, message: "a watch message did not decode: \(error)"), finished: finished,
