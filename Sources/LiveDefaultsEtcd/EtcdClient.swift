@@ -186,18 +186,21 @@ final class EtcdClient: Sendable {
     ///   - revision: The first revision to report.
     ///   - idleTimeout: The stream is ended when nothing, not even a progress notification, arrives
     ///     for this long.
-    /// - Returns: The watch, whose stream delivers etcd's messages.
+    ///   - onMessage: Called with each message on the thread that reads the stream (returning
+    ///     false ends the watch); nil delivers them through the watch's stream.
+    /// - Returns: The watch, whose stream delivers etcd's messages (or only the end, with a handler).
     /// - Throws: ``EtcdError`` when the request cannot be made (signing in to etcd failed).
-    func watch(prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30) async throws
-        -> EtcdWatch
-    {
+    func watch(
+        prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30,
+        onMessage: (@Sendable (EtcdWatchResult) -> Bool)? = nil
+    ) async throws -> EtcdWatch {
         let body = EtcdWatchRequest(
             create_request: EtcdWatchCreateRequest(
                 key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)),
                 start_revision: EtcdInt64(revision), progress_notify: true))
         let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
         let request = try await makeRequest(endpoint, "/v3/watch", body)
-        return EtcdWatch(request: request, endpoint: endpoint, idleTimeout: idleTimeout)
+        return EtcdWatch(request: request, endpoint: endpoint, idleTimeout: idleTimeout, onMessage: onMessage)
     }
 
     /// The first key after every key that starts with `prefix`: the prefix with its last byte

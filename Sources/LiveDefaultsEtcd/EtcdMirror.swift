@@ -118,7 +118,10 @@ struct EtcdMirror: Sendable {
 
     private func entry(of kv: EtcdKeyValue) -> (key: String, entry: Entry, problem: UnreadableValue?)? {
         guard let raw = kv.key?.data, raw.starts(with: prefix) else { return nil }
-        let key = String(decoding: raw.dropFirst(prefix.count), as: UTF8.self).precomposedStringWithCanonicalMapping
+        let name = raw.dropFirst(prefix.count)
+        let text = String(decoding: name, as: UTF8.self)
+        // ASCII is its own NFC form; Foundation's normalisation costs more than the rest of the event.
+        let key = name.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping
         let modRevision = kv.mod_revision?.value ?? 0
         let bytes = kv.value?.data ?? Data()
         do {

@@ -37,6 +37,9 @@ final class EtcdSuiteFollower: Sendable {
         var rangesSent = 0
         var mirrorRange = 0
         var identityChanges = 0
+        /// The number of the current watch; its messages are applied only while it is current
+        /// (``stop()`` moves it on).
+        var watchGeneration = 0
     }
 
     let client: EtcdClient
@@ -146,6 +149,8 @@ final class EtcdSuiteFollower: Sendable {
             defer {
                 state.task = nil
                 state.watch = nil
+                // A message being read now is not applied.
+                state.watchGeneration += 1
             }
             return (state.task, state.watch)
         }
@@ -154,6 +159,44 @@ final class EtcdSuiteFollower: Sendable {
     }
 
     deinit { stop() }
+
+    /// One message of watch number `generation`, on the thread that read it: applied to the
+    /// mirror, and the changes reported. False ends the watch: it is no longer current, or the
+    /// message comes from another etcd than the mirror's (the next range replaces the mirror).
+    private func handle(_ message: EtcdWatchResult, generation: Int) -> Bool {
+        enum Outcome {
+            case stale, otherEtcd, progress
+            case applied([EtcdMirror.Change], [EtcdMirror.UnreadableValue], Int64)
+        }
+        let outcome = state.withLock { state -> Outcome in
+            guard state.watchGeneration == generation else { return .stale }
+            if Self.identityProblem(of: message.header, mirror: state.mirror) != nil {
+                state.identityChanges += 1
+                return .otherEtcd
+            }
+            guard let events = message.events, !events.isEmpty else {
+                if let revision = message.header?.revision?.value { state.status = .live(revision: revision) }
+                return .progress
+            }
+            let result = state.mirror.apply(events)
+            state.status = .live(revision: state.mirror.revision)
+            return .applied(result.changes, result.unreadable, state.mirror.revision)
+        }
+        switch outcome {
+        case .stale, .otherEtcd:
+            return false
+        case .progress:
+            return true
+        case .applied(let changes, let unreadable, let revision):
+            for value in unreadable {
+                onProblem(
+                    "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
+                )
+            }
+            if !changes.isEmpty { onChange(changes, revision) }
+            return true
+        }
+    }
 
     private func run() async {
         var delay = 0.0
@@ -184,10 +227,20 @@ final class EtcdSuiteFollower: Sendable {
                 tellStatus(.live(revision: header.revisionValue))
                 delay = 0
                 reportedOffline = false
+                // Each message is handled on the thread that reads the stream, as it is read: no
+                // hop to another thread between the bytes and the observers (docs/design.md, "Fleet
+                // settings: from the bytes to the observer"). This task only waits for the end.
+                let generation = state.withLock { state -> Int in
+                    state.watchGeneration += 1
+                    return state.watchGeneration
+                }
                 let watch = try await client.watch(
-                    prefix: prefix, fromRevision: header.revisionValue + 1, idleTimeout: idleTimeout)
+                    prefix: prefix, fromRevision: header.revisionValue + 1, idleTimeout: idleTimeout
+                ) { [weak self] message in
+                    self?.handle(message, generation: generation) ?? false
+                }
                 let keep = state.withLock { state -> Bool in
-                    guard !Task.isCancelled else { return false }
+                    guard !Task.isCancelled, state.watchGeneration == generation else { return false }
                     state.watch = watch
                     return true
                 }
@@ -197,34 +250,7 @@ final class EtcdSuiteFollower: Sendable {
                 }
                 let began = ContinuousClock.now
                 do {
-                    for try await message in watch.messages {
-                        let changedIdentity = state.withLock { state -> Bool in
-                            guard Self.identityProblem(of: message.header, mirror: state.mirror) != nil else {
-                                return false
-                            }
-                            state.identityChanges += 1
-                            return true
-                        }
-                        // Not the etcd the mirror came from: range again (below), which replaces it.
-                        if changedIdentity { break }
-                        guard let events = message.events, !events.isEmpty else {
-                            if let revision = message.header?.revision?.value {
-                                state.withLock { $0.status = .live(revision: revision) }
-                            }
-                            continue
-                        }
-                        let (changes, unreadable, revision) = state.withLock { state in
-                            let result = state.mirror.apply(events)
-                            state.status = .live(revision: state.mirror.revision)
-                            return (result.changes, result.unreadable, state.mirror.revision)
-                        }
-                        for value in unreadable {
-                            onProblem(
-                                "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
-                            )
-                        }
-                        if !changes.isEmpty { onChange(changes, revision) }
-                    }
+                    for try await _ in watch.messages {}
                 } catch {
                     // The watch ended with an error: killed, hung (idle), leaderless, canceled.
                     // Like a clean end, a reason to range again — not, by itself, a sign that etcd

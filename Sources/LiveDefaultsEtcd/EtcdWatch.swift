@@ -9,9 +9,14 @@ import LiveDefaults
 /// error, the idle timeout, a `canceled` result (a compaction past the start revision, a permission
 /// the user lacks) or an in-stream error ("no leader") — after a `canceled` result or an error line
 /// the stream ends itself, as etcd leaves the response open.
+///
+/// A watch made with a message handler calls it on the reading thread, as each message is read,
+/// and its stream carries only the end: no hop to another thread between the bytes and the
+/// handler (docs/design.md, "Fleet settings: from the bytes to the observer").
 final class EtcdWatch: Sendable {
-    /// The stream's messages: results (events, progress, the creation) in order. It finishes
-    /// without an error for a clean end and throws ``EtcdError`` for every other end.
+    /// The stream's messages: results (events, progress, the creation) in order — none when the
+    /// watch has a message handler. It finishes without an error for a clean end and throws
+    /// ``EtcdError`` for every other end.
     let messages: AsyncThrowingStream<EtcdWatchResult, any Error>
     /// The member the stream comes from.
     let endpoint: URL
@@ -20,12 +25,22 @@ final class EtcdWatch: Sendable {
     /// Set once the stream has ended (the reading thread, or `cancel()`).
     private let finished = Locked(false)
 
-    init(request: EtcdClient.Request, endpoint: URL, idleTimeout: TimeInterval) {
+    /// - Parameters:
+    ///   - request: The watch request.
+    ///   - endpoint: The member it goes to.
+    ///   - idleTimeout: The stream ends when nothing arrives for this long.
+    ///   - onMessage: Called with each result on the reading thread, one at a time, in order,
+    ///     instead of yielding it to ``messages``; returning false ends the watch (cleanly) at once.
+    ///     nil yields the results to ``messages``.
+    init(
+        request: EtcdClient.Request, endpoint: URL, idleTimeout: TimeInterval,
+        onMessage: (@Sendable (EtcdWatchResult) -> Bool)? = nil
+    ) {
         let (messages, continuation) = AsyncThrowingStream<EtcdWatchResult, any Error>.makeStream()
         self.messages = messages
         self.endpoint = endpoint
         self.continuation = continuation
-        let reader = LineReader()
+        let reader = LineReader(onMessage: onMessage)
         let finished = self.finished
         let post = CurlPost(
             url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout,
@@ -33,6 +48,8 @@ final class EtcdWatch: Sendable {
         ) { data, status in
             reader.feed(data, status: status, finished: finished, continuation: continuation)
         }
+        // Before the reading thread starts, which alone uses the reader from then on.
+        reader.post = post
         self.post = post
         continuation.onTermination = { [post] _ in post.cancel() }
         Thread.detachNewThread {
@@ -78,6 +95,14 @@ private final class LineReader: @unchecked Sendable {
     // Safe as Sendable: used by the one thread that runs the watch's POST.
     private var buffer = Data()
     private var errorBody = Data()
+    private let onMessage: (@Sendable (EtcdWatchResult) -> Bool)?
+    /// The POST being read, ended when the handler is done with the watch.
+    weak var post: CurlPost?
+
+    init(onMessage: (@Sendable (EtcdWatchResult) -> Bool)?) {
+        self.onMessage = onMessage
+    }
+
     var errorText: String { String(decoding: errorBody.prefix(500), as: UTF8.self) }
     var errorCode: Int? { (try? JSONDecoder().decode(EtcdErrorBody.self, from: errorBody))?.code }
 
@@ -104,7 +129,7 @@ private final class LineReader: @unchecked Sendable {
     ) {
         let decoded: EtcdWatchLine
         do {
-            decoded = try JSONDecoder().decode(EtcdWatchLine.self, from: line)
+            decoded = try EtcdWatchLineReader.read(line)
         } catch {
             EtcdWatch.finish(
                 EtcdError(kind: .malformed, message: "a watch message did not decode: \(error)"), finished: finished,
@@ -120,7 +145,16 @@ private final class LineReader: @unchecked Sendable {
             return
         }
         guard let result = decoded.result else { return }
-        continuation.yield(result)
+        if let onMessage {
+            guard onMessage(result) else {
+                // The handler is done with this watch: end it here, before another line is read.
+                post?.cancel()
+                EtcdWatch.finish(nil, finished: finished, continuation: continuation)
+                return
+            }
+        } else {
+            continuation.yield(result)
+        }
         if result.canceled == true {
             let reason =
                 result.compact_revision.map { "history before revision \($0.value) was compacted" }

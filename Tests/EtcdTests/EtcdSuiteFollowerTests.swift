@@ -83,6 +83,35 @@ struct EtcdSuiteFollowerTests {
         #expect(follower.values == (try await Self.etcdValues(writer)))
     }
 
+    /// Messages are applied on the watch's reading thread; once `stop()` returns, a message that
+    /// thread reads changes nothing, though the watch it came on is still being torn down.
+    @Test func aStoppedFollowerAppliesNoLaterMessage() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        _ = try await Self.put(writer, ["theme": "dark"])
+        let record = Record()
+        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
+            changes, _ in record.add(changes)
+        }
+        follower.start()
+        #expect(await eventually { record.last("theme") == "dark" && follower.watchedEndpoint != nil })
+        let witness = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) { _, _ in
+        }
+        witness.start()
+        defer { witness.stop() }
+        #expect(await eventually { witness.values["theme"] == "dark" && witness.watchedEndpoint != nil })
+        let bursts = record.bursts
+        follower.stop()
+        for step in 1...20 { _ = try await Self.put(writer, ["counter": .integer(Int64(step))]) }
+        // The witness's watch on the same member saw every put.
+        #expect(await eventually { witness.values["counter"] == 20 })
+        #expect(record.bursts == bursts)
+        #expect(follower.values == ["theme": "dark"])
+        #expect(follower.watchedEndpoint == nil)
+    }
+
     @Test func killedAndRestartedEtcdLosesNoChangeAndLeavesNoDeletedKey() async throws {
         let server = try EtcdServer()
         try await server.start()
