@@ -46,6 +46,10 @@ package enum XMLPropertyListReader {
         var entries: UnsafeMutablePointer<(String, PropertyListValue)>?
         var entryCount = 0
         var entryCapacity = 0
+        /// The elements of the arrays being read, innermost last, in the same way.
+        var elements: UnsafeMutablePointer<PropertyListValue>?
+        var elementCount = 0
+        var elementCapacity = 0
 
         init(base: UnsafePointer<UInt8>, count: Int) {
             self.base = base
@@ -63,7 +67,9 @@ package enum XMLPropertyListReader {
 
         @inline(never)
         mutating func growEntries() {
-            let capacity = max(16, entryCapacity * 2)
+            // At first room for as many entries as the file could hold at a typical 48 bytes each
+            // (a key, its value and their indentation), so that a suite's entries are rarely moved.
+            let capacity = max(16, entryCapacity * 2, entryCapacity == 0 ? count / 48 : 0)
             let grown = UnsafeMutablePointer<(String, PropertyListValue)>.allocate(capacity: capacity)
             if let entries {
                 grown.moveInitialize(from: entries, count: entryCount)
@@ -87,14 +93,52 @@ package enum XMLPropertyListReader {
             return dictionary
         }
 
-        /// Frees the entries' room, and the entries of dictionaries not closed (a malformed file).
+        @inline(__always)
+        mutating func pushElement(_ element: PropertyListValue) {
+            if elementCount == elementCapacity { growElements() }
+            (elements.unsafelyUnwrapped + elementCount).initialize(to: element)
+            elementCount += 1
+        }
+
+        @inline(never)
+        mutating func growElements() {
+            let capacity = max(16, elementCapacity * 2)
+            let grown = UnsafeMutablePointer<PropertyListValue>.allocate(capacity: capacity)
+            if let elements {
+                grown.moveInitialize(from: elements, count: elementCount)
+                elements.deallocate()
+            }
+            elements = grown
+            elementCapacity = capacity
+        }
+
+        /// The array of the elements from `start` on, which it takes.
+        mutating func takeArray(from start: Int) -> [PropertyListValue] {
+            guard start < elementCount, let elements else { return [] }
+            let taken = elementCount - start
+            elementCount = start
+            return [PropertyListValue](unsafeUninitializedCapacity: taken) { buffer, initialized in
+                buffer.baseAddress.unsafelyUnwrapped.moveInitialize(from: elements + start, count: taken)
+                initialized = taken
+            }
+        }
+
+        /// Frees the entries' and elements' room, and those of containers not closed (a malformed file).
         mutating func releaseEntries() {
-            guard let entries else { return }
-            entries.deinitialize(count: entryCount)
-            entries.deallocate()
-            self.entries = nil
-            entryCount = 0
-            entryCapacity = 0
+            if let entries {
+                entries.deinitialize(count: entryCount)
+                entries.deallocate()
+                self.entries = nil
+                entryCount = 0
+                entryCapacity = 0
+            }
+            if let elements {
+                elements.deinitialize(count: elementCount)
+                elements.deallocate()
+                self.elements = nil
+                elementCount = 0
+                elementCapacity = 0
+            }
         }
 
         /// The error for `problem` at `offset` (by default where the scanner is), naming the line:
@@ -413,7 +457,37 @@ package enum XMLPropertyListReader {
             throw error("expected </\(expected.name)>")
         }
 
+        /// The next value. The usual scalars, written plainly (`<string>`, `<integer>`, `<real>`,
+        /// `<true/>`, `<false/>` right after white space), are recognised here without the general
+        /// tag reader; everything else goes through ``openTag()``.
+        @inline(__always)
         mutating func value(depth: Int) throws(Malformed) -> PropertyListValue {
+            skipWhitespace()
+            let start = position
+            if position + 1 < count, base[position] == UInt8(ascii: "<") {
+                switch base[position + 1] {
+                case UInt8(ascii: "s"):
+                    if skip(Tag.string) { return .string(try text(closing: .string)) }
+                case UInt8(ascii: "i"):
+                    if skip(Tag.integer) {
+                        if let value = try plainInteger() { return value }
+                        return try integer(Self.trimmed(try text(closing: .integer)), at: start)
+                    }
+                case UInt8(ascii: "r"):
+                    if skip(Tag.real) {
+                        if let value = try plainReal() { return value }
+                        return try real(Self.trimmed(try text(closing: .real)), at: start)
+                    }
+                case UInt8(ascii: "t"): if skip(Tag.trueEmpty) { return .bool(true) }
+                case UInt8(ascii: "f"): if skip(Tag.falseEmpty) { return .bool(false) }
+                default: break
+                }
+            }
+            return try taggedValue(depth: depth)
+        }
+
+        /// The value after any tag, read by ``openTag()``.
+        mutating func taggedValue(depth: Int) throws(Malformed) -> PropertyListValue {
             let tag = try openTag()
             switch tag.element {
             case .true:
@@ -430,18 +504,7 @@ package enum XMLPropertyListReader {
                 return try integer(Self.trimmed(text), at: tag.start)
             case .real:
                 if !tag.empty, let value = try plainReal() { return value }
-                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .real))
-                if let number = Double(text) { return .real(number) }
-                switch text.lowercased() {
-                case "nan": return .real(.nan)
-                case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
-                case "-infinity", "-inf": return .real(-.infinity)
-                default:
-                    guard let number = Double(text) else {
-                        throw error("\"\(text)\" is not a real number", at: tag.start)
-                    }
-                    return .real(number)
-                }
+                return try real(Self.trimmed(tag.empty ? "" : try self.text(closing: .real)), at: tag.start)
             case .date:
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .date))
                 guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
@@ -458,14 +521,18 @@ package enum XMLPropertyListReader {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .array([]) }
-                var elements: [PropertyListValue] = []
+                // Collected first, like a dictionary's entries, so the array is made once at its size.
+                let start = elementCount
                 while true {
+                    skipWhitespace()
+                    if skip(Tag.arrayEnd) { return .array(takeArray(from: start)) }
                     try skipMisc()
                     if peek("</") {
                         try closeTag(.array)
-                        return .array(elements)
+                        return .array(takeArray(from: start))
                     }
-                    elements.append(try value(depth: depth + 1))
+                    let element = try value(depth: depth + 1)
+                    pushElement(element)
                 }
             case .dict:
                 guard depth < XMLPropertyListReader.maximumDepth else {
@@ -475,16 +542,24 @@ package enum XMLPropertyListReader {
                 // Collected first, so the dictionary is built once at its final size.
                 let start = entryCount
                 while true {
-                    try skipMisc()
-                    if peek("</") {
-                        try closeTag(.dict)
-                        return .dictionary(takeDictionary(from: start))
+                    skipWhitespace()
+                    let key: String
+                    // The usual entry starts with a plain <key>; anything else takes the general path.
+                    if skip(Tag.key) {
+                        key = try text(closing: .key)
+                    } else {
+                        if skip(Tag.dictEnd) { return .dictionary(takeDictionary(from: start)) }
+                        try skipMisc()
+                        if peek("</") {
+                            try closeTag(.dict)
+                            return .dictionary(takeDictionary(from: start))
+                        }
+                        let keyTag = try openTag()
+                        guard keyTag.element == .key else {
+                            throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
+                        }
+                        key = keyTag.empty ? "" : try text(closing: .key)
                     }
-                    let keyTag = try openTag()
-                    guard keyTag.element == .key else {
-                        throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
-                    }
-                    let key = keyTag.empty ? "" : try text(closing: .key)
                     let value = try value(depth: depth + 1)
                     pushEntry(key, value)
                 }
@@ -526,17 +601,11 @@ package enum XMLPropertyListReader {
             return .integer(value)
         }
 
-        /// Powers of ten a Double holds exactly (10^22 is the last).
-        static let exactPowersOfTen: [Double] = [
-            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
-            1e19, 1e20, 1e21, 1e22,
-        ]
-
         /// The common real, read from the bytes: an optional sign, decimal digits with at most one
-        /// point, an optional exponent, up to `</real>`. Only when the digits, read as an integer,
-        /// are at most 2^53 and the scale is at most 10^±22: both are then exact Doubles, and one
-        /// multiplication or division rounds correctly, so the result is the one `Double(_:)`
-        /// gives. nil (having read nothing) for anything else, which the general path reads.
+        /// point, an optional exponent, up to `</real>`, with at most 19 significant digits (they
+        /// fit in a UInt64). ``DecimalReal`` rounds it as `Double(_:)` would. nil (having read
+        /// nothing) for anything else and whatever `DecimalReal` cannot decide: the general path
+        /// reads those.
         @inline(__always)
         mutating func plainReal() throws(Malformed) -> PropertyListValue? {
             var index = position
@@ -556,7 +625,7 @@ package enum XMLPropertyListReader {
                     if digits != 0 || digit != 0 {  // leading zeros are not significant
                         significant += 1
                         if significant > 19 { return nil }  // (19 digits cannot overflow a UInt64)
-                        digits = digits * 10 + UInt64(digit)
+                        digits = digits &* 10 &+ UInt64(digit)
                     }
                 } else if byte == UInt8(ascii: "."), !sawPoint {
                     sawPoint = true
@@ -579,15 +648,10 @@ package enum XMLPropertyListReader {
                 guard index > exponentStart else { return nil }
                 if negativeExponent { exponent = -exponent }
             }
-            let scale = exponent - fractionDigits
-            guard index < count, base[index] == UInt8(ascii: "<"), digits <= 1 << 53, (-22...22).contains(scale)
+            guard index < count, base[index] == UInt8(ascii: "<"),
+                let value = DecimalReal.double(
+                    significand: digits, exponent: exponent - fractionDigits, negative: negative)
             else { return nil }
-            var value = Double(digits)
-            if scale < 0 {
-                value /= Self.exactPowersOfTen[-scale]
-            } else {
-                value *= Self.exactPowersOfTen[scale]
-            }
             let start = position
             position = index
             do {
@@ -596,7 +660,7 @@ package enum XMLPropertyListReader {
                 position = start
                 return nil
             }
-            return .real(negative ? -value : value)
+            return .real(value)
         }
 
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.
@@ -744,6 +808,18 @@ package enum XMLPropertyListReader {
                 return PropertyListValue(integer: value)
             }
             throw error("\"\(text)\" is not an integer that fits in 64 bits", at: offset)
+        }
+
+        /// The real in `text` (trimmed), in any spelling `Double(_:)` reads or Foundation writes
+        /// for the infinities and NaN.
+        func real(_ text: String, at offset: Int) throws(Malformed) -> PropertyListValue {
+            if let number = Double(text) { return .real(number) }
+            switch text.lowercased() {
+            case "nan": return .real(.nan)
+            case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
+            case "-infinity", "-inf": return .real(-.infinity)
+            default: throw error("\"\(text)\" is not a real number", at: offset)
+            }
         }
 
         /// Parses `YYYY-MM-DDTHH:MM:SSZ` (the form plists use), without a formatter.
