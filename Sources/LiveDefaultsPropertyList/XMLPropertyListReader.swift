@@ -117,10 +117,12 @@ package enum XMLPropertyListReader {
             guard start < elementCount, let elements else { return [] }
             let taken = elementCount - start
             elementCount = start
-            return [PropertyListValue](unsafeUninitializedCapacity: taken) { buffer, initialized in
-                buffer.baseAddress.unsafelyUnwrapped.moveInitialize(from: elements + start, count: taken)
-                initialized = taken
-            }
+            // Reserved and appended: `init(unsafeUninitializedCapacity:)` is not specialised and
+            // looks the array's storage type up at run time, which costs more than the appends.
+            var array: [PropertyListValue] = []
+            array.reserveCapacity(taken)
+            for index in start..<start + taken { array.append((elements + index).move()) }
+            return array
         }
 
         /// Frees the entries' and elements' room, and those of containers not closed (a malformed file).
@@ -418,8 +420,11 @@ package enum XMLPropertyListReader {
             return (element, name, false, start)
         }
 
+        /// Whether `byte` is XML white space (space, tab, line feed, carriage return), with one test
+        /// of a bit in a mask.
+        @inline(__always)
         static func isSpace(_ byte: UInt8) -> Bool {
-            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+            byte <= 0x20 && (UInt64(1) &<< UInt64(byte)) & 0x1_0000_2600 != 0
         }
 
         static func isNameByte(_ byte: UInt8) -> Bool {
@@ -467,16 +472,24 @@ package enum XMLPropertyListReader {
             if position + 1 < count, base[position] == UInt8(ascii: "<") {
                 switch base[position + 1] {
                 case UInt8(ascii: "s"):
-                    if skip(Tag.string) { return .string(try text(closing: .string)) }
+                    if skip(Tag.string) { return .string(try plainText(closing: .string, Tag.stringEnd)) }
                 case UInt8(ascii: "i"):
                     if skip(Tag.integer) {
-                        if let value = try plainInteger() { return value }
+                        if let value = plainInteger() { return value }
                         return try integer(Self.trimmed(try text(closing: .integer)), at: start)
                     }
                 case UInt8(ascii: "r"):
                     if skip(Tag.real) {
-                        if let value = try plainReal() { return value }
+                        if let value = plainReal() { return value }
                         return try real(Self.trimmed(try text(closing: .real)), at: start)
+                    }
+                case UInt8(ascii: "a"):
+                    if depth < XMLPropertyListReader.maximumDepth, skip(Tag.array) {
+                        return .array(try arrayContents(depth: depth))
+                    }
+                case UInt8(ascii: "d"):
+                    if depth < XMLPropertyListReader.maximumDepth, skip(Tag.dict) {
+                        return .dictionary(try dictionaryContents(depth: depth))
                     }
                 case UInt8(ascii: "t"): if skip(Tag.trueEmpty) { return .bool(true) }
                 case UInt8(ascii: "f"): if skip(Tag.falseEmpty) { return .bool(false) }
@@ -499,11 +512,11 @@ package enum XMLPropertyListReader {
             case .string:
                 return .string(tag.empty ? "" : try text(closing: .string))
             case .integer:
-                if !tag.empty, let value = try plainInteger() { return value }
+                if !tag.empty, let value = plainInteger() { return value }
                 let text = tag.empty ? "" : try self.text(closing: .integer)
                 return try integer(Self.trimmed(text), at: tag.start)
             case .real:
-                if !tag.empty, let value = try plainReal() { return value }
+                if !tag.empty, let value = plainReal() { return value }
                 return try real(Self.trimmed(tag.empty ? "" : try self.text(closing: .real)), at: tag.start)
             case .date:
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .date))
@@ -521,84 +534,86 @@ package enum XMLPropertyListReader {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .array([]) }
-                // Collected first, like a dictionary's entries, so the array is made once at its size.
-                let start = elementCount
-                while true {
-                    skipWhitespace()
-                    if skip(Tag.arrayEnd) { return .array(takeArray(from: start)) }
-                    try skipMisc()
-                    if peek("</") {
-                        try closeTag(.array)
-                        return .array(takeArray(from: start))
-                    }
-                    let element = try value(depth: depth + 1)
-                    pushElement(element)
-                }
+                return .array(try arrayContents(depth: depth))
             case .dict:
                 guard depth < XMLPropertyListReader.maximumDepth else {
                     throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
                 }
                 if tag.empty { return .dictionary([:]) }
-                // Collected first, so the dictionary is built once at its final size.
-                let start = entryCount
-                while true {
-                    skipWhitespace()
-                    let key: String
-                    // The usual entry starts with a plain <key>; anything else takes the general path.
-                    if skip(Tag.key) {
-                        key = try text(closing: .key)
-                    } else {
-                        if skip(Tag.dictEnd) { return .dictionary(takeDictionary(from: start)) }
-                        try skipMisc()
-                        if peek("</") {
-                            try closeTag(.dict)
-                            return .dictionary(takeDictionary(from: start))
-                        }
-                        let keyTag = try openTag()
-                        guard keyTag.element == .key else {
-                            throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
-                        }
-                        key = keyTag.empty ? "" : try text(closing: .key)
-                    }
-                    let value = try value(depth: depth + 1)
-                    pushEntry(key, value)
-                }
+                return .dictionary(try dictionaryContents(depth: depth))
             case .key, .other:
                 throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
             }
         }
 
-        /// The common integer, decimal digits with an optional sign up to `</integer>` that fit in
-        /// an `Int64`, read from the bytes; nil (having read nothing) for anything else.
+        /// The elements of an array up to its `</array>`, its `<array>` read.
+        mutating func arrayContents(depth: Int) throws(Malformed) -> [PropertyListValue] {
+            // Collected first, like a dictionary's entries, so the array is made once at its size.
+            let start = elementCount
+            while true {
+                skipWhitespace()
+                if skip(Tag.arrayEnd) { return takeArray(from: start) }
+                try skipMisc()
+                if peek("</") {
+                    try closeTag(.array)
+                    return takeArray(from: start)
+                }
+                let element = try value(depth: depth + 1)
+                pushElement(element)
+            }
+        }
+
+        /// The entries of a dictionary up to its `</dict>`, its `<dict>` read.
+        mutating func dictionaryContents(depth: Int) throws(Malformed) -> [String: PropertyListValue] {
+            // Collected first, so the dictionary is built once at its final size.
+            let start = entryCount
+            while true {
+                skipWhitespace()
+                let key: String
+                // The usual entry starts with a plain <key>; anything else takes the general path.
+                if skip(Tag.key) {
+                    key = try plainText(closing: .key, Tag.keyEnd)
+                } else {
+                    if skip(Tag.dictEnd) { return takeDictionary(from: start) }
+                    try skipMisc()
+                    if peek("</") {
+                        try closeTag(.dict)
+                        return takeDictionary(from: start)
+                    }
+                    let keyTag = try openTag()
+                    guard keyTag.element == .key else {
+                        throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
+                    }
+                    key = keyTag.empty ? "" : try text(closing: .key)
+                }
+                let value = try value(depth: depth + 1)
+                pushEntry(key, value)
+            }
+        }
+
+        /// The common integer, an optional sign and 1 to 18 decimal digits (which always fit in an
+        /// `Int64`) up to a plainly written `</integer>`, read from the bytes; nil (having read
+        /// nothing) for anything else, which the general path reads.
         @inline(__always)
-        mutating func plainInteger() throws(Malformed) -> PropertyListValue? {
+        mutating func plainInteger() -> PropertyListValue? {
             var index = position
             let negative = index < count && base[index] == UInt8(ascii: "-")
             if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
             let digitsStart = index
-            // Accumulated as a negative number, so that Int64.min fits.
-            var value: Int64 = 0
-            while index < count, base[index] &- UInt8(ascii: "0") < 10 {
-                let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-                let (next, overflow2) = times10.subtractingReportingOverflow(Int64(base[index] &- UInt8(ascii: "0")))
-                if overflow1 || overflow2 { return nil }
-                value = next
+            var value: UInt64 = 0
+            while index < count, index - digitsStart < 18, base[index] &- UInt8(ascii: "0") < 10 {
+                value = value &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
                 index += 1
             }
+            // (A nineteenth digit stops here too: it is not the `<`.)
             guard index > digitsStart, index < count, base[index] == UInt8(ascii: "<") else { return nil }
-            if !negative {
-                guard value != .min else { return nil }
-                value = -value
-            }
             let start = position
             position = index
-            do {
-                try closeTag(.integer)
-            } catch {
+            guard skip(Tag.integerEnd) else {
                 position = start
                 return nil
             }
-            return .integer(value)
+            return .integer(negative ? -Int64(value) : Int64(value))
         }
 
         /// The common real, read from the bytes: an optional sign, decimal digits with at most one
@@ -607,34 +622,39 @@ package enum XMLPropertyListReader {
         /// nothing) for anything else and whatever `DecimalReal` cannot decide: the general path
         /// reads those.
         @inline(__always)
-        mutating func plainReal() throws(Malformed) -> PropertyListValue? {
+        mutating func plainReal() -> PropertyListValue? {
             var index = position
             let negative = index < count && base[index] == UInt8(ascii: "-")
             if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
+            // Leading zeros (before and just after the point) are not significant; at most 19 digits
+            // follow them (19 cannot overflow a UInt64).
+            let digitsStart = index
+            while index < count, base[index] == UInt8(ascii: "0") { index += 1 }
             var digits: UInt64 = 0
-            var significant = 0
-            var fractionDigits = 0
-            var sawDigit = false
-            var sawPoint = false
-            while index < count {
-                let byte = base[index]
-                let digit = byte &- UInt8(ascii: "0")
-                if digit < 10 {
-                    sawDigit = true
-                    if sawPoint { fractionDigits += 1 }
-                    if digits != 0 || digit != 0 {  // leading zeros are not significant
-                        significant += 1
-                        if significant > 19 { return nil }  // (19 digits cannot overflow a UInt64)
-                        digits = digits &* 10 &+ UInt64(digit)
-                    }
-                } else if byte == UInt8(ascii: "."), !sawPoint {
-                    sawPoint = true
-                } else {
-                    break
-                }
+            let significantStart = index
+            while index < count, base[index] &- UInt8(ascii: "0") < 10 {
+                digits = digits &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
                 index += 1
             }
-            guard sawDigit else { return nil }
+            var significant = index - significantStart
+            var fractionDigits = 0
+            var sawDigit = index > digitsStart
+            if index < count, base[index] == UInt8(ascii: ".") {
+                index += 1
+                let fractionStart = index
+                if digits == 0 {  // still leading zeros
+                    while index < count, base[index] == UInt8(ascii: "0") { index += 1 }
+                }
+                let beforeDigits = index
+                while index < count, base[index] &- UInt8(ascii: "0") < 10 {
+                    digits = digits &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
+                    index += 1
+                }
+                fractionDigits = index - fractionStart
+                significant += index - beforeDigits
+                sawDigit = sawDigit || index > fractionStart
+            }
+            guard sawDigit, significant <= 19 else { return nil }
             var exponent = 0
             if index < count, base[index] | 0x20 == UInt8(ascii: "e") {
                 index += 1
@@ -654,16 +674,30 @@ package enum XMLPropertyListReader {
             else { return nil }
             let start = position
             position = index
-            do {
-                try closeTag(.real)
-            } catch {
+            guard skip(Tag.realEnd) else {
                 position = start
                 return nil
             }
             return .real(value)
         }
 
+        /// ``text(closing:)`` for `<key>` and `<string>`, inlined where they are read: ASCII text
+        /// up to the plainly written `closing` tag is made a String at once; anything else (other
+        /// bytes, entities, CDATA, comments, a tag written with spaces) goes the general way.
+        @inline(__always)
+        mutating func plainText(closing name: Element, _ closing: Tag) throws(Malformed) -> String {
+            let start = position
+            let (end, isASCII) = markup(from: position)
+            if isASCII {
+                position = end
+                if skip(closing) { return PropertyListText.string(ascii: base + start, count: end - start) }
+                position = start
+            }
+            return try text(closing: name)
+        }
+
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.
+        @inline(never)
         mutating func text(closing name: Element) throws(Malformed) -> String {
             let start = position
             // The common case: plain text up to the closing tag, made into a String in one step.
