@@ -401,6 +401,13 @@ package enum XMLPropertyListReader {
             guard skip(UInt8(ascii: "<")) else {
                 throw error(atEnd ? "the file ends where a value was expected" : "expected a tag")
             }
+            if position < count, base[position] == UInt8(ascii: "/") {
+                var end = position + 1
+                while end < count, Self.isNameByte(base[end]) { end += 1 }
+                let name = String(
+                    decoding: UnsafeBufferPointer(start: base + position + 1, count: end - position - 1), as: UTF8.self)
+                throw error("expected a value, found </\(name)>", at: start)
+            }
             let nameStart = position
             while position < count, Self.isNameByte(base[position]) { position += 1 }
             let element = element(at: nameStart, length: position - nameStart)
