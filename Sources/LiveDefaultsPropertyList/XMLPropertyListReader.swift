@@ -68,8 +68,9 @@ package enum XMLPropertyListReader {
         @inline(never)
         mutating func growEntries() {
             // At first room for as many entries as the file could hold at a typical 48 bytes each
-            // (a key, its value and their indentation), so that a suite's entries are rarely moved.
-            let capacity = max(16, entryCapacity * 2, entryCapacity == 0 ? count / 48 : 0)
+            // (a key, its value and their indentation), so that a suite's entries are rarely moved;
+            // at most 65,536 (a few megabytes), so that a file of a few large values does not reserve much.
+            let capacity = max(16, entryCapacity * 2, entryCapacity == 0 ? min(count / 48, 1 << 16) : 0)
             let grown = UnsafeMutablePointer<(String, PropertyListValue)>.allocate(capacity: capacity)
             if let entries {
                 grown.moveInitialize(from: entries, count: entryCount)
@@ -180,7 +181,12 @@ package enum XMLPropertyListReader {
 
         @inline(__always)
         mutating func skipWhitespace() {
-            while position < count, Self.isSpace(base[position]) { position += 1 }
+            // In locals, so that the loop keeps them in registers (no store of `position` a byte).
+            var index = position
+            let base = self.base
+            let count = self.count
+            while index < count, Self.isSpace(base[index]) { index += 1 }
+            position = index
         }
 
         /// A tag of the plist vocabulary as little-endian words, recognised with one or two loads
