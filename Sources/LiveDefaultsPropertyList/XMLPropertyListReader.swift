@@ -381,7 +381,9 @@ package enum XMLPropertyListReader {
         /// Reads `<name` up to `>` or `/>`: which element, whether it closed itself (`<true/>`), and
         /// where it starts. `name` is the element's name as text only when it is not a plist
         /// element (for a message).
-        @inline(__always)
+        /// (Not inlined: it is the general path, and the containers' frames, one a level of nesting,
+        /// stay small without it.)
+        @inline(never)
         mutating func openTag() throws(Malformed) -> (element: Element, name: String, empty: Bool, start: Int) {
             try skipMisc()
             let start = position
@@ -512,9 +514,33 @@ package enum XMLPropertyListReader {
             return try taggedValue(depth: depth)
         }
 
-        /// The value after any tag, read by ``openTag()``.
+        /// The value after any tag, read by ``openTag()``. Containers are read from here, scalars in
+        /// ``scalar(_:)``, so that this frame, one a level of nesting, stays small.
         mutating func taggedValue(depth: Int) throws(Malformed) -> PropertyListValue {
             let tag = try openTag()
+            switch tag.element {
+            case .array:
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .array([]) }
+                return .array(try arrayContents(depth: depth))
+            case .dict:
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .dictionary([:]) }
+                return .dictionary(try dictionaryContents(depth: depth))
+            default:
+                return try scalar(tag)
+            }
+        }
+
+        /// The scalar value of `tag`, read by ``openTag()``.
+        @inline(never)
+        mutating func scalar(
+            _ tag: (element: Element, name: String, empty: Bool, start: Int)
+        ) throws(Malformed) -> PropertyListValue {
             switch tag.element {
             case .true:
                 if !tag.empty { try closeTag(.true) }
@@ -542,19 +568,7 @@ package enum XMLPropertyListReader {
                     throw error("the data is not valid base64", at: tag.start)
                 }
                 return .data(data)
-            case .array:
-                guard depth < XMLPropertyListReader.maximumDepth else {
-                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
-                }
-                if tag.empty { return .array([]) }
-                return .array(try arrayContents(depth: depth))
-            case .dict:
-                guard depth < XMLPropertyListReader.maximumDepth else {
-                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
-                }
-                if tag.empty { return .dictionary([:]) }
-                return .dictionary(try dictionaryContents(depth: depth))
-            case .key, .other:
+            case .array, .dict, .key, .other:
                 throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
             }
         }
@@ -586,22 +600,32 @@ package enum XMLPropertyListReader {
                 // The usual entry starts with a plain <key>; anything else takes the general path.
                 if skip(Tag.key) {
                     key = try plainText(closing: .key, Tag.keyEnd)
+                } else if skip(Tag.dictEnd) {
+                    return takeDictionary(from: start)
+                } else if let general = try generalKey() {
+                    key = general
                 } else {
-                    if skip(Tag.dictEnd) { return takeDictionary(from: start) }
-                    try skipMisc()
-                    if peek("</") {
-                        try closeTag(.dict)
-                        return takeDictionary(from: start)
-                    }
-                    let keyTag = try openTag()
-                    guard keyTag.element == .key else {
-                        throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
-                    }
-                    key = keyTag.empty ? "" : try text(closing: .key)
+                    return takeDictionary(from: start)
                 }
                 let value = try value(depth: depth + 1)
                 pushEntry(key, value)
             }
+        }
+
+        /// The next key of a dictionary, read by the general path, or nil at its `</dict>` (read).
+        /// (Not inlined, so that the dictionaries' frames, one a level of nesting, stay small.)
+        @inline(never)
+        mutating func generalKey() throws(Malformed) -> String? {
+            try skipMisc()
+            if peek("</") {
+                try closeTag(.dict)
+                return nil
+            }
+            let keyTag = try openTag()
+            guard keyTag.element == .key else {
+                throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
+            }
+            return keyTag.empty ? "" : try text(closing: .key)
         }
 
         /// The common integer, an optional sign and 1 to 18 decimal digits (which always fit in an

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import LiveDefaultsPropertyList
@@ -249,6 +250,38 @@ import Testing
         let value = PropertyListValue.dictionary(dictionary)
         let xml = try PropertyListCodec.encode(value, format: .xml)
         #expect(try XMLPropertyListReader.decode(xml) == value)
+    }
+
+    @Test func theDeepestNestingThroughBothPathsDecodesInHalfTheDefaultStack() throws {
+        // 511 levels (the deepest accepted), alternating the general path's containers (white
+        // space inside the tag) and the fast path's, decoded on a thread of 4 MB, half the usual
+        // 8 MB: the inlined fast paths make the reader's frames larger. (Optimised, the reader
+        // needs under 384 kB for this; unoptimised builds, as tests run, several times more.)
+        var xml = ""
+        for level in 0..<511 { xml += level % 2 == 0 ? "<dict ><key>k</key>" : "<array>" }
+        xml += "<string>bottom</string>"
+        for level in (0..<511).reversed() { xml += level % 2 == 0 ? "</dict>" : "</array>" }
+        let data = Data("<plist>\(xml)</plist>".utf8)
+        let result = Mutex<Result<PropertyListValue, PropertyListError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            result.withLock { $0 = Result { () throws(PropertyListError) in try XMLPropertyListReader.decode(data) } }
+            done.signal()
+        }
+        thread.stackSize = 4 * 1024 * 1024
+        thread.start()
+        #expect(done.wait(timeout: .now() + 60) == .success, "the decode did not finish")
+        var value = try #require(try result.withLock { $0 }?.get())
+        for level in 0..<511 {
+            switch value {
+            case .dictionary(let entries) where level % 2 == 0: value = entries["k"] ?? .string("missing")
+            case .array(let elements) where level % 2 == 1: value = elements.first ?? .string("missing")
+            default:
+                Issue.record("level \(level) is \(value)")
+                return
+            }
+        }
+        #expect(value == "bottom")
     }
 
     @Test func errorsFromTheFastPathsNameWhatWasWrong() {
