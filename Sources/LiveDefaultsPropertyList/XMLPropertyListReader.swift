@@ -46,6 +46,10 @@ package enum XMLPropertyListReader {
         var entries: UnsafeMutablePointer<(String, PropertyListValue)>?
         var entryCount = 0
         var entryCapacity = 0
+        /// The elements of the arrays being read, innermost last, in the same way.
+        var elements: UnsafeMutablePointer<PropertyListValue>?
+        var elementCount = 0
+        var elementCapacity = 0
 
         init(base: UnsafePointer<UInt8>, count: Int) {
             self.base = base
@@ -63,7 +67,10 @@ package enum XMLPropertyListReader {
 
         @inline(never)
         mutating func growEntries() {
-            let capacity = max(16, entryCapacity * 2)
+            // At first room for as many entries as the file could hold at a typical 48 bytes each
+            // (a key, its value and their indentation), so that a suite's entries are rarely moved;
+            // at most 65,536 (a few megabytes), so that a file of a few large values does not reserve much.
+            let capacity = max(16, entryCapacity * 2, entryCapacity == 0 ? min(count / 48, 1 << 16) : 0)
             let grown = UnsafeMutablePointer<(String, PropertyListValue)>.allocate(capacity: capacity)
             if let entries {
                 grown.moveInitialize(from: entries, count: entryCount)
@@ -87,14 +94,54 @@ package enum XMLPropertyListReader {
             return dictionary
         }
 
-        /// Frees the entries' room, and the entries of dictionaries not closed (a malformed file).
+        @inline(__always)
+        mutating func pushElement(_ element: PropertyListValue) {
+            if elementCount == elementCapacity { growElements() }
+            (elements.unsafelyUnwrapped + elementCount).initialize(to: element)
+            elementCount += 1
+        }
+
+        @inline(never)
+        mutating func growElements() {
+            let capacity = max(16, elementCapacity * 2)
+            let grown = UnsafeMutablePointer<PropertyListValue>.allocate(capacity: capacity)
+            if let elements {
+                grown.moveInitialize(from: elements, count: elementCount)
+                elements.deallocate()
+            }
+            elements = grown
+            elementCapacity = capacity
+        }
+
+        /// The array of the elements from `start` on, which it takes.
+        mutating func takeArray(from start: Int) -> [PropertyListValue] {
+            guard start < elementCount, let elements else { return [] }
+            let taken = elementCount - start
+            elementCount = start
+            // Reserved and appended: `init(unsafeUninitializedCapacity:)` is not specialised and
+            // looks the array's storage type up at run time, which costs more than the appends.
+            var array: [PropertyListValue] = []
+            array.reserveCapacity(taken)
+            for index in start..<start + taken { array.append((elements + index).move()) }
+            return array
+        }
+
+        /// Frees the entries' and elements' room, and those of containers not closed (a malformed file).
         mutating func releaseEntries() {
-            guard let entries else { return }
-            entries.deinitialize(count: entryCount)
-            entries.deallocate()
-            self.entries = nil
-            entryCount = 0
-            entryCapacity = 0
+            if let entries {
+                entries.deinitialize(count: entryCount)
+                entries.deallocate()
+                self.entries = nil
+                entryCount = 0
+                entryCapacity = 0
+            }
+            if let elements {
+                elements.deinitialize(count: elementCount)
+                elements.deallocate()
+                self.elements = nil
+                elementCount = 0
+                elementCapacity = 0
+            }
         }
 
         /// The error for `problem` at `offset` (by default where the scanner is), naming the line:
@@ -134,7 +181,12 @@ package enum XMLPropertyListReader {
 
         @inline(__always)
         mutating func skipWhitespace() {
-            while position < count, Self.isSpace(base[position]) { position += 1 }
+            // In locals, so that the loop keeps them in registers (no store of `position` a byte).
+            var index = position
+            let base = self.base
+            let count = self.count
+            while index < count, Self.isSpace(base[index]) { index += 1 }
+            position = index
         }
 
         /// A tag of the plist vocabulary as little-endian words, recognised with one or two loads
@@ -329,7 +381,9 @@ package enum XMLPropertyListReader {
         /// Reads `<name` up to `>` or `/>`: which element, whether it closed itself (`<true/>`), and
         /// where it starts. `name` is the element's name as text only when it is not a plist
         /// element (for a message).
-        @inline(__always)
+        /// (Not inlined: it is the general path, and the containers' frames, one a level of nesting,
+        /// stay small without it.)
+        @inline(never)
         mutating func openTag() throws(Malformed) -> (element: Element, name: String, empty: Bool, start: Int) {
             try skipMisc()
             let start = position
@@ -355,6 +409,13 @@ package enum XMLPropertyListReader {
             guard skip(UInt8(ascii: "<")) else {
                 throw error(atEnd ? "the file ends where a value was expected" : "expected a tag")
             }
+            if position < count, base[position] == UInt8(ascii: "/") {
+                var end = position + 1
+                while end < count, Self.isNameByte(base[end]) { end += 1 }
+                let name = String(
+                    decoding: UnsafeBufferPointer(start: base + position + 1, count: end - position - 1), as: UTF8.self)
+                throw error("expected a value, found </\(name)>", at: start)
+            }
             let nameStart = position
             while position < count, Self.isNameByte(base[position]) { position += 1 }
             let element = element(at: nameStart, length: position - nameStart)
@@ -374,8 +435,11 @@ package enum XMLPropertyListReader {
             return (element, name, false, start)
         }
 
+        /// Whether `byte` is XML white space (space, tab, line feed, carriage return), with one test
+        /// of a bit in a mask.
+        @inline(__always)
         static func isSpace(_ byte: UInt8) -> Bool {
-            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+            byte <= 0x20 && (UInt64(1) &<< UInt64(byte)) & 0x1_0000_2600 != 0
         }
 
         static func isNameByte(_ byte: UInt8) -> Bool {
@@ -413,8 +477,70 @@ package enum XMLPropertyListReader {
             throw error("expected </\(expected.name)>")
         }
 
+        /// The next value. The usual scalars, written plainly (`<string>`, `<integer>`, `<real>`,
+        /// `<true/>`, `<false/>` right after white space), are recognised here without the general
+        /// tag reader; everything else goes through ``openTag()``.
+        @inline(__always)
         mutating func value(depth: Int) throws(Malformed) -> PropertyListValue {
+            skipWhitespace()
+            let start = position
+            if position + 1 < count, base[position] == UInt8(ascii: "<") {
+                switch base[position + 1] {
+                case UInt8(ascii: "s"):
+                    if skip(Tag.string) { return .string(try plainText(closing: .string, Tag.stringEnd)) }
+                case UInt8(ascii: "i"):
+                    if skip(Tag.integer) {
+                        if let value = plainInteger() { return value }
+                        return try integer(Self.trimmed(try text(closing: .integer)), at: start)
+                    }
+                case UInt8(ascii: "r"):
+                    if skip(Tag.real) {
+                        if let value = plainReal() { return value }
+                        return try real(Self.trimmed(try text(closing: .real)), at: start)
+                    }
+                case UInt8(ascii: "a"):
+                    if depth < XMLPropertyListReader.maximumDepth, skip(Tag.array) {
+                        return .array(try arrayContents(depth: depth))
+                    }
+                case UInt8(ascii: "d"):
+                    if depth < XMLPropertyListReader.maximumDepth, skip(Tag.dict) {
+                        return .dictionary(try dictionaryContents(depth: depth))
+                    }
+                case UInt8(ascii: "t"): if skip(Tag.trueEmpty) { return .bool(true) }
+                case UInt8(ascii: "f"): if skip(Tag.falseEmpty) { return .bool(false) }
+                default: break
+                }
+            }
+            return try taggedValue(depth: depth)
+        }
+
+        /// The value after any tag, read by ``openTag()``. Containers are read from here, scalars in
+        /// ``scalar(_:)``, so that this frame, one a level of nesting, stays small.
+        mutating func taggedValue(depth: Int) throws(Malformed) -> PropertyListValue {
             let tag = try openTag()
+            switch tag.element {
+            case .array:
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .array([]) }
+                return .array(try arrayContents(depth: depth))
+            case .dict:
+                guard depth < XMLPropertyListReader.maximumDepth else {
+                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
+                }
+                if tag.empty { return .dictionary([:]) }
+                return .dictionary(try dictionaryContents(depth: depth))
+            default:
+                return try scalar(tag)
+            }
+        }
+
+        /// The scalar value of `tag`, read by ``openTag()``.
+        @inline(never)
+        mutating func scalar(
+            _ tag: (element: Element, name: String, empty: Bool, start: Int)
+        ) throws(Malformed) -> PropertyListValue {
             switch tag.element {
             case .true:
                 if !tag.empty { try closeTag(.true) }
@@ -425,23 +551,12 @@ package enum XMLPropertyListReader {
             case .string:
                 return .string(tag.empty ? "" : try text(closing: .string))
             case .integer:
-                if !tag.empty, let value = try plainInteger() { return value }
+                if !tag.empty, let value = plainInteger() { return value }
                 let text = tag.empty ? "" : try self.text(closing: .integer)
                 return try integer(Self.trimmed(text), at: tag.start)
             case .real:
-                if !tag.empty, let value = try plainReal() { return value }
-                let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .real))
-                if let number = Double(text) { return .real(number) }
-                switch text.lowercased() {
-                case "nan": return .real(.nan)
-                case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
-                case "-infinity", "-inf": return .real(-.infinity)
-                default:
-                    guard let number = Double(text) else {
-                        throw error("\"\(text)\" is not a real number", at: tag.start)
-                    }
-                    return .real(number)
-                }
+                if !tag.empty, let value = plainReal() { return value }
+                return try real(Self.trimmed(tag.empty ? "" : try self.text(closing: .real)), at: tag.start)
             case .date:
                 let text = Self.trimmed(tag.empty ? "" : try self.text(closing: .date))
                 guard let date = Self.parseDate(text) else { throw error("\"\(text)\" is not a date", at: tag.start) }
@@ -453,119 +568,130 @@ package enum XMLPropertyListReader {
                     throw error("the data is not valid base64", at: tag.start)
                 }
                 return .data(data)
-            case .array:
-                guard depth < XMLPropertyListReader.maximumDepth else {
-                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
-                }
-                if tag.empty { return .array([]) }
-                var elements: [PropertyListValue] = []
-                while true {
-                    try skipMisc()
-                    if peek("</") {
-                        try closeTag(.array)
-                        return .array(elements)
-                    }
-                    elements.append(try value(depth: depth + 1))
-                }
-            case .dict:
-                guard depth < XMLPropertyListReader.maximumDepth else {
-                    throw error("nesting deeper than \(XMLPropertyListReader.maximumDepth) levels", at: tag.start)
-                }
-                if tag.empty { return .dictionary([:]) }
-                // Collected first, so the dictionary is built once at its final size.
-                let start = entryCount
-                while true {
-                    try skipMisc()
-                    if peek("</") {
-                        try closeTag(.dict)
-                        return .dictionary(takeDictionary(from: start))
-                    }
-                    let keyTag = try openTag()
-                    guard keyTag.element == .key else {
-                        throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
-                    }
-                    let key = keyTag.empty ? "" : try text(closing: .key)
-                    let value = try value(depth: depth + 1)
-                    pushEntry(key, value)
-                }
-            case .key, .other:
+            case .array, .dict, .key, .other:
                 throw error("<\(tag.element == .key ? "key" : tag.name)> is not a property-list element", at: tag.start)
             }
         }
 
-        /// The common integer, decimal digits with an optional sign up to `</integer>` that fit in
-        /// an `Int64`, read from the bytes; nil (having read nothing) for anything else.
+        /// The elements of an array up to its `</array>`, its `<array>` read.
+        mutating func arrayContents(depth: Int) throws(Malformed) -> [PropertyListValue] {
+            // Collected first, like a dictionary's entries, so the array is made once at its size.
+            let start = elementCount
+            while true {
+                skipWhitespace()
+                if skip(Tag.arrayEnd) { return takeArray(from: start) }
+                try skipMisc()
+                if peek("</") {
+                    try closeTag(.array)
+                    return takeArray(from: start)
+                }
+                let element = try value(depth: depth + 1)
+                pushElement(element)
+            }
+        }
+
+        /// The entries of a dictionary up to its `</dict>`, its `<dict>` read.
+        mutating func dictionaryContents(depth: Int) throws(Malformed) -> [String: PropertyListValue] {
+            // Collected first, so the dictionary is built once at its final size.
+            let start = entryCount
+            while true {
+                skipWhitespace()
+                let key: String
+                // The usual entry starts with a plain <key>; anything else takes the general path.
+                if skip(Tag.key) {
+                    key = try plainText(closing: .key, Tag.keyEnd)
+                } else if skip(Tag.dictEnd) {
+                    return takeDictionary(from: start)
+                } else if let general = try generalKey() {
+                    key = general
+                } else {
+                    return takeDictionary(from: start)
+                }
+                let value = try value(depth: depth + 1)
+                pushEntry(key, value)
+            }
+        }
+
+        /// The next key of a dictionary, read by the general path, or nil at its `</dict>` (read).
+        /// (Not inlined, so that the dictionaries' frames, one a level of nesting, stay small.)
+        @inline(never)
+        mutating func generalKey() throws(Malformed) -> String? {
+            try skipMisc()
+            if peek("</") {
+                try closeTag(.dict)
+                return nil
+            }
+            let keyTag = try openTag()
+            guard keyTag.element == .key else {
+                throw error("expected <key> in a dictionary, found another element", at: keyTag.start)
+            }
+            return keyTag.empty ? "" : try text(closing: .key)
+        }
+
+        /// The common integer, an optional sign and 1 to 18 decimal digits (which always fit in an
+        /// `Int64`) up to a plainly written `</integer>`, read from the bytes; nil (having read
+        /// nothing) for anything else, which the general path reads.
         @inline(__always)
-        mutating func plainInteger() throws(Malformed) -> PropertyListValue? {
+        mutating func plainInteger() -> PropertyListValue? {
             var index = position
             let negative = index < count && base[index] == UInt8(ascii: "-")
             if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
             let digitsStart = index
-            // Accumulated as a negative number, so that Int64.min fits.
-            var value: Int64 = 0
-            while index < count, base[index] &- UInt8(ascii: "0") < 10 {
-                let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-                let (next, overflow2) = times10.subtractingReportingOverflow(Int64(base[index] &- UInt8(ascii: "0")))
-                if overflow1 || overflow2 { return nil }
-                value = next
+            var value: UInt64 = 0
+            while index < count, index - digitsStart < 18, base[index] &- UInt8(ascii: "0") < 10 {
+                value = value &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
                 index += 1
             }
+            // (A nineteenth digit stops here too: it is not the `<`.)
             guard index > digitsStart, index < count, base[index] == UInt8(ascii: "<") else { return nil }
-            if !negative {
-                guard value != .min else { return nil }
-                value = -value
-            }
             let start = position
             position = index
-            do {
-                try closeTag(.integer)
-            } catch {
+            guard skip(Tag.integerEnd) else {
                 position = start
                 return nil
             }
-            return .integer(value)
+            return .integer(negative ? -Int64(value) : Int64(value))
         }
 
-        /// Powers of ten a Double holds exactly (10^22 is the last).
-        static let exactPowersOfTen: [Double] = [
-            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
-            1e19, 1e20, 1e21, 1e22,
-        ]
-
         /// The common real, read from the bytes: an optional sign, decimal digits with at most one
-        /// point, an optional exponent, up to `</real>`. Only when the digits, read as an integer,
-        /// are at most 2^53 and the scale is at most 10^±22: both are then exact Doubles, and one
-        /// multiplication or division rounds correctly, so the result is the one `Double(_:)`
-        /// gives. nil (having read nothing) for anything else, which the general path reads.
+        /// point, an optional exponent, up to `</real>`, with at most 19 significant digits (they
+        /// fit in a UInt64). ``DecimalReal`` rounds it as `Double(_:)` would. nil (having read
+        /// nothing) for anything else and whatever `DecimalReal` cannot decide: the general path
+        /// reads those.
         @inline(__always)
-        mutating func plainReal() throws(Malformed) -> PropertyListValue? {
+        mutating func plainReal() -> PropertyListValue? {
             var index = position
             let negative = index < count && base[index] == UInt8(ascii: "-")
             if negative || (index < count && base[index] == UInt8(ascii: "+")) { index += 1 }
+            // Leading zeros (before and just after the point) are not significant; at most 19 digits
+            // follow them (19 cannot overflow a UInt64).
+            let digitsStart = index
+            while index < count, base[index] == UInt8(ascii: "0") { index += 1 }
             var digits: UInt64 = 0
-            var significant = 0
-            var fractionDigits = 0
-            var sawDigit = false
-            var sawPoint = false
-            while index < count {
-                let byte = base[index]
-                let digit = byte &- UInt8(ascii: "0")
-                if digit < 10 {
-                    sawDigit = true
-                    if sawPoint { fractionDigits += 1 }
-                    if digits != 0 || digit != 0 {  // leading zeros are not significant
-                        significant += 1
-                        if significant > 19 { return nil }  // (19 digits cannot overflow a UInt64)
-                        digits = digits * 10 + UInt64(digit)
-                    }
-                } else if byte == UInt8(ascii: "."), !sawPoint {
-                    sawPoint = true
-                } else {
-                    break
-                }
+            let significantStart = index
+            while index < count, base[index] &- UInt8(ascii: "0") < 10 {
+                digits = digits &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
                 index += 1
             }
-            guard sawDigit else { return nil }
+            var significant = index - significantStart
+            var fractionDigits = 0
+            var sawDigit = index > digitsStart
+            if index < count, base[index] == UInt8(ascii: ".") {
+                index += 1
+                let fractionStart = index
+                if digits == 0 {  // still leading zeros
+                    while index < count, base[index] == UInt8(ascii: "0") { index += 1 }
+                }
+                let beforeDigits = index
+                while index < count, base[index] &- UInt8(ascii: "0") < 10 {
+                    digits = digits &* 10 &+ UInt64(base[index] &- UInt8(ascii: "0"))
+                    index += 1
+                }
+                fractionDigits = index - fractionStart
+                significant += index - beforeDigits
+                sawDigit = sawDigit || index > fractionStart
+            }
+            guard sawDigit, significant <= 19 else { return nil }
             var exponent = 0
             if index < count, base[index] | 0x20 == UInt8(ascii: "e") {
                 index += 1
@@ -579,27 +705,36 @@ package enum XMLPropertyListReader {
                 guard index > exponentStart else { return nil }
                 if negativeExponent { exponent = -exponent }
             }
-            let scale = exponent - fractionDigits
-            guard index < count, base[index] == UInt8(ascii: "<"), digits <= 1 << 53, (-22...22).contains(scale)
+            guard index < count, base[index] == UInt8(ascii: "<"),
+                let value = DecimalReal.double(
+                    significand: digits, exponent: exponent - fractionDigits, negative: negative)
             else { return nil }
-            var value = Double(digits)
-            if scale < 0 {
-                value /= Self.exactPowersOfTen[-scale]
-            } else {
-                value *= Self.exactPowersOfTen[scale]
-            }
             let start = position
             position = index
-            do {
-                try closeTag(.real)
-            } catch {
+            guard skip(Tag.realEnd) else {
                 position = start
                 return nil
             }
-            return .real(negative ? -value : value)
+            return .real(value)
+        }
+
+        /// ``text(closing:)`` for `<key>` and `<string>`, inlined where they are read: ASCII text
+        /// up to the plainly written `closing` tag is made a String at once; anything else (other
+        /// bytes, entities, CDATA, comments, a tag written with spaces) goes the general way.
+        @inline(__always)
+        mutating func plainText(closing name: Element, _ closing: Tag) throws(Malformed) -> String {
+            let start = position
+            let (end, isASCII) = markup(from: position)
+            if isASCII {
+                position = end
+                if skip(closing) { return PropertyListText.string(ascii: base + start, count: end - start) }
+                position = start
+            }
+            return try text(closing: name)
         }
 
         /// Reads character data up to `</name>`, resolving entities and CDATA sections.
+        @inline(never)
         mutating func text(closing name: Element) throws(Malformed) -> String {
             let start = position
             // The common case: plain text up to the closing tag, made into a String in one step.
@@ -744,6 +879,18 @@ package enum XMLPropertyListReader {
                 return PropertyListValue(integer: value)
             }
             throw error("\"\(text)\" is not an integer that fits in 64 bits", at: offset)
+        }
+
+        /// The real in `text` (trimmed), in any spelling `Double(_:)` reads or Foundation writes
+        /// for the infinities and NaN.
+        func real(_ text: String, at offset: Int) throws(Malformed) -> PropertyListValue {
+            if let number = Double(text) { return .real(number) }
+            switch text.lowercased() {
+            case "nan": return .real(.nan)
+            case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
+            case "-infinity", "-inf": return .real(-.infinity)
+            default: throw error("\"\(text)\" is not a real number", at: offset)
+            }
         }
 
         /// Parses `YYYY-MM-DDTHH:MM:SSZ` (the form plists use), without a formatter.
