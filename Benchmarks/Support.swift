@@ -143,6 +143,24 @@ func medianNanoseconds(_ count: Int, _ body: () throws -> Void) rethrows -> Doub
     return samples.sorted()[samples.count / 2]
 }
 
+/// The medians of `first` and `second` measured in turn, one of each per round (the order flipped
+/// every round), so that what the machine does meanwhile falls on both alike.
+func alternatingMedianNanoseconds(_ count: Int, _ first: () throws -> Void, _ second: () throws -> Void) rethrows
+    -> (first: Double, second: Double)
+{
+    var firstSamples: [Double] = []
+    var secondSamples: [Double] = []
+    for round in 0..<count {
+        for isFirst in round.isMultiple(of: 2) ? [true, false] : [false, true] {
+            let start = monotonicNanoseconds()
+            if isFirst { try first() } else { try second() }
+            let elapsed = Double(monotonicNanoseconds() - start)
+            if isFirst { firstSamples.append(elapsed) } else { secondSamples.append(elapsed) }
+        }
+    }
+    return (firstSamples.sorted()[firstSamples.count / 2], secondSamples.sorted()[secondSamples.count / 2])
+}
+
 /// The resident set size of this process, in bytes.
 func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
