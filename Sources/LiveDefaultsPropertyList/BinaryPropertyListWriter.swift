@@ -2,14 +2,14 @@ import Foundation
 
 /// Writes Apple's binary property-list format (`bplist00`).
 ///
-/// One walk over the value, no sizing pass (docs/design.md, "The binary encoder: one walk"). The
-/// walk writes every object that holds no references (strings, numbers, data…) as it meets it,
-/// into one growing buffer, and numbers them in that order. A container (array, dictionary) only
-/// takes a number among the containers and a run of reference slots, filled as its children are
-/// written. When the walk ends the objects are counted, which fixes the reference size; the
-/// containers are written after the other objects, numbered after them, then the offset table
-/// and the trailer. The format lets objects come in any order; Foundation's reader and ours only
-/// follow the offsets. Integers take the fewest bytes; strings are ASCII when they are, else
+/// One walk over the value, no sizing pass (docs/design.md, "The binary encoder: one walk, and
+/// reuse"). The walk writes every object that holds no references (strings, numbers, data…) as it
+/// meets it, into one growing buffer, and numbers them in that order. A container (array,
+/// dictionary) only takes a place among the containers and a run of reference slots, filled as its
+/// children are written. When the walk ends the objects are counted, which fixes the reference
+/// size; the containers are written after the other objects, numbered after them, then the offset
+/// table and the trailer. The format lets objects come in any order; Foundation's reader and ours
+/// only follow the offsets. Integers take the fewest bytes; strings are ASCII when they are, else
 /// UTF-16, and are not shared between places (the format allows both, and sharing would cost a
 /// hash table on every write).
 package enum BinaryPropertyListWriter {
