@@ -58,6 +58,46 @@ package enum BinaryPropertyListWriter {
         return bits & 0x8080_8080_8080_8080 == 0
     }
 
+    /// Stores `count` integers (each through `transform`) big-endian in `size` (1, 2, 4 or 8) bytes
+    /// each, from `target` on: the references and the offset table, whose room the caller made.
+    /// Wrapping arithmetic: the loop is the hot part of writing them.
+    @inline(__always)
+    static func storeBigEndian(
+        _ values: UnsafeMutablePointer<Int>, count: Int, size: Int, at target: UnsafeMutableRawPointer,
+        _ transform: (Int) -> Int
+    ) {
+        var index = 0
+        switch size {
+        case 1:
+            while index < count {
+                target.storeBytes(
+                    of: UInt8(truncatingIfNeeded: transform(values[index])), toByteOffset: index, as: UInt8.self)
+                index &+= 1
+            }
+        case 2:
+            while index < count {
+                target.storeBytes(
+                    of: UInt16(truncatingIfNeeded: transform(values[index])).bigEndian, toByteOffset: index &* 2,
+                    as: UInt16.self)
+                index &+= 1
+            }
+        case 4:
+            while index < count {
+                target.storeBytes(
+                    of: UInt32(truncatingIfNeeded: transform(values[index])).bigEndian, toByteOffset: index &* 4,
+                    as: UInt32.self)
+                index &+= 1
+            }
+        default:
+            while index < count {
+                target.storeBytes(
+                    of: UInt64(truncatingIfNeeded: transform(values[index])).bigEndian, toByteOffset: index &* 8,
+                    as: UInt64.self)
+                index &+= 1
+            }
+        }
+    }
+
     /// A container met in the walk, written when the walk ends.
     struct Container {
         /// The object type's high nibble: 0xA (array) or 0xD (dictionary).
@@ -362,7 +402,7 @@ package enum BinaryPropertyListWriter {
             let objects = others + containerCount
             let referenceSize = BinaryPropertyListWriter.byteCount(for: UInt64(objects))
             // A container's number: after every other object, in the order the containers were met.
-            @inline(__always) func number(_ reference: Int) -> Int { reference < 0 ? others + ~reference : reference }
+            @inline(__always) func number(_ reference: Int) -> Int { reference < 0 ? others &+ ~reference : reference }
             if objects > offsetCapacity {
                 BinaryPropertyListWriter.grow(&offsets, count: objectCount, capacity: &offsetCapacity, needed: objects)
             }
@@ -372,46 +412,18 @@ package enum BinaryPropertyListWriter {
                 offsets[others + place] = position
                 reserve(10 + slots * referenceSize)
                 putMarker(container.type, count: container.count)
-                let first = references + container.firstReference
-                switch referenceSize {
-                case 1:
-                    for slot in 0..<slots {
-                        bytes.storeBytes(
-                            of: UInt8(truncatingIfNeeded: number(first[slot])), toByteOffset: position + slot,
-                            as: UInt8.self)
-                    }
-                    position += slots
-                case 2:
-                    for slot in 0..<slots {
-                        bytes.storeBytes(
-                            of: UInt16(truncatingIfNeeded: number(first[slot])).bigEndian,
-                            toByteOffset: position + 2 * slot, as: UInt16.self)
-                    }
-                    position += 2 * slots
-                default:
-                    for slot in 0..<slots { put(UInt64(number(first[slot])), size: referenceSize) }
-                }
+                BinaryPropertyListWriter.storeBigEndian(
+                    references + container.firstReference, count: slots, size: referenceSize, at: bytes + position,
+                    number)
+                position += slots * referenceSize
             }
             let offsetTable = position
             let offsetSize = BinaryPropertyListWriter.byteCount(for: UInt64(offsetTable))
             reserve(objects * offsetSize + 32)
-            switch offsetSize {
-            case 1:
-                for object in 0..<objects {
-                    bytes.storeBytes(
-                        of: UInt8(truncatingIfNeeded: offsets[object]), toByteOffset: position + object, as: UInt8.self)
-                }
-                position += objects
-            case 2:
-                for object in 0..<objects {
-                    bytes.storeBytes(
-                        of: UInt16(truncatingIfNeeded: offsets[object]).bigEndian, toByteOffset: position + 2 * object,
-                        as: UInt16.self)
-                }
-                position += 2 * objects
-            default:
-                for object in 0..<objects { put(UInt64(offsets[object]), size: offsetSize) }
+            BinaryPropertyListWriter.storeBigEndian(offsets, count: objects, size: offsetSize, at: bytes + position) {
+                $0
             }
+            position += objects * offsetSize
             for _ in 0..<6 { put(0) }  // unused, sort version
             put(UInt8(offsetSize))
             put(UInt8(referenceSize))
