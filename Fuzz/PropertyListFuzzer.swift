@@ -34,6 +34,12 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         guard (try? PropertyListCodec.decode(encoding.data).value) == value else {
             fatalError("a kept dictionary encoding did not read back")
         }
+        // The same value again: the same size, so its bytes are overwritten in place.
+        if let (key, same) = original.first {
+            guard (try? PropertyListCodec.decode(encoding.applying([(key, same)])).value) == value else {
+                fatalError("a kept dictionary encoding did not read back after a change of the same size")
+            }
+        }
         var changes: [(key: String, value: PropertyListValue?)] = [("\u{1}fuzz", value)]
         if let removed = original.keys.first { changes.append((removed, nil)) }
         var expected = original

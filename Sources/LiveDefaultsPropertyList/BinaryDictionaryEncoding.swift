@@ -52,11 +52,17 @@ package struct BinaryDictionaryEncoding {
 
     /// Sets `key` to `value` (nil removes it) and returns the new file; every other entry's bytes
     /// are copied from the last one.
-    package mutating func applying<Changes: Sequence>(
+    package mutating func applying<Changes: Collection>(
         _ changes: Changes
     ) -> Data where Changes.Element == (key: String, value: PropertyListValue?) {
         var places = self.places ?? Self.places(of: entries)
         self.places = nil  // (uniquely referenced while it changes)
+        defer { self.places = places }
+        if let patched = patched(with: changes, places: places) {
+            for (key, value) in changes { if let place = places[key], let value { entries[place].value = value } }
+            data = patched
+            return data
+        }
         for (key, value) in changes {
             if let place = places[key] {
                 if let value {
@@ -76,9 +82,46 @@ package struct BinaryDictionaryEncoding {
                 entries.append(Entry(key: key, value: value, start: 0, keyLength: 0, length: -1))
             }
         }
-        self.places = places
         data = encode(copyingFrom: data)
         return data
+    }
+
+    /// The last file with each changed value's bytes overwritten, when every change replaces a
+    /// value without references by one that encodes to as many bytes (a counter, a flag, a date, a
+    /// real): no object moves, so every offset, reference and the trailer stay as they were, and
+    /// the file is the one a whole encode in the same order would write. Nil otherwise.
+    private func patched<Changes: Collection>(
+        with changes: Changes, places: [String: Int]
+    ) -> Data? where Changes.Element == (key: String, value: PropertyListValue?) {
+        var patches: [(at: Int, object: Data)] = []
+        for (key, value) in changes {
+            guard let value, let place = places[key], entries[place].length > 0 else { return nil }
+            switch value {
+            case .array, .dictionary: return nil
+            default: break
+            }
+            let object = Self.object(value)
+            guard object.count == entries[place].length - entries[place].keyLength else { return nil }
+            patches.append((entries[place].start + entries[place].keyLength, object))
+        }
+        var patched = data  // (a copy when changed: the last file stays as it was)
+        patched.withUnsafeMutableBytes { file in
+            for (at, object) in patches {
+                object.withUnsafeBytes { source in
+                    // (Slicing checks the bounds: an entry outside the file stops here.)
+                    UnsafeMutableRawBufferPointer(rebasing: file[at..<(at + source.count)]).copyMemory(from: source)
+                }
+            }
+        }
+        return patched
+    }
+
+    /// The bytes of the object of `value`, which holds no references: the one object of its own
+    /// file, from after the header to the offset table.
+    private static func object(_ value: PropertyListValue) -> Data {
+        let file = BinaryPropertyListWriter.encode(value)
+        let offsetTable = file.suffix(8).reduce(0) { $0 << 8 | Int($1) }
+        return file.subdata(in: (file.startIndex + 8)..<(file.startIndex + offsetTable))
     }
 
     private static func places(of entries: [Entry]) -> [String: Int] {

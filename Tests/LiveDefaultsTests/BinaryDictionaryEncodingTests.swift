@@ -82,6 +82,37 @@ import Testing
         }
     }
 
+    /// Changes to values of the same encoded size (a counter, a flag, a real for a date) overwrite
+    /// their bytes in the last file: the result is the file the copying encode writes (forced here
+    /// by a removal of an absent key, which cannot be patched), and reads back as the changes made.
+    @Test func sameSizeChangesWriteTheSameFileAsACopyingEncode() throws {
+        var values: [String: PropertyListValue] = [:]
+        for index in 0..<40 {
+            values["key \(index)"] =
+                switch index % 4 {
+                case 0: .integer(Int64(index))
+                case 1: .bool(true)
+                case 2: .real(Double(index) / 3)
+                default: ["item", .integer(Int64(index))]
+                }
+        }
+        var patching = BinaryDictionaryEncoding(values)
+        var copying = BinaryDictionaryEncoding(values)
+        let steps: [[Change]] = [
+            [("key 0", .integer(200))], [("key 1", .bool(false)), ("key 4", .integer(7))],
+            [("key 2", .date(Date(timeIntervalSinceReferenceDate: 5)))], [("key 2", .real(-1))],
+            [("key 0", .string("x"))], [("key 0", .integer(9))], [("key 5", .bool(true)), ("key 5", .bool(false))],
+        ]
+        for changes in steps {
+            let patched = patching.applying(changes)
+            let copied = copying.applying(changes + [("absent", nil)])
+            for (key, value) in changes { values[key] = value }
+            #expect(patched == copied, "\(changes)")
+            try Self.expectFile(patched, holds: values, "\(changes)")
+            #expect(patching.values == values)
+        }
+    }
+
     /// Removing the entry kept last, one in the middle, all of them, and adding one back.
     @Test func removedKeysAreGoneAndCanComeBack() throws {
         var values: [String: PropertyListValue] = [:]
