@@ -27,6 +27,27 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             fatalError("binary round trip changed the value")
         }
     }
+    // A dictionary's encoding kept between writes: encoded whole, then again after a change that
+    // adds the whole value under a new key and one that removes a key (copied entries, new ones).
+    if case .dictionary(let original) = value, !containsNaN(value) {
+        var encoding = BinaryDictionaryEncoding(original)
+        guard (try? PropertyListCodec.decode(encoding.data).value) == value else {
+            fatalError("a kept dictionary encoding did not read back")
+        }
+        // The same value again: the same size, so its bytes are overwritten in place.
+        if let (key, same) = original.first {
+            guard (try? PropertyListCodec.decode(encoding.applying([(key, same)])).value) == value else {
+                fatalError("a kept dictionary encoding did not read back after a change of the same size")
+            }
+        }
+        var changes: [(key: String, value: PropertyListValue?)] = [("\u{1}fuzz", value)]
+        if let removed = original.keys.first { changes.append((removed, nil)) }
+        var expected = original
+        for (key, change) in changes { expected[key] = change }
+        guard (try? PropertyListCodec.decode(encoding.applying(changes)).value) == .dictionary(expected) else {
+            fatalError("a kept dictionary encoding did not read back after changes")
+        }
+    }
     return 0
 }
 

@@ -27,6 +27,10 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var version: UInt64 = 0
         var cleanedTemporaryFiles = false
         var watch: FileWatch?
+        /// The binary encoding of the values this store last wrote, and their version: the next
+        /// write re-encodes only the keys it changes (docs/design.md, "The binary encoder: one
+        /// walk, and reuse"). Used only when the values to write over are still that version.
+        var encoding: (encoding: BinaryDictionaryEncoding, version: UInt64)?
     }
 
     package init(location: SuiteLocation, operations: Operations) {
@@ -52,6 +56,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                 if let parsed {
                     state.format = parsed.format
                     state.version += 1
+                    state.encoding = nil
                 }
                 return SuiteSnapshot(values: parsed?.values ?? [:], version: state.version)
             }
@@ -140,6 +145,13 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         _ changes: SuiteWrite, over known: inout SuiteSnapshot
     ) throws(DefaultsError) -> SuiteWritten {
         let last = state.withLock { (identity: $0.identity, corrupt: $0.isCorrupt, format: $0.format) }
+        // The last encoding is moved out (the only reference, so it changes in place), and a new
+        // one is put back only after the write succeeds.
+        var reusable = state.withLock { state in
+            var taken: (encoding: BinaryDictionaryEncoding, version: UInt64)?
+            swap(&taken, &state.encoding)
+            return taken
+        }
         var merged: [String: PropertyListValue] = [:]
         swap(&merged, &known.values)
         // Whether `merged` is `known`'s values changed in place, with `replaced` to undo the changes.
@@ -155,6 +167,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         let rereads = FileIdentity.of(path: location.path) != last.identity || last.corrupt
         var data: Data?
         var identity: FileIdentity?
+        var encoding: BinaryDictionaryEncoding?
         do throws(DefaultsError) {
             if rereads {
                 // Someone else wrote since we last looked (or the file is bad): start from what is there now.
@@ -200,7 +213,22 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             } else {
                 let encoded: Data
                 do throws(PropertyListError) {
-                    encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
+                    if format == .binary {
+                        if !rereads, case .changes(let pending) = changes, reusable?.version == known.version,
+                            var reused = reusable?.encoding
+                        {
+                            reusable = nil  // (`reused` is now the only reference)
+                            // `merged` is the values that encoding was made from, with `pending` applied.
+                            encoded = reused.applying(pending.lazy.map { (key: $0.key, value: $0.value.value) })
+                            encoding = reused
+                        } else {
+                            let whole = BinaryDictionaryEncoding(merged)
+                            encoded = whole.data
+                            encoding = whole
+                        }
+                    } else {
+                        encoded = try PropertyListCodec.encode(.dictionary(merged), format: format)
+                    }
                 } catch {
                     throw DefaultsError(
                         .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)",
@@ -219,6 +247,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             state.isCorrupt = false
             state.format = format
             state.version += 1
+            state.encoding = encoding.map { ($0, state.version) }
             return state.version
         }
         return SuiteWritten(snapshot: SuiteSnapshot(values: merged, version: version), unchangedByOthers: !rereads)
@@ -267,6 +296,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             state.isCorrupt = false
             if let parsed { state.format = parsed.format }
             state.version += 1
+            state.encoding = nil
             return state.version
         }
         return .changed(SuiteSnapshot(values: parsed?.values ?? [:], version: version))
