@@ -81,6 +81,10 @@ enum FleetStores {
             }
             let (connection, found) = makeStore(suite)
             problems = found
+            // The entries of stores that have gone are dropped here, as a new one comes (opening a
+            // fleet suite is rare; a process that opens many descriptions over its life keeps none
+            // of those it closed).
+            registry = registry.filter { $0.value.store != nil }
             registry[suite] = WeakStore(store: connection.store)
             return connection
         }
@@ -107,6 +111,11 @@ enum FleetStores {
 
     static func existing(_ suite: FleetSuite) -> SuiteStore? {
         registry.withLock { $0[suite]?.store }
+    }
+
+    /// Whether the registry has an entry for `suite`, its store alive or not (for tests of leaks).
+    static func isRegistered(_ suite: FleetSuite) -> Bool {
+        registry.withLock { $0[suite] != nil }
     }
 
     /// At normal exit, sends what open fleet stores have pending when etcd answers, and reports
