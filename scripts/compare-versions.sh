@@ -4,18 +4,22 @@
 # medians per row; --instructions adds callgrind's instruction counts per operation, which do not
 # depend on the load. docs/performance.md, "Checking a change against an earlier commit".
 #
-#   scripts/compare-versions.sh [--rounds N] [--instructions] BASE [HEAD]     (HEAD defaults to HEAD)
+#   scripts/compare-versions.sh [--rounds N] [--instructions] [--keep DIR] BASE [HEAD]
+#   (HEAD defaults to HEAD; --keep copies each run's raw output to DIR, so that several series can
+#   be summarized together: python3 scripts/compare/summarize.py DIR base head)
 set -euo pipefail
 rounds=6
 instructions=0
+keep=""
 while [[ $# -gt 0 && $1 == --* ]]; do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
         --instructions) instructions=1; shift ;;
+        --keep) keep=$2; shift 2 ;;
         *) echo "compare-versions: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[[ $# -ge 1 ]] || { echo "usage: scripts/compare-versions.sh [--rounds N] [--instructions] BASE [HEAD]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: scripts/compare-versions.sh [--rounds N] [--instructions] [--keep DIR] BASE [HEAD]" >&2; exit 2; }
 repository=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=/opt/swift/usr/bin:$PATH
 work=$(mktemp -d "${TMPDIR:-/tmp}/livedefaults-compare.XXXXXX")
@@ -79,5 +83,10 @@ if (( instructions )); then
             echo "$1	$(( (full - empty) / $2 ))" >>"$work/out/$side.instructions"
         done
     done
+fi
+if [[ -n $keep ]]; then
+    mkdir -p "$keep"
+    series=$(date +%s)
+    for file in "$work"/out/*.txt; do cp "$file" "$keep/$(basename "$file" | sed "s/^\(base\|head\)\./\1.$series-/")"; done
 fi
 python3 "$repository/scripts/compare/summarize.py" "$work/out" "${commit[base]:0:7}" "${commit[head]:0:7}"
