@@ -39,18 +39,23 @@ struct EtcdClusterTests {
 
     /// Writes `counter` = n and `written-n` = true in one transaction for each n in `values`, each
     /// tried again until etcd acknowledges it (a put is idempotent): no acknowledged write may be lost.
-    static func writeCounter(_ writer: EtcdClient, _ values: ClosedRange<Int>) async throws {
+    ///
+    /// A write is retried for up to `patience`: after a member is lost, the others may take long
+    /// to elect a leader on loaded cores (over 20 s was seen in CI; they answer "no leader" until
+    /// then), as long as a new member is given to become healthy (`EtcdServer`).
+    static func writeCounter(
+        _ writer: EtcdClient, _ values: ClosedRange<Int>, patience: Duration = .seconds(60)
+    ) async throws {
         for value in values {
-            var attempts = 0
+            let deadline = ContinuousClock.now + patience
             while true {
                 do {
                     _ = try await EtcdSuiteFollowerTests.put(
                         writer, ["counter": .integer(Int64(value)), "written-\(value)": true])
                     break
                 } catch {
-                    attempts += 1
-                    if attempts > 200 { throw error }
-                    try await Task.sleep(for: .milliseconds(50))
+                    if ContinuousClock.now >= deadline { throw error }
+                    try await Task.sleep(for: .milliseconds(50))  // pacing the retries, not synchronisation
                 }
             }
         }
