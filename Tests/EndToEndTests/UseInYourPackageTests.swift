@@ -30,21 +30,12 @@ import Testing
         try Data(manifest.utf8).write(to: consumer.appendingPathComponent("Package.swift"))
         try Data("import LiveDefaults\n".utf8).write(to: consumer.appendingPathComponent("Sources/MyApp/main.swift"))
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--package-path", consumer.path, "describe"]
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = "/opt/swift/usr/bin:" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["HOME"] = directory.path  // SwiftPM's caches go there, not to the user's home
         environment["XDG_CONFIG_HOME"] = directory.path
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        return try runToEnd(
+            "/usr/bin/env", ["swift", "package", "--package-path", consumer.path, "describe"], environment: environment)
     }
 
     @Test func theReadmeManifestResolvesAsAPathDependency() throws {

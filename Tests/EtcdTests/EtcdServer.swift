@@ -130,19 +130,11 @@ final class EtcdServer: @unchecked Sendable {
 
     /// Runs `etcdctl` against this member (`ETCDCTL_API=3`); throws with its output when it fails.
     func control(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/etcdctl")
-        process.arguments = ["--endpoints", endpoint.absoluteString] + arguments
-        process.environment = ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw EtcdServerError(
-                "etcdctl \(arguments.joined(separator: " ")): \(String(decoding: data, as: UTF8.self))")
+        let (status, text) = try runToEnd(
+            "/usr/bin/etcdctl", ["--endpoints", endpoint.absoluteString] + arguments,
+            environment: ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"])
+        guard status == 0 else {
+            throw EtcdServerError("etcdctl \(arguments.joined(separator: " ")): \(text)")
         }
     }
 

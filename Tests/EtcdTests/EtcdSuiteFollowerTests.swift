@@ -50,6 +50,13 @@ struct EtcdSuiteFollowerTests {
             deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
     }
 
+    /// A follower of `prefix` on `server` (not started) that records every change it reports.
+    static func follower(of server: EtcdServer, recordingInto record: Record) -> EtcdSuiteFollower {
+        EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: prefix) { changes, _ in
+            record.add(changes)
+        }
+    }
+
     /// What etcd holds under the prefix now, decoded.
     static func etcdValues(_ client: EtcdClient) async throws -> [String: PropertyListValue] {
         var mirror = EtcdMirror(prefix: prefix)
@@ -65,9 +72,7 @@ struct EtcdSuiteFollowerTests {
         let writer = EtcdClient(endpoints: [server.endpoint])
         _ = try await Self.put(writer, ["theme": "dark"])
         let record = Record()
-        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
-            changes, _ in record.add(changes)
-        }
+        let follower = Self.follower(of: server, recordingInto: record)
         follower.start()
         defer { follower.stop() }
         #expect(await eventually { record.last("theme") == "dark" })
@@ -92,9 +97,7 @@ struct EtcdSuiteFollowerTests {
         let writer = EtcdClient(endpoints: [server.endpoint])
         _ = try await Self.put(writer, ["theme": "dark"])
         let record = Record()
-        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
-            changes, _ in record.add(changes)
-        }
+        let follower = Self.follower(of: server, recordingInto: record)
         follower.start()
         #expect(await eventually { record.last("theme") == "dark" && follower.watchedEndpoint != nil })
         let witness = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) { _, _ in
@@ -151,9 +154,7 @@ struct EtcdSuiteFollowerTests {
         let writer = EtcdClient(endpoints: [server.endpoint])
         _ = try await Self.put(writer, ["k": 1, "doomed": "here"])
         let record = Record()
-        let follower = EtcdSuiteFollower(client: EtcdClient(endpoints: [server.endpoint]), prefix: Self.prefix) {
-            changes, _ in record.add(changes)
-        }
+        let follower = Self.follower(of: server, recordingInto: record)
         follower.start()
         #expect(await eventually { follower.values["doomed"] == "here" })
         follower.stop()

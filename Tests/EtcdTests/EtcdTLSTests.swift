@@ -41,17 +41,9 @@ struct EtcdTLSTests {
         }
 
         static func openssl(_ arguments: [String], in directory: String) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
+            let (status, text) = try runToEnd(
+                "/usr/bin/openssl", arguments, in: URL(fileURLWithPath: directory))
+            guard status == 0 else {
                 throw EtcdServerError("openssl \(arguments.prefix(2).joined(separator: " ")) failed: \(text)")
             }
         }
