@@ -406,8 +406,8 @@ struct BenchmarkRunner {
         let defaults = open(name, watching: true)
         let blocks = Self.externalBlocks
         let perBlock = max(1, options.externalChanges / blocks)
-        var ours: [UInt64] = []
-        var theirs: [UInt64] = []
+        var ours: [Double] = []
+        var theirs: [Double] = []
         var dconfFailed = false
         for block in 0..<blocks {
             for side in block.isMultiple(of: 2) ? [0, 1] : [1, 0] {
@@ -417,13 +417,13 @@ struct BenchmarkRunner {
                         report.notes.append("external change: could not start the replacing process")
                         return
                     }
-                    ours += samples
+                    ours += samples.map { Double($0) }
                 } else if let dconf, !dconfFailed {
                     // dconf: another process's dconf_client_write_fast → the watching client's
                     // `changed` signal, paced the same way (the next change after the callback,
                     // `spacing` ms later).
                     if let answer = dconf.ask("external \(perBlock) \(spacing)"), let count = answer.first, count > 0 {
-                        theirs += answer.dropFirst().map { UInt64($0) }
+                        theirs += answer.dropFirst()
                     } else {
                         dconfFailed = true
                     }
@@ -438,21 +438,18 @@ struct BenchmarkRunner {
             report.notes.append("external change: no change reached the observer (is file watching available?)")
             return
         }
-        func percentile(_ samples: [UInt64], _ fraction: Double) -> Double? {
-            let sorted = samples.sorted()
-            guard !sorted.isEmpty else { return nil }
-            return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))])
-        }
-        let p50 = percentile(ours, 0.5) ?? 0
-        let p99 = percentile(ours, 0.99) ?? 0
+        let p50 = percentile(ours, 0.5)
+        let p99 = percentile(ours, 0.99)
+        // dconf's side, when it ran.
+        func dconfAt(_ fraction: Double) -> Double? { theirs.isEmpty ? nil : percentile(theirs, fraction) }
         report.add(
             "external change",
             "\(label): p50 (\(ours.count) changes\(theirs.isEmpty ? "" : ", dconf \(theirs.count)"))",
-            p50, dconf: percentile(theirs, 0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
+            p50, dconf: dconfAt(0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
         report.add(
             "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000,
-            dconf: percentile(theirs, 0.99), dconfTarget: "lower", dconfMet: { p99 < $0 })
-        report.add("external change", "\(label): max", percentile(ours, 1) ?? 0, dconf: percentile(theirs, 1))
+            dconf: dconfAt(0.99), dconfTarget: "lower", dconfMet: { p99 < $0 })
+        report.add("external change", "\(label): max", percentile(ours, 1), dconf: dconfAt(1))
     }
 
     /// Another process replaces the suite file `count` times, each after the observer saw the last

@@ -396,12 +396,6 @@ func grouped(_ number: Int) -> String {
     return digits
 }
 
-/// The sample at `fraction` of the sorted samples.
-func percentile(_ samples: [Double], _ fraction: Double) -> Double {
-    let sorted = samples.sorted()
-    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
-}
-
 /// Processes that each watch one suite or prefix (`--child etcd-watch …`) and report each value
 /// they see with its arrival time on standard output, one line each.
 final class WatcherGroup: @unchecked Sendable {

@@ -161,6 +161,12 @@ func alternatingMedianNanoseconds(_ count: Int, _ first: () throws -> Void, _ se
     return (firstSamples.sorted()[firstSamples.count / 2], secondSamples.sorted()[secondSamples.count / 2])
 }
 
+/// The sample at `fraction` of the sorted samples.
+func percentile(_ samples: [Double], _ fraction: Double) -> Double {
+    let sorted = samples.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+}
+
 /// The resident set size of this process, in bytes.
 func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
