@@ -456,7 +456,10 @@ struct BenchmarkRunner {
     /// (`spacing` ms later); the latencies from each replace's stamp to the observer, or nil when
     /// the replacing process could not start.
     func externalChanges(to defaults: Defaults, suite: String, count: Int, spacing: Int) -> [UInt64]? {
-        let latencies = Mutex<[UInt64]>([])
+        // The latencies, and whether the pipe to the child is still open: a callback still running
+        // when the measurement ends must not write to the pipe once it is closed (Foundation's
+        // FileHandle stops the process on that), so the two go under one lock.
+        let state = Mutex<(latencies: [UInt64], pipeOpen: Bool)>(([], true))
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         child.arguments = ["--child", "replace", directory.path, suite, String(count), String(spacing)]
@@ -465,8 +468,11 @@ struct BenchmarkRunner {
         let token = defaults.observe("stamp") { change in
             guard case .integer(let stamp) = change.newValue else { return }
             let now = monotonicNanoseconds()
-            latencies.withLock { $0.append(now - UInt64(stamp)) }
-            toChild.fileHandleForWriting.write(Data([0x0A]))  // the next change may go
+            state.withLock { state in
+                state.latencies.append(now - UInt64(stamp))
+                // The next change may go.
+                if state.pipeOpen { try? toChild.fileHandleForWriting.write(contentsOf: Data([0x0A])) }
+            }
         }
         do {
             try child.run()
@@ -474,13 +480,16 @@ struct BenchmarkRunner {
             return nil
         }
         let deadline = Date().addingTimeInterval(Double(count) * (0.2 + Double(spacing) / 1000) + 10)
-        while latencies.withLock({ $0.count }) < count && Date() < deadline && child.isRunning {
+        while state.withLock({ $0.latencies.count }) < count && Date() < deadline && child.isRunning {
             usleep(1_000)  // the main thread idles while the watcher delivers; this is not synchronisation
         }
         token.cancel()
-        try? toChild.fileHandleForWriting.close()
+        state.withLock { state in
+            state.pipeOpen = false
+            try? toChild.fileHandleForWriting.close()
+        }
         child.waitUntilExit()
-        return latencies.withLock { $0 }
+        return state.withLock { $0.latencies }
     }
 
     // MARK: Fan-out
