@@ -58,9 +58,8 @@ package struct BinaryDictionaryEncoding {
         var places = self.places ?? Self.places(of: entries)
         self.places = nil  // (uniquely referenced while it changes)
         defer { self.places = places }
-        if let patched = patched(with: changes, places: places) {
+        if patch(with: changes, places: places) {
             for (key, value) in changes { if let place = places[key], let value { entries[place].value = value } }
-            data = patched
             return data
         }
         for (key, value) in changes {
@@ -86,26 +85,27 @@ package struct BinaryDictionaryEncoding {
         return data
     }
 
-    /// The last file with each changed value's bytes overwritten, when every change replaces a
-    /// value without references by one that encodes to as many bytes (a counter, a flag, a date, a
-    /// real): no object moves, so every offset, reference and the trailer stay as they were, and
-    /// the file is the one a whole encode in the same order would write. Nil otherwise.
-    private func patched<Changes: Collection>(
+    /// Overwrites each changed value's bytes in ``data`` and returns true, when every change
+    /// replaces a value without references by one that encodes to as many bytes (a counter, a flag,
+    /// a date, a real): no object moves, so every offset, reference and the trailer stay as they
+    /// were, and the file is the one a whole encode in the same order would write. Returns false,
+    /// changing nothing, otherwise.
+    ///
+    /// The bytes change in place when this encoding holds the only reference to them (the file
+    /// backend lets go of its own first): a flush then touches the changed objects' bytes only,
+    /// not a copy of the whole file. Any other holder of the last file's `Data` keeps it as it was.
+    private mutating func patch<Changes: Collection>(
         with changes: Changes, places: [String: Int]
-    ) -> Data? where Changes.Element == (key: String, value: PropertyListValue?) {
-        var patches: [(at: Int, object: Data)] = []
+    ) -> Bool where Changes.Element == (key: String, value: PropertyListValue?) {
+        var patches: [(at: Int, object: [UInt8])] = []
         for (key, value) in changes {
-            guard let value, let place = places[key], entries[place].length > 0 else { return nil }
-            switch value {
-            case .array, .dictionary: return nil
-            default: break
-            }
-            let object = Self.object(value)
-            guard object.count == entries[place].length - entries[place].keyLength else { return nil }
+            guard let value, let place = places[key], entries[place].length > 0,
+                let object = BinaryPropertyListWriter.objectBytes(value),
+                object.count == entries[place].length - entries[place].keyLength
+            else { return false }
             patches.append((entries[place].start + entries[place].keyLength, object))
         }
-        var patched = data  // (a copy when changed: the last file stays as it was)
-        patched.withUnsafeMutableBytes { file in
+        data.withUnsafeMutableBytes { file in
             for (at, object) in patches {
                 object.withUnsafeBytes { source in
                     // (Slicing checks the bounds: an entry outside the file stops here.)
@@ -113,15 +113,7 @@ package struct BinaryDictionaryEncoding {
                 }
             }
         }
-        return patched
-    }
-
-    /// The bytes of the object of `value`, which holds no references: the one object of its own
-    /// file, from after the header to the offset table.
-    private static func object(_ value: PropertyListValue) -> Data {
-        let file = BinaryPropertyListWriter.encode(value)
-        let offsetTable = file.suffix(8).reduce(0) { $0 << 8 | Int($1) }
-        return file.subdata(in: (file.startIndex + 8)..<(file.startIndex + offsetTable))
+        return true
     }
 
     private static func places(of entries: [Entry]) -> [String: Int] {

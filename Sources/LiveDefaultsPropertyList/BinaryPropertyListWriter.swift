@@ -19,6 +19,19 @@ package enum BinaryPropertyListWriter {
         return writer.finish(top: top)
     }
 
+    /// The bytes of the one object `value` encodes to, as they would lie in a file, when it holds
+    /// no references (nil for an array or a dictionary).
+    package static func objectBytes(_ value: PropertyListValue) -> [UInt8]? {
+        switch value {
+        case .array, .dictionary: return nil
+        default: break
+        }
+        var writer = Writer(estimatedObjects: 1)
+        defer { writer.discard() }
+        _ = writer.write(value)
+        return Array(UnsafeRawBufferPointer(start: writer.bytes + 8, count: writer.position - 8))
+    }
+
     /// A first guess at the number of objects, for the buffers' first sizes (they grow as needed).
     static func estimatedObjects(_ value: PropertyListValue) -> Int {
         switch value {
@@ -394,6 +407,14 @@ package enum BinaryPropertyListWriter {
         }
 
         // MARK: The end
+
+        /// Frees the walk's buffers without making a file.
+        mutating func discard() {
+            free(bytes)
+            offsets.deallocate()
+            containers.deallocate()
+            references.deallocate()
+        }
 
         /// Writes the containers, the offset table and the trailer, frees the walk's buffers and
         /// returns the file.

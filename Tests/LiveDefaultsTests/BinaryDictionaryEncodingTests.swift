@@ -146,4 +146,27 @@ import Testing
             #expect(before.range(of: object) != nil && after.range(of: object) != nil, "\(key)")
         }
     }
+
+    /// A same-size change is made in the encoding's own bytes when nothing else holds them (a
+    /// flush then touches the changed object only), and in a copy when something does: a `Data`
+    /// taken from the last file keeps its bytes.
+    @Test func sameSizeChangesPatchTheBytesInPlaceOnlyWhenNoOneElseHoldsThem() throws {
+        var values: [String: PropertyListValue] = [:]
+        for index in 0..<100 { values["key-\(index)"] = .integer(Int64(index)) }
+        var encoding = BinaryDictionaryEncoding(values)
+        func address(_ data: Data) -> Int { data.withUnsafeBytes { Int(bitPattern: $0.baseAddress) } }
+        let first = address(encoding.data)
+        _ = encoding.applying([(key: "key-1", value: .integer(2))])
+        values["key-1"] = .integer(2)
+        #expect(address(encoding.data) == first, "patched in place")
+        try Self.expectFile(encoding.data, holds: values)
+
+        let held = encoding.data
+        let heldBytes = [UInt8](held)
+        let changed = encoding.applying([(key: "key-1", value: .integer(3))])
+        values["key-1"] = .integer(3)
+        #expect(address(changed) != address(held), "patched in a copy")
+        #expect([UInt8](held) == heldBytes, "the held file is as it was")
+        try Self.expectFile(changed, holds: values)
+    }
 }

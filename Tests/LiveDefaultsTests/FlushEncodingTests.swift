@@ -92,6 +92,30 @@ import Testing
         #expect(try Self.fileValues(store) == ["a": "again", "c": "c"])
     }
 
+    /// A same-size change is written into the kept file's own bytes: when that write fails at
+    /// its fsync, the file on disk is still the last one, a reload changes nothing this store
+    /// reads, and the next flushes write the store's values.
+    @Test func aFailedSameSizeWriteLeavesTheFileAndTheValuesRight() throws {
+        let directory = try TemporaryDirectory()
+        let (store, operations, _) = try StoreBackendTests.makeStore(in: directory)
+        for index in 0..<20 { store.set(.integer(Int64(index)), forKey: "key \(index)") }
+        try store.flush()
+        let written = try Self.fileValues(store)
+        store.set(.integer(100), forKey: "key 1")
+        operations.fail("fsync", with: EIO)
+        #expect(throws: DefaultsError.self) { try store.flush() }
+        operations.fail("fsync", with: nil)
+        #expect(try Self.fileValues(store) == written)
+        store.reload()
+        #expect(store.values()["key 1"] == .integer(100))
+        try store.flush()
+        #expect(try Self.fileValues(store) == store.values())
+        store.set(.integer(101), forKey: "key 1")
+        try store.flush()
+        #expect(try Self.fileValues(store) == store.values())
+        #expect(store.values()["key 1"] == .integer(101))
+    }
+
     /// Replacing every value, then single changes again.
     @Test func aWholeReplacementIsWrittenWhole() throws {
         let directory = try TemporaryDirectory()

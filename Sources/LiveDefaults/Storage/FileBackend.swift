@@ -132,17 +132,18 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             file.removeOrphanedTemporaryFiles()
             state.withLock { $0.cleanedTemporaryFiles = true }
         }
-        return try file.withLock(using: operations) { () throws(DefaultsError) in
-            try writeLocked(changes, over: &known)
+        return try file.withLock(using: operations) { (target) throws(DefaultsError) in
+            try writeLocked(changes, over: &known, target: target)
         }
     }
 
     /// The part of a write done under the file lock.
     ///
     /// `known`'s values are merged into in place when the file was not changed by others (each
-    /// replaced value is remembered, so a failed write puts them back as they were).
+    /// replaced value is remembered, so a failed write puts them back as they were). `target` is
+    /// the path the file is written to (the suite file, or the file its symbolic link names).
     private func writeLocked(
-        _ changes: SuiteWrite, over known: inout SuiteSnapshot
+        _ changes: SuiteWrite, over known: inout SuiteSnapshot, target: String
     ) throws(DefaultsError) -> SuiteWritten {
         let last = state.withLock { (identity: $0.identity, corrupt: $0.isCorrupt, format: $0.format) }
         // The last encoding is moved out (the only reference, so it changes in place), and a new
@@ -164,7 +165,10 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             isKnown = false
         }
         var format = last.format
-        let rereads = FileIdentity.of(path: location.path) != last.identity || last.corrupt
+        // One `stat` tells whether others wrote and gives the permissions the new file keeps.
+        var existing = stat()
+        let exists = stat(target, &existing) == 0
+        let rereads = (exists ? FileIdentity(existing) : nil) != last.identity || last.corrupt
         var data: Data?
         var identity: FileIdentity?
         var encoding: BinaryDictionaryEncoding?
@@ -218,6 +222,11 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                             var reused = reusable?.encoding
                         {
                             reusable = nil  // (`reused` is now the only reference)
+                            // The bytes kept to know this store's own writes (`bytes`) are that
+                            // encoding's file: let go of them, so that a same-size change is made in
+                            // that buffer rather than in a copy. (If this write fails, the next
+                            // reload reads the file again rather than comparing bytes.)
+                            state.withLock { $0.bytes = nil }
                             // `merged` is the values that encoding was made from, with `pending` applied.
                             encoded = reused.applying(pending.lazy.map { (key: $0.key, value: $0.value.value) })
                             encoding = reused
@@ -234,7 +243,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                         .writeFailed, "Could not encode suite \"\(location.name)\": \(error.message)",
                         suite: location.name, path: location.path, underlying: DefaultsError(error))
                 }
-                identity = try file.replace(with: encoded, using: operations)
+                identity = try file.replace(
+                    with: encoded, at: target, existing: exists ? existing : nil, using: operations)
                 data = encoded
             }
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The suite file on disk: reading it, locking it against other processes, and replacing it
 /// atomically (contract 3), and keeping a bad file aside (contract 4).
@@ -65,9 +66,10 @@ package struct SuiteFile: Sendable {
 
     /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`.
     package func withLock<T, Operations: FileOperations>(
-        using operations: Operations, _ body: () throws(DefaultsError) -> T
+        using operations: Operations, _ body: (_ target: String) throws(DefaultsError) -> T
     ) throws(DefaultsError) -> T {
-        let lockPath = Self.sidecar(of: resolvedPath(), prefix: "", suffix: ".lock")
+        let target = resolvedPath()
+        let lockPath = Self.sidecar(of: target, prefix: "", suffix: ".lock")
         let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW
         // The directory is made when the lock file cannot be made for want of it, not looked for
         // before every write (a `readlink` and a `stat` fewer per flush).
@@ -85,7 +87,7 @@ package struct SuiteFile: Sendable {
                 suite: location.name, path: lockPath, underlying: error)
         }
         defer { close(descriptor) }  // closing releases the lock
-        return try body()
+        return try body(target)
     }
 
     /// Replaces the suite file with `data` atomically: a new temporary file in the same directory
@@ -99,13 +101,33 @@ package struct SuiteFile: Sendable {
         with data: Data, using operations: Operations
     ) throws(DefaultsError) -> FileIdentity {
         let target = resolvedPath()
-        let directory = Self.directory(of: target)
         var existing = stat()
         let exists = stat(target, &existing) == 0
+        return try replace(with: data, at: target, existing: exists ? existing : nil, using: operations)
+    }
+
+    /// Replaces the file at `target` (``resolvedPath()``, resolved by the caller) as
+    /// ``replace(with:using:)`` does, given what `stat` said of it: its permissions are kept.
+    ///
+    /// - Parameters:
+    ///   - data: The new contents.
+    ///   - target: The path to replace.
+    ///   - existing: What `stat` said of `target`, nil when there is no file there.
+    ///   - operations: The system calls to make (``FileOperations``).
+    /// - Returns: The identity of the file written, from its open descriptor after the rename (no
+    ///   path lookup, and it is this write's file even if another program replaced the path since).
+    /// - Throws: ``DefaultsError`` with code `writeFailed` when the directory cannot be made or the
+    ///   file cannot be written; the old file is then left as it was.
+    package func replace<Operations: FileOperations>(
+        with data: Data, at target: String, existing: stat?, using operations: Operations
+    ) throws(DefaultsError) -> FileIdentity {
+        let directory = Self.directory(of: target)
         // A file in place means its directory is there.
-        if !exists { try createDirectoryIfNeeded() }
-        let mode: mode_t = exists ? existing.st_mode & 0o7777 : 0o600
+        if existing == nil { try createDirectoryIfNeeded() }
+        let mode: mode_t = existing.map { $0.st_mode & 0o7777 } ?? 0o600
         var temporary = ""
+        var written = stat()
+        var inspected = false
         do throws(SystemError) {
             let descriptor = try createTemporaryFile(beside: target, path: &temporary, using: operations)
             do throws(SystemError) {
@@ -115,18 +137,33 @@ package struct SuiteFile: Sendable {
                 // (its size and blocks are needed to read the data back), on ext4 in the same journal
                 // commit, so it would save nothing here.
                 try SystemCall.retrying("fsync") { operations.fsync(descriptor) }
-                try SystemCall.retrying("close") { close(descriptor) }
+                try SystemCall.retrying("rename") { operations.rename(temporary, target) }
             } catch {
                 close(descriptor)
                 throw error
             }
-            try SystemCall.retrying("rename") { operations.rename(temporary, target) }
+            // After the rename, as the rename changes the file's ctime. The data is on disk
+            // (fsync): closing has nothing left to report of it.
+            inspected = fstat(descriptor, &written) == 0
+            close(descriptor)
         } catch {
             if !temporary.isEmpty { unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
         Self.syncDirectory(directory)
-        return FileIdentity.of(path: target) ?? FileIdentity(stat())
+        return FileIdentity(inspected ? written : stat())
+    }
+
+    /// The random part of temporary names: a sequence seeded once per process and mixed
+    /// (splitmix64), so that a write asks the system for no randomness. A name only has to be
+    /// unlikely to be taken; the exclusive create decides, and a taken name is passed over.
+    private static let nameSequence = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+
+    private static func nextNameNumber() -> UInt32 {
+        var mixed = nameSequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return UInt32(truncatingIfNeeded: mixed ^ (mixed >> 31))
     }
 
     /// How many names a write tries for its temporary file before it gives up.
@@ -153,7 +190,7 @@ package struct SuiteFile: Sendable {
                 planned
                 ?? Self.sidecar(
                     of: target, prefix: ".",
-                    suffix: Self.temporaryMarker + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+                    suffix: Self.temporaryMarker + "\(getpid())-\(Self.nextNameNumber())")
             do {
                 let descriptor = try SystemCall.retrying("open") {
                     operations.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
