@@ -54,7 +54,12 @@ enum ChildProcess {
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
     /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
     /// a suite file not opened before, in XML, and reading one key, cold-watch: the same, watching the file;
-    /// set: one `set` of an integer).
+    /// set: one `set` of an integer; flush-cold: the flush after writing to every cache line of
+    /// 64 MiB, so that it finds its code and data out of the caches).
+    ///
+    /// With flush-cold, `valgrind --tool=callgrind --cache-sim=yes --LL=2097152,16,64
+    /// --collect-atstart=no --toggle-collect='*coldFlush*'` counts the cache lines a flush touches
+    /// when it starts cold (its last-level misses), which is what it costs after other work.
     static func repeatWork(_ what: String, size: Int, times: Int) -> Never {
         let dictionary = Workspace.sampleDictionary(keys: size)
         let value = PropertyListValue.dictionary(dictionary)
@@ -73,7 +78,7 @@ enum ChildProcess {
         }
         // The suite `set` and `flush` work on, filled and written once before the repetitions.
         var defaults: Defaults? = nil
-        if what == "flush" || what == "set" {
+        if what == "flush" || what == "set" || what == "flush-cold" {
             let suite = must("opening suite bench.repeat") {
                 try Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
             }
@@ -94,6 +99,9 @@ enum ChildProcess {
                 blackHole(suite?.string(forKey: "key-0"))
             case ("set", let defaults?):
                 defaults.set(index, forKey: "counter")
+            case ("flush-cold", let defaults?):
+                evictCaches()
+                coldFlush(defaults, index)
             case ("flush", let defaults?):
                 defaults.set(index, forKey: "key-0")
                 must("synchronize()") { try defaults.synchronize() }
@@ -102,6 +110,23 @@ enum ChildProcess {
         }
         if defaults != nil || what.hasPrefix("cold") { try? FileManager.default.removeItem(at: directory) }
         exit(0)
+    }
+
+    /// Memory written line by line between cold flushes, larger than this machine's caches.
+    nonisolated(unsafe) private static var evictionBuffer = [UInt8](repeating: 0, count: 64 << 20)
+
+    @inline(never)
+    private static func evictCaches() {
+        evictionBuffer.withUnsafeMutableBufferPointer { bytes in
+            for line in stride(from: 0, to: bytes.count, by: 64) { bytes[line] &+= 1 }
+        }
+    }
+
+    /// One flush, on its own so that callgrind can count it alone (`--toggle-collect`).
+    @inline(never)
+    private static func coldFlush(_ defaults: Defaults, _ index: Int) {
+        defaults.set(index, forKey: "key-0")
+        must("synchronize()") { try defaults.synchronize() }
     }
 
     /// Times opening `suite` and reading one key, in this fresh process; prints nanoseconds.
