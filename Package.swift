@@ -21,6 +21,8 @@ let package = Package(
         ),
         // libcurl, which the etcd client calls (not FoundationNetworking: docs/design.md).
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Linux's timerfd, for the library's delayed work (glibc's header; nothing to link).
+        .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
         // `Locked` for the watcher: the library keeps its own copy, in-module for the read path (docs/design.md).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
         // The property-list codec (binary, XML, old-style text) and `PropertyListValue`; the library re-exports it.
@@ -31,7 +33,7 @@ let package = Package(
             path: "Sources/LiveDefaultsWatching"),
         // The library: the store and its files, the search list, observation, typed keys.
         .target(
-            name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching"],
+            name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching", "CTimerFD"],
             path: "Sources/LiveDefaults"),
         // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
         .target(

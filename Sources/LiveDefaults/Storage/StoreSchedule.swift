@@ -69,7 +69,8 @@ package protocol StoreClock: Sendable {
     func run(after delay: Duration, _ action: @escaping @Sendable () -> Void)
 }
 
-/// The library's clock: Dispatch's global utility queue.
+/// The library's clock: the work runs on Dispatch's global utility queue, timed by the
+/// ``DeadlineTimer`` (Dispatch's own `asyncAfter` where there is no timerfd).
 package struct DispatchStoreClock: StoreClock {
     package init() {}
 
@@ -77,6 +78,8 @@ package struct DispatchStoreClock: StoreClock {
         let queue = DispatchQueue.global(qos: .utility)
         if delay <= .zero {
             queue.async(execute: action)
+        } else if let timer = DeadlineTimer.shared {
+            timer.run(after: delay, on: queue, action)
         } else {
             queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
         }
