@@ -84,6 +84,33 @@ struct Workspace {
     }
 }
 
+/// Runs `body` on a new thread and waits for its result. Another library's work run this way
+/// allocates from that thread's malloc arena (glibc gives each thread one of its own), so the
+/// memory it frees is not sorted through by the next allocation of the measured thread.
+func onThreadOfItsOwn<Result>(_ body: @escaping () -> Result) -> Result {
+    // The calling thread waits while the new one runs `body`: the two never touch it at once.
+    let handoff = ThreadHandoff<Result>(body)
+    let thread = Thread { handoff.run() }
+    thread.start()
+    handoff.finished.wait()
+    guard let result = handoff.result else { stop("a benchmark thread ended without a result") }
+    return result
+}
+
+/// ``onThreadOfItsOwn(_:)``'s work and result, passed between two threads that take turns.
+private final class ThreadHandoff<Result>: @unchecked Sendable {
+    let body: () -> Result
+    var result: Result?
+    let finished = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping () -> Result) { self.body = body }
+
+    func run() {
+        result = body()
+        finished.signal()
+    }
+}
+
 /// Monotonic nanoseconds, comparable across processes on this machine.
 func monotonicNanoseconds() -> UInt64 {
     var time = timespec()
