@@ -161,7 +161,7 @@ struct BenchmarkRunner {
             // An even number: ours and the floor each go first in half the rounds. (With 21, ours
             // went first 11 times, so its median was a first-place sample and the floor's a
             // second-place one: the first after another library's round pays more.)
-            let rounds = 2 * (options.quick ? 3 : max(11, 1_000 / max(size / 10, 1)))
+            let rounds = 2 * (options.quick ? 3 : max(25, 1_000 / max(size / 10, 1)))
             let values = Workspace.sampleDictionary(keys: size)
             // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
