@@ -201,11 +201,11 @@ struct BenchmarkRunner {
                     replaceFloor()
                     flushOurs()
                 }
-                // On a thread of its own: Foundation's round allocates and frees megabytes, and in
-                // this thread's malloc arena the next allocation here had to sort through what it
-                // freed — a cost that fell on our flush, not on the floor, which allocates nothing
-                // (10,000 keys: ours 2.1–2.5× the floor this way, 1.06× with the round on its own
-                // thread). dconf's rounds already run in their own process.
+                // On a thread of its own: Foundation's round allocates and frees megabytes, and
+                // in this thread's malloc arena the next allocations paid for it — ours, not the
+                // floor's, which allocates nothing (10,000 keys: ours 2.1–2.5× the floor this way,
+                // 1.06× with the round on its own thread; docs/performance.md). dconf's rounds
+                // already run in their own process.
                 let value = counter
                 samples["theirs", default: []].append(
                     onThreadOfItsOwn {

@@ -85,8 +85,8 @@ struct Workspace {
 }
 
 /// Runs `body` on a new thread and waits for its result. Another library's work run this way
-/// allocates from that thread's malloc arena (glibc gives each thread one of its own), so the
-/// memory it frees is not sorted through by the next allocation of the measured thread.
+/// allocates from that thread's malloc arena (glibc gives threads arenas of their own), so what it
+/// leaves there is not paid for by the next allocations of the measured thread.
 func onThreadOfItsOwn<Result>(_ body: @escaping () -> Result) -> Result {
     // The calling thread waits while the new one runs `body`: the two never touch it at once.
     let handoff = ThreadHandoff<Result>(body)
