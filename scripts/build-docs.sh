@@ -17,7 +17,7 @@ triple=$(swiftc -print-target-info | python3 -c 'import json, sys; print(json.lo
 # The public API, the codec's re-exported names included (docs/design.md, "The documentation").
 rm -rf "$out/symbol-graphs" "$out/LiveDefaults.doccarchive"
 mkdir -p "$out/symbol-graphs"
-swift-symbolgraph-extract -module-name LiveDefaults -target "$triple" -I "$modules" -I Sources/CInotifyTools \
+swift-symbolgraph-extract -module-name LiveDefaults -target "$triple" -I "$modules" -I Sources/CInotifyTools -I Sources/CTimerFD \
     -module-cache-path "$out/ModuleCache" -minimum-access-level public -skip-synthesized-members \
     -experimental-allowed-reexported-modules=LiveDefaultsPropertyList -output-dir "$out/symbol-graphs"
 

@@ -104,6 +104,7 @@ def main():
         command = [
             "swiftc", "-typecheck", "-swift-version", "6", "-I", os.path.join(BUILD, "Modules"),
             "-I", os.path.join(ROOT, "Sources", "CInotifyTools"), "-I", os.path.join(ROOT, "Sources", "CCurl"),
+            "-I", os.path.join(ROOT, "Sources", "CTimerFD"),
             "-module-cache-path", os.path.join(scratch, "ModuleCache"), path,
         ]
         result = subprocess.run(command, capture_output=True, text=True)
