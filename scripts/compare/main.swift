@@ -132,7 +132,10 @@ case "run":
         try PropertyListSerialization.data(fromPropertyList: initial, format: .binary, options: 0)
             .write(to: directory.appendingPathComponent(name + ".plist"))
         let defaults = try Defaults(suiteName: name, directory: directory)
-        let latencies = Mutex<[UInt64]>([])
+        // The latencies, and whether the pipe to the child is still open: a callback still running
+        // when the measurement ends must not write to the closed pipe (Foundation's FileHandle
+        // stops the process on that), so the two go under one lock.
+        let state = Mutex<(latencies: [UInt64], pipeOpen: Bool)>(([], true))
         let child = Process()
         child.executableURL = URL(fileURLWithPath: arguments[0])
         child.arguments = ["writer", directory.path, name, String(count), String(spacing)]
@@ -141,18 +144,24 @@ case "run":
         let token = defaults.observe("stamp") { change in
             guard let stamp = stamp(of: change.newValue) else { return }
             let arrived = now()
-            latencies.withLock { $0.append(arrived - UInt64(stamp)) }
-            toChild.fileHandleForWriting.write(Data([0x0A]))  // the next change may go
+            state.withLock { state in
+                state.latencies.append(arrived - UInt64(stamp))
+                // The next change may go.
+                if state.pipeOpen { try? toChild.fileHandleForWriting.write(contentsOf: Data([0x0A])) }
+            }
         }
         try child.run()
         let deadline = Date().addingTimeInterval(120)
-        while latencies.withLock({ $0.count }) < count && Date() < deadline && child.isRunning {
+        while state.withLock({ $0.latencies.count }) < count && Date() < deadline && child.isRunning {
             usleep(1000)  // the main thread idles while the watcher delivers; this is not synchronisation
         }
         token.cancel()
-        try? toChild.fileHandleForWriting.close()
+        state.withLock { state in
+            state.pipeOpen = false
+            try? toChild.fileHandleForWriting.close()
+        }
         child.waitUntilExit()
-        let sorted = latencies.withLock { $0 }.sorted()
+        let sorted = state.withLock { $0.latencies }.sorted()
         if sorted.count != count { fail("only \(sorted.count) of \(count) outside changes arrived") }
         func percentile(_ fraction: Double) -> Double {
             Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]) / 1000
