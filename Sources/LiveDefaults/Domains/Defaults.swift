@@ -429,19 +429,17 @@ public final class Defaults: Sendable {
     /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
     /// then took this store's lock on the other core, and writes ran at half speed in some runs
     /// (docs/design.md, "The change notification").
-    static let notificationDelay: Duration = .milliseconds(5)
+    ///
+    /// Timed by Dispatch, not by the library's timer thread (``DeadlineTimer``, which times the
+    /// flush): with outside changes arriving back to back, the timer thread's wake-up every 5 ms
+    /// doubled the p99 of their delivery (docs/design.md, "Delayed work: one timer thread").
+    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
 
     private func scheduleChangeNotification() {
-        let post: @Sendable () -> Void = { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.notificationScheduled = false }
             NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
-        }
-        // Timed by the library's timer thread: arming it wakes no other thread (``DeadlineTimer``).
-        if let timer = DeadlineTimer.shared {
-            timer.run(after: Self.notificationDelay, on: .global(), post)
-        } else {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay.dispatchInterval, execute: post)
         }
     }
 
