@@ -4,8 +4,8 @@ import Testing
 
 @testable import LiveDefaults
 
-/// The timer thread that times a store's background flush and the change notification: work runs
-/// once, not before its delay, in deadline order, on the queue it names.
+/// The timer thread that times a store's background flush: work runs once, not before its delay,
+/// in deadline order, on the queue it names.
 @Suite struct DeadlineTimerTests {
     /// What ran, and when, from any thread.
     final class Record: @unchecked Sendable {

@@ -2,16 +2,14 @@ import CTimerFD
 import Dispatch
 import Foundation
 
-/// The library's delayed work — a store's background flush, the change notification — timed by
-/// one thread for the process, asleep on a Linux timerfd (docs/design.md, "Delayed work: one timer
-/// thread").
+/// A store's background flush, timed by one thread for the process, asleep on a Linux timerfd
+/// (docs/design.md, "Delayed work: one timer thread").
 ///
 /// Arming is one `timerfd_settime` on the calling thread, and only when the new deadline is the
 /// earliest; the kernel wakes the timer thread when that deadline comes. Dispatch's `asyncAfter`
 /// hands every deadline to its manager thread and wakes it, which on a virtual machine is an
-/// interrupt sent to the other processor: 20–35 µs on the first `set` of a burst, twice (the flush
-/// and the notification). The work still runs on the Dispatch queue it names, never on the timer
-/// thread, which only keeps time.
+/// interrupt sent to the other processor: 20–35 µs on the first `set` of a burst. The work still
+/// runs on the Dispatch queue it names, never on the timer thread, which only keeps time.
 final class DeadlineTimer: Sendable {
     /// The process's timer; nil only where the system refuses a timerfd (the library then uses
     /// Dispatch's `asyncAfter`).
@@ -25,8 +23,8 @@ final class DeadlineTimer: Sendable {
     }
 
     private struct State {
-        /// Work not yet due. A handful at a time (a store's flush, an instance's notification, per
-        /// burst), so a plain array.
+        /// Work not yet due. A handful at a time (a store's flush per burst, a retry), so a plain
+        /// array.
         var waiting: [Work] = []
         /// The deadline the timerfd is set to, `.max` when it is not set.
         var armed: UInt64 = .max
