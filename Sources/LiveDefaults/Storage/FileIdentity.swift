@@ -19,13 +19,6 @@ package struct FileIdentity: Equatable, Sendable {
         changed = info.st_ctim
     }
 
-    /// The identity of the file at `path` (following symlinks), or nil when there is none.
-    package static func of(path: String) -> FileIdentity? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return FileIdentity(info)
-    }
-
     package static func == (lhs: FileIdentity, rhs: FileIdentity) -> Bool {
         lhs.device == rhs.device && lhs.inode == rhs.inode && lhs.size == rhs.size
             && lhs.modified.tv_sec == rhs.modified.tv_sec && lhs.modified.tv_nsec == rhs.modified.tv_nsec
