@@ -76,10 +76,10 @@ package struct DispatchStoreClock: StoreClock {
 
     package func run(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
         let queue = DispatchQueue.global(qos: .utility)
-        if delay <= .zero {
+        if let timer = DeadlineTimer.shared {
+            timer.run(after: delay, on: queue, action)  // (no delay: at once, on the queue)
+        } else if delay <= .zero {
             queue.async(execute: action)
-        } else if let timer = DeadlineTimer.shared {
-            timer.run(after: delay, on: queue, action)
         } else {
             queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
         }
