@@ -119,7 +119,8 @@ extension Defaults {
         }
         if isNew {
             DefaultsErrorReporting.report(
-                KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error))
+                KeyCoding.decodingError(
+                    key: key.name, suite: suiteName, stored: stored, cause: error, secret: key.isSecret))
         }
     }
 
