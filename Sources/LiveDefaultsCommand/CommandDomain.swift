@@ -39,15 +39,18 @@ package struct WatchedChange: Sendable {
 package struct CommandDomains: Sendable {
     /// The directory of named domains: `$XDG_CONFIG_HOME`, else `~/.config`, unless given.
     package var directory: URL
+    /// Where installed schemas are looked for, in order (``DefaultsSchema/searchDirectories``), unless given.
+    package var schemaDirectories: [URL]
     /// Opens a domain; `watching` asks for live reload (for `watch`).
     package var open:
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
 
     package init(
-        directory: URL? = nil,
+        directory: URL? = nil, schemaDirectories: [URL]? = nil,
         open: @escaping @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = Self.openStore
     ) {
         self.directory = directory ?? Self.defaultDirectory()
+        self.schemaDirectories = schemaDirectories ?? DefaultsSchema.searchDirectories
         self.open = open
     }
 

@@ -57,6 +57,10 @@ package struct DefaultsCommandRunner: Sendable {
 
     package var domains: CommandDomains
     package var io: CommandIO
+    /// Whether secret values are printed in full (`--show-secrets`).
+    var revealsSecrets = false
+    /// Whether `write`'s value was given without a type flag (a schema may convert it: ``CommandSchema``).
+    var valueIsBare = false
 
     package init(domains: CommandDomains, io: CommandIO) {
         self.domains = domains
@@ -78,7 +82,11 @@ package struct DefaultsCommandRunner: Sendable {
             }
             return .exit(error.status)
         }
-        return execute(command)
+        var runner = self
+        if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
+            runner.valueIsBare = arguments[arguments.count - 2] != "-string"
+        }
+        return runner.execute(command)
     }
 
     /// Runs a parsed command.
@@ -98,7 +106,7 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     /// A failure whose message is printed as is (macOS's wording, leading and trailing line breaks included).
-    private struct CommandFailure: Error {
+    struct CommandFailure: Error {
         var message: String
         init(_ message: String) { self.message = message }
 
@@ -113,12 +121,12 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func open(_ domain: DomainReference, watching: Bool = false) throws -> any CommandDomain {
+    func open(_ domain: DomainReference, watching: Bool = false) throws -> any CommandDomain {
         try domains.open(domain, domains.directory, watching)
     }
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
-    private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
+    func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
         let store = try open(domain)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
@@ -127,7 +135,7 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     /// Opens a domain to change it; a corrupt file is reported (the store keeps it aside before replacing it).
-    private func openForWriting(_ domain: DomainReference) throws -> any CommandDomain {
+    func openForWriting(_ domain: DomainReference) throws -> any CommandDomain {
         let store = try open(domain)
         if let error = store.lastError, error.code == .corruptFile {
             io.standardError("defaults: warning: \(error.message)\n")
@@ -137,7 +145,7 @@ package struct DefaultsCommandRunner: Sendable {
 
     /// Writes the domain's changes; a failure prints macOS's line (`rename` has its own), then the reason,
     /// which macOS does not give.
-    private func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
+    func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
         do {
             try store.synchronize()
         } catch let error as DefaultsError {
@@ -149,13 +157,13 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func print(_ value: PropertyListValue) {
+    func print(_ value: PropertyListValue) {
         io.standardOutput(OpenStepWriter.string(for: value) + "\n")
     }
 
     // MARK: Verbs
 
-    private func perform(_ command: DefaultsCommand) throws -> CommandOutcome {
+    func perform(_ command: DefaultsCommand) throws -> CommandOutcome {
         switch command {
         case .help:
             io.standardOutput(CommandVerb.helpText)
@@ -163,13 +171,13 @@ package struct DefaultsCommandRunner: Sendable {
         case .readAll:
             var all: [String: PropertyListValue] = [:]
             for domain in domains.domainNames().map(Self.domain(named:)) {
-                let values = try openForReading(domain).persistentValues()
+                let values = try shown(try openForReading(domain).persistentValues(), of: domain)
                 if !values.isEmpty { all[domain.displayName] = .dictionary(values) }
             }
             print(.dictionary(all))
 
         case .read(let domain, let key):
-            let values = try openForReading(domain).persistentValues()
+            let values = try shown(try openForReading(domain).persistentValues(), of: domain)
             guard let key else {
                 guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
                 print(.dictionary(values))
@@ -186,12 +194,13 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .write(let domain, let key, let operation):
             let store = try openForWriting(domain)
-            store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
+            let value = try newValue(of: key, in: store, applying: operation)
+            store.set(try admitted([key: value], to: domain, in: store)[key], forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
             let store = try openForWriting(domain)
-            store.replacePersistentValues(values)
+            store.replacePersistentValues(try admitted(values, to: domain, in: store))
             try save(store, domain)
 
         case .rename(let domain, let old, let new):
@@ -233,6 +242,14 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))
+
+        case .showingSecrets(let command):
+            var runner = self
+            runner.revealsSecrets = true
+            return try runner.perform(command)
+
+        case .installSchema, .describe, .listKeys, .reset, .schema:
+            try performSchemaVerb(command)
         }
         return .exit(Self.success)
     }
@@ -274,7 +291,7 @@ package struct DefaultsCommandRunner: Sendable {
     private func find(_ word: String) throws {
         var found = false
         for domain in domains.domainNames().map(Self.domain(named:)) {
-            let values = try openForReading(domain).persistentValues()
+            let values = try shown(try openForReading(domain).persistentValues(), of: domain)
             let everything = Self.contains(domain.preferencesName, word)
             let matching = values.filter { everything || Self.contains($0.key, word) || Self.contains($0.value, word) }
             guard !matching.isEmpty else { continue }
@@ -324,7 +341,7 @@ package struct DefaultsCommandRunner: Sendable {
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
         let store = try openForWriting(domain)
-        for (key, value) in values { store.set(value, forKey: key) }
+        for (key, value) in try admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
         try save(store, domain)
     }
 
@@ -347,10 +364,13 @@ package struct DefaultsCommandRunner: Sendable {
         let store = try open(domain, watching: true)
         let io = io
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
+        let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: store.persistentValues())
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in
             guard keys.isEmpty || keys.contains(change.key) else { return }
             let report = WatchReport(
-                domain: name, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                domain: name, key: change.key,
+                oldValue: schema?.shown(change.oldValue, forKey: change.key) ?? change.oldValue,
+                newValue: schema?.shown(change.newValue, forKey: change.key) ?? change.newValue,
                 origin: change.isExternal ? "external" : "local")
             io.standardOutput((json ? report.jsonLine : report.line) + "\n")
         }

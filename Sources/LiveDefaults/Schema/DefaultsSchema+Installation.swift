@@ -52,8 +52,13 @@ extension DefaultsSchema {
     package static func find(suite: String, environment: [String: String]) throws -> (
         schema: DefaultsSchema, file: URL
     )? {
+        try find(suite: suite, in: searchDirectories(environment: environment))
+    }
+
+    /// The schema of `suite` in the first of `directories` that has one.
+    package static func find(suite: String, in directories: [URL]) throws -> (schema: DefaultsSchema, file: URL)? {
         try SuiteLocation.validate(suiteName: suite)
-        for directory in searchDirectories(environment: environment) {
+        for directory in directories {
             let file = directory.appendingPathComponent(suite + ".plist")
             guard let data = FileManager.default.contents(atPath: file.path) else { continue }
             return (try DefaultsSchema(propertyListData: data, source: file.path), file)
