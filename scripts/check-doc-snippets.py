@@ -21,7 +21,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, sys.argv[1] if len(sys.argv) > 1 else ".build/debug")
-DECLARATION = re.compile(r"^(@MainActor\s+)?(public\s+)?(final\s+)?(extension|enum|struct|class|actor)\s")
+DECLARATION = re.compile(r"^(@\w+\s+)*(public\s+)?(final\s+)?(extension|enum|struct|class|actor)\s")
 
 
 def blocks(text):
