@@ -56,13 +56,14 @@ extension Defaults.Keys {
         #expect(model.betaAPI == false)
 
         let byModel = track { _ = model.betaAPI }
+        // A local change is delivered by the thread that made it, or by one delivering at that moment: wait.
         model.betaAPI = true  // a local set, through the model
-        #expect(byModel.value == 1)
+        #expect(await eventually(within: 30) { byModel.value == 1 })
         #expect(defaults[.betaAPI] == true)
 
         let byStore = track { _ = model.betaAPI }
         defaults[.betaAPI] = false  // a local set, through the store
-        #expect(byStore.value == 1)
+        #expect(await eventually(within: 30) { byStore.value == 1 })
 
         let fromOutside = track { _ = model.betaAPI }
         try defaults.synchronize()
@@ -85,7 +86,7 @@ extension Defaults.Keys {
 
         let local = track { _ = model.betaAPI.value }
         model.betaAPI.value = true
-        #expect(local.value == 1)
+        #expect(await eventually(within: 30) { local.value == 1 })
         #expect(defaults[.betaAPI] == true)
 
         let fromOutside = track { _ = model.rateLimit.value }
