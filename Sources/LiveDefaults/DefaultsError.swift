@@ -57,6 +57,9 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// default, the allowed values, a key missing on one side): reported once per difference
         /// by ``DefaultsSchema/checkInstalled()``.
         public static let schemaMismatch = Code(name: "schemaMismatch")
+        /// A migration step that could not run (its code threw, or the suite cannot be migrated
+        /// this way): the message names the step; the steps before it stay done.
+        public static let migrationFailed = Code(name: "migrationFailed")
     }
 
     /// The kind of failure.

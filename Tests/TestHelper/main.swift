@@ -32,6 +32,32 @@ func open(_ index: Int) -> Defaults {
 }
 
 switch arguments[0] {
+case "migrate":
+    // migrate <dir> <suite> <crash-at-step> <go-file>: waits for <go-file> to exist (so that racing
+    // processes start together), then runs the test migration (4 steps, each appending its number
+    // to the array "log"); exits 3 inside step <crash-at-step> (0: none), before it is written.
+    // Prints "ran <n>" for each step this process ran.
+    guard arguments.count == 5, let crashAt = Int(arguments[3]) else { fail("migrate <dir> <suite> <crash> <go>") }
+    let defaults = open(1)
+    while !FileManager.default.fileExists(atPath: arguments[4]) { usleep(200) }
+    do {
+        let ran = try defaults.migrate(to: 4) { step in
+            let entry = PropertyListValue.integer(Int64(step.number))
+            step.set(.array((step.values["log"]?.arrayValue ?? []) + [entry]), forKey: "log")
+            switch step.number {
+            case 1: step.rename("fontsize", to: "fontSize")
+            case 2: step.convert("fontSize") { old in old.stringValue.flatMap { Int64($0) }.map { .integer($0) } }
+            case 3: step.remove(["legacy"])
+            case 4: step.move(["theme"], fromSuite: arguments[2] + ".old")
+            default: break
+            }
+            if step.number == crashAt { _exit(3) }
+        }
+        for number in ran { say("ran \(number)") }
+    } catch {
+        fail("\(error)")
+    }
+
 case "write-distinct":
     // write-distinct <dir> <suite> <prefix> <count>: one key at a time, each acknowledged.
     let defaults = open(1)

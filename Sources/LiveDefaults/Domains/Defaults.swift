@@ -465,7 +465,7 @@ extension Defaults: SuiteStoreListener {
     package func suiteStore(
         _ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin
     ) -> (() -> Void)? {
-        applyRefresh(.many(Set(changes.lazy.map(\.key))), origin: origin)
+        applyRefresh(.many(Set(changes.lazy.map(\.key))), origin: deliveredOrigin(origin, from: store))
     }
 }
 
