@@ -2,6 +2,7 @@
 // Usage: TestHelper <command> <directory> <suite> [arguments…]
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcd
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -32,6 +33,26 @@ func open(_ index: Int) -> Defaults {
 }
 
 switch arguments[0] {
+case "fleet-migrate":
+    // fleet-migrate <endpoint> <suite> <go-file>: waits for <go-file>, then runs a 3-step migration of
+    // the fleet suite (each step appends its number to "log"; step 2 renames "old" to "new").
+    // Prints "ran <n>" for each step this process committed.
+    guard arguments.count == 4, let endpoint = URL(string: arguments[1]) else {
+        fail("fleet-migrate <endpoint> <suite> <go>")
+    }
+    while !FileManager.default.fileExists(atPath: arguments[3]) { usleep(200) }
+    do {
+        let suite = try FleetSuite(name: arguments[2], endpoints: [endpoint])
+        let ran = try suite.migrate(to: 3) { step in
+            let entry = PropertyListValue.integer(Int64(step.number))
+            step.set(.array((step.values["log"]?.arrayValue ?? []) + [entry]), forKey: "log")
+            if step.number == 2 { step.rename("old", to: "new") }
+        }
+        for number in ran { say("ran \(number)") }
+    } catch {
+        fail("\(error)")
+    }
+
 case "migrate":
     // migrate <dir> <suite> <crash-at-step> <go-file>: waits for <go-file> to exist (so that racing
     // processes start together), then runs the test migration (4 steps, each appending its number
