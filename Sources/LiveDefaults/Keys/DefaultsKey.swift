@@ -69,7 +69,7 @@ extension Defaults {
         /// static let apiToken = Defaults.Key<String>("apiToken", default: "").secret()
         /// ```
         ///
-        /// - Returns: A key with the same name, default and coding, whose ``isSecret`` is true.
+        /// - Returns: A key with the same name, default and coding, whose ``Defaults/AnyKey/isSecret`` is true.
         public func secret() -> Key<Value> {
             Key(name: name, defaultValue: defaultValue, encode: encode, decode: decode, isSecret: true)
         }
