@@ -4,10 +4,10 @@ import LiveDefaultsPropertyList
 
 extension FleetSuite {
     /// Brings the fleet suite up to migration `version`, each step once per suite across the
-    /// fleet: the step's changes and its record (``DefaultsMigration/recordKey``, under the suite's
-    /// prefix) are committed in one etcd transaction that applies only if the record and every key
-    /// the step changes are as they were read (compare-and-set). A process that loses the race
-    /// reads again and finds the step done.
+    /// fleet: the pending steps' changes and the record (``DefaultsMigration/recordKey``, under
+    /// the suite's prefix) are committed in one etcd transaction that applies only if the record and
+    /// every key the steps change are as they were read (compare-and-set). A process that loses the
+    /// race reads again and finds the steps done.
     ///
     /// ```swift
     /// try suite.migrate(to: 1) { step in step.rename("maxConnections", to: "connectionLimit") }
@@ -45,17 +45,22 @@ extension FleetSuite {
             let values = mirror.values
             let record = MigrationRecord(in: values)
             guard record.version < version else { return ran }
+            // Every pending step on the values read, then one transaction: one burst for every process.
+            var migrated = values
+            for number in (record.version + 1)...version {
+                let result: (values: [String: PropertyListValue], moves: [String: [String]])
+                do {
+                    result = try MigrationRecord.run(step: number, over: migrated, body)
+                } catch {
+                    throw failure(step: number, "failed", SendableDescription(error))
+                }
+                guard result.moves.isEmpty else {
+                    throw failure(step: number, "asks to move keys from another suite, which only file suites do", nil)
+                }
+                migrated = result.values
+            }
+            let next = MigrationRecord(version: version).stored(in: migrated)
             let number = record.version + 1
-            let result: (values: [String: PropertyListValue], moves: [String: [String]])
-            do {
-                result = try MigrationRecord.run(step: number, over: values, body)
-            } catch {
-                throw failure(step: number, "failed", SendableDescription(error))
-            }
-            guard result.moves.isEmpty else {
-                throw failure(step: number, "asks to move keys from another suite, which only file suites do", nil)
-            }
-            let next = MigrationRecord(version: number).stored(in: result.values)
             let changed = Set(next.keys).union(values.keys).filter { next[$0] != values[$0] }.sorted()
             guard changed.count <= EtcdClient.maximumOperationsPerTransaction / 2 else {
                 throw failure(step: number, "changes \(changed.count) keys, more than one etcd transaction takes", nil)
@@ -91,7 +96,7 @@ extension FleetSuite {
                         + "Steps 1 to \(number - 1) are done; the next start tries again.",
                     suite: name, underlying: SendableDescription(error))
             }
-            if committed { ran.append(number) }
+            if committed { ran = Array(number...version) }
         }
     }
 

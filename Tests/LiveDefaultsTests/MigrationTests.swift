@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 
@@ -59,5 +60,22 @@ import Testing
         }
         #expect(defaults.integer(forKey: "step1") == 1 && defaults.object(forKey: "step2") == nil)
         #expect(try defaults.migrate(to: 3) { step in step.set(true, forKey: "again\(step.number)") } == [2, 3])
+    }
+
+    @Test func aMoveLeftHalfDoneByACrashIsFinishedByTheNextStart() throws {
+        let directory = try TemporaryDirectory()
+        // The state a crash leaves between the migration's write and the removal from the old suite.
+        let record: PropertyListValue = ["version": 1, "moving": ["com.example.old": ["theme"]]]
+        try PropertyListCodec.encode(
+            .dictionary(["theme": "dark", DefaultsMigration.recordKey: record]), format: .binary
+        ).write(to: directory.file("com.example.new.plist"))
+        try PropertyListCodec.encode(.dictionary(["theme": "dark", "other": 1]), format: .binary)
+            .write(to: directory.file("com.example.old.plist"))
+        let defaults = try Defaults(suiteName: "com.example.new", directory: directory.url, watchesFiles: false)
+        #expect(try defaults.migrate(to: 1) { _ in Issue.record("step 1 ran again") } == [])
+        let old = try PropertyListCodec.decode(Data(contentsOf: directory.file("com.example.old.plist"))).value
+        #expect(old == ["other": 1], "the moved key is removed from its old suite")
+        #expect(defaults.string(forKey: "theme") == "dark")
+        #expect(defaults.object(forKey: DefaultsMigration.recordKey) as? [String: Int] == ["version": 1])
     }
 }

@@ -7,10 +7,12 @@ extension Defaults {
     ///
     /// The steps run under the suite file's lock (the sidecar `<suite>.plist.lock` every write
     /// takes), so of several processes starting together exactly one runs each step, and the
-    /// others find it done. Each step's changes and its record are written in one atomic replace of
-    /// the file: a crash midway leaves the file as the last finished step left it, and the next
-    /// start runs the rest. Observers in this process see the changes as one burst with the origin
-    /// ``ChangeOrigin/migration``; other processes see them as ``ChangeOrigin/external``.
+    /// others find it done. The pending steps run one after another on the values in memory, and
+    /// their result and the record are written in one atomic replace of the file: a crash midway
+    /// leaves the file as it was, and the next start runs the steps again. (When a step throws, the
+    /// steps before it are written.) Observers in this process see the changes as one burst with
+    /// the origin ``ChangeOrigin/migration``; other processes see one burst of
+    /// ``ChangeOrigin/external`` changes.
     ///
     /// ```swift
     /// try defaults.migrate(to: 2) { step in

@@ -14,9 +14,10 @@ import Foundation
 /// }
 /// ```
 ///
-/// A step's changes are written together with the record that it ran (``recordKey``), in one
-/// atomic replace of the suite file, so a step runs exactly once: a crash before the write leaves
-/// the step to the next start, a crash after it leaves it done.
+/// The steps' changes are written together with the record of the last one run (``recordKey``),
+/// in one atomic replace of the suite file, so each step's changes are made exactly once: a crash
+/// before the write leaves the steps to the next start, a crash after it leaves them done. Your
+/// code for a step may run again after a crash, so it must change only the step it is given.
 public struct DefaultsMigration: Sendable {
     /// The key of the suite that records the migrations run: a dictionary with `version` (the
     /// last step run) and, while a ``move(_:fromSuite:)`` is finishing, `moving` (the keys still to

@@ -10,33 +10,40 @@ struct FileMigrator {
             var (values, format) = try read(file)
             var record = MigrationRecord(in: values)
             if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
+            // Every pending step runs on the values in memory; the result is written once, so
+            // every process sees the migration as one change, and a crash leaves the file as it was.
             var ran: [Int] = []
-            while record.version < version {
-                let number = record.version + 1
+            var moving = record.moving
+            var failure: DefaultsError?
+            while record.version + ran.count < version {
+                let number = record.version + ran.count + 1
                 let result: (values: [String: PropertyListValue], moves: [String: [String]])
                 do {
                     result = try MigrationRecord.run(step: number, over: values, body)
                 } catch {
-                    throw DefaultsError(
+                    failure = DefaultsError(
                         .migrationFailed,
-                        "Step \(number) of the migration of suite \"\(name)\" failed; steps 1 to \(number - 1) are done "
+                        "Step \(number) of the migration of suite \"\(name)\" failed; the steps before it are done "
                             + "and the next start tries again from step \(number).",
                         suite: name, underlying: SendableDescription(error))
+                    break
                 }
-                var next = result.values
-                var moving: [String: [String]] = [:]
+                values = result.values
                 for (other, keys) in result.moves.sorted(by: { $0.key < $1.key }) {
                     let source = try read(try otherFile(other)).values
                     let present = keys.filter { source[$0] != nil }
-                    for key in present { next[key] = source[key] }
-                    if !present.isEmpty { moving[other] = present }
+                    for key in present { values[key] = source[key] }
+                    if !present.isEmpty { moving[other, default: []].append(contentsOf: present) }
                 }
-                record = MigrationRecord(version: number, moving: moving)
-                values = record.stored(in: next)
-                try write(values, format: format, to: file, target: target)
                 ran.append(number)
+            }
+            if let last = ran.last {
+                record = MigrationRecord(version: last, moving: moving)
+                values = record.stored(in: values)
+                try write(values, format: format, to: file, target: target)
                 if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
             }
+            if let failure { throw failure }
             return ran
         }
     }
