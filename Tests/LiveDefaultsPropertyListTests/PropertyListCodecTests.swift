@@ -275,7 +275,7 @@ enum RandomPropertyList {
         }
     }
 
-    /// The library's boundary (docs/design.md, "The codec as a module"): a suite file the codec cannot
+    /// The library's boundary (docs/design.md, "The codec: a module of its own"): a suite file the codec cannot
     /// read is a `corruptFile` error whose cause is the codec's message as `malformedPropertyList`.
     @Test func aCodecErrorReachesUsersAsMalformedPropertyList() throws {
         let bytes = Data("<plist><dict><key>a</key>".utf8)
