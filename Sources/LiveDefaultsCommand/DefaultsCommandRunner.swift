@@ -231,6 +231,12 @@ package struct DefaultsCommandRunner: Sendable {
         case .exportDomain(let domain, let destination):
             try exportDomain(domain, to: destination)
 
+        case .version:
+            io.standardOutput("defaults (LiveDefaults) \(CommandVersion.text)\n")
+
+        case .complete(let words):
+            io.standardOutput(CommandCompletion.candidates(words, domains: domains).map { $0 + "\n" }.joined())
+
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))
         }
