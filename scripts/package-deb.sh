@@ -118,5 +118,5 @@ CONTROL
 
 mkdir -p "$output"
 deb=$output/livedefaults_${version}-${revision}_${arch}.deb
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >&2
+dpkg-deb --root-owner-group -Zgzip --build "$root" "$deb" >&2
 echo "$deb"
