@@ -45,7 +45,7 @@ flag_source = (sources / "ValueArguments.swift").read_text()
 flags = [name for group in re.findall(r'Flag\(\s*names: \[([^\]]*)\]', flag_source) for name in re.findall(r'"(-[a-z-]+)"', group)]
 environment = set()
 for path in list(sources.glob("*.swift")) + list((root / "Sources/LiveDefaultsEtcd").glob("*.swift")):
-    for name in re.findall(r'environment\["([A-Z_]+)"\]', path.read_text()):
+    for name in re.findall(r'(?:environment\[|variable\(|getenv\()"([A-Z_]+)"', path.read_text()):
         if path.parent == sources or name.startswith("ETCDCTL_"):
             environment.add(name)
 runner = (sources / "DefaultsCommandRunner.swift").read_text()

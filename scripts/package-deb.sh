@@ -67,6 +67,7 @@ install -D -m 0644 README.md "$doc/README.md"
 install -D -m 0644 CHANGELOG.md "$doc/changelog"
 gzip -9n "$doc/changelog"
 install -D -m 0644 packaging/debian/copyright "$doc/copyright"
+install -D -m 0644 packaging/debian/lintian-overrides "$root/usr/share/lintian/overrides/livedefaults"
 # The Debian changelog of a package built from the repository: one entry, dated by the commit.
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -20,7 +20,7 @@ package enum CommandCompletion {
             guard before.popFirst() != nil else { return [] }
         }
         guard let verb = before.popFirst()?.lowercased() else {
-            let options = words.count == 1 ? ["-currentHost", "-host"] : []
+            let options = words.count == 1 && current.hasPrefix("-") ? ["-currentHost", "-host"] : []
             return filter(CommandVerb.all.map(\.name) + options, by: current)
         }
         let arguments = Array(before)
@@ -41,7 +41,8 @@ package enum CommandCompletion {
             return keyPosition ? filter(keys(of: domainArgument, in: domains), by: current) : []
         case "watch":
             let typed = Set(arguments.dropFirst())
-            return filter(keys(of: domainArgument, in: domains).filter { !typed.contains($0) } + ["--json"], by: current)
+            return filter(
+                keys(of: domainArgument, in: domains).filter { !typed.contains($0) } + ["--json"], by: current)
         case "write":
             if keyPosition { return filter(keys(of: domainArgument, in: domains), by: current) }
             return filter(valueWords(after: arguments.dropFirst(2)), by: current)

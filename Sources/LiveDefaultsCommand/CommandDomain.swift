@@ -53,11 +53,17 @@ package struct CommandDomains: Sendable {
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
     /// suites on Linux).
+    /// (The two variables are read with getenv: `ProcessInfo.processInfo.environment` builds a dictionary of the
+    /// whole environment, about a tenth of a one-shot command's start-up; docs/design.md, "The `defaults`
+    /// command's start-up".)
     package static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(".config")
+    }
+
+    private static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 
     /// The file of a named domain.

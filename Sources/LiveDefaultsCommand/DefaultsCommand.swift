@@ -151,12 +151,14 @@ extension DefaultsCommand {
 package struct ArgumentCursor {
     var arguments: [String]
     var index = 0
-    /// The usage quoted in errors.
-    let usage: String
+    /// The usage quoted in errors, made only when there is an error: joining a verb's forms costs a
+    /// one-shot command's start-up (docs/design.md, "The `defaults` command's start-up").
+    private let makeUsage: @Sendable () -> String
+    var usage: String { makeUsage() }
 
-    init(arguments: [String], usage: String) {
+    init(arguments: [String], usage: @autoclosure @escaping @Sendable () -> String) {
         self.arguments = arguments
-        self.usage = usage
+        self.makeUsage = usage
     }
 
     var isAtEnd: Bool { index == arguments.count }
