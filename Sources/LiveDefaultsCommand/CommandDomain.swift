@@ -42,13 +42,23 @@ package struct CommandDomains: Sendable {
     /// Opens a domain; `watching` asks for live reload (for `watch`).
     package var open:
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
+    /// Opens a local domain only to read it (``SuiteFileSnapshot``), or nil to use ``open``: set when ``open``
+    /// is the store's.
+    package var openForReading: (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
 
+    /// - Parameter open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the
+    ///   suite file alone (``SuiteFileSnapshot``) when not given.
     package init(
         directory: URL? = nil,
-        open: @escaping @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = Self.openStore
+        open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
     ) {
         self.directory = directory ?? Self.defaultDirectory()
-        self.open = open
+        self.open = open ?? Self.openStore
+        if open == nil {
+            self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory.path) }
+        } else {
+            self.openForReading = nil
+        }
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps

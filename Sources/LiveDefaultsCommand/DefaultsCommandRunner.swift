@@ -140,7 +140,7 @@ package struct DefaultsCommandRunner: Sendable {
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
     private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+        let store = try domains.openForReading?(domain, domains.directory) ?? open(domain)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
         }
