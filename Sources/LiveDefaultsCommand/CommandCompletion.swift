@@ -72,7 +72,8 @@ package enum CommandCompletion {
         var cursor = ArgumentCursor(arguments: [argument], usage: "")
         guard let domain = try? cursor.domain() else { return [] }
         if case .remote = domain { return [] }
-        let opened = try? domains.openForReading?(domain, domains.directory) ?? domains.open(domain, domains.directory, false)
+        let opened =
+            try? domains.openForReading?(domain, domains.directory) ?? domains.open(domain, domains.directory, false)
         guard let store = opened else { return [] }
         return store.persistentValues().keys.filter { !$0.contains("\n") }
             .sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }

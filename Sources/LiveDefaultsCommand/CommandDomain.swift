@@ -44,10 +44,13 @@ package struct CommandDomains: Sendable {
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
     /// Opens a local domain only to read it (``SuiteFileSnapshot``), or nil to use ``open``: set when ``open``
     /// is the store's.
-    package var openForReading: (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
+    package var openForReading:
+        (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
 
-    /// - Parameter open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the
-    ///   suite file alone (``SuiteFileSnapshot``) when not given.
+    /// - Parameters:
+    ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
+    ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
         directory: URL? = nil,
         open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
