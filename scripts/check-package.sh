@@ -179,6 +179,13 @@ step "without GNUstep: install the older build, upgrade, use, reinstall, remove,
 apt-get install -y -qq "$old" >/dev/null
 apt-get install -y -qq "./$deb" >/dev/null
 check_installed livedefaults
+# The benchmark's command rows, on the installed binary (when the benchmark is built, as in CI after
+# scripts/setup.sh --bench): no timing is asserted, but the rows must be measured.
+if [ -x .build/debug/livedefaults-bench ]; then
+    step "benchmark: the installed command against dconf read/write (quick)"
+    .build/debug/livedefaults-bench --quick --only command --command /usr/bin/livedefaults | tee "$scratch/bench.txt"
+    grep -q '^command: defaults read' "$scratch/bench.txt" || fail "the benchmark's command rows were not measured"
+fi
 apt-get install -y -qq --reinstall "./$deb" >/dev/null
 check_installed livedefaults
 apt-get remove -y -qq livedefaults >/dev/null
