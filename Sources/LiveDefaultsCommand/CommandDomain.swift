@@ -51,6 +51,8 @@ package struct CommandDomains: Sendable {
 
     /// - Parameters:
     ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectories()``
+    ///     when not given.
     ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
     ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
