@@ -237,6 +237,7 @@ package final class RemoteCommandDomain: CommandDomain {
         -> any AnyObject & Sendable
     {
         let snapshot = state.withLock { $0.snapshot }
+        let prefix = String(decoding: suite.prefix, as: UTF8.self)
         return suite.follow(
             from: snapshot,
             onChange: { changes in
@@ -247,6 +248,13 @@ package final class RemoteCommandDomain: CommandDomain {
                         )
                     }
                 }
-            }, onProblem: onProblem)
+            },
+            onProblem: { [onProblem, prefix] problem in
+                switch problem {
+                case .unreachable: onProblem("etcd is not reachable: \(problem)")
+                case .unreadableValue: onProblem("\(problem)")
+                default: onProblem("cannot follow \(prefix): \(problem)")
+                }
+            })
     }
 }

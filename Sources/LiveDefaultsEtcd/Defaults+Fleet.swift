@@ -136,7 +136,7 @@ enum FleetStores {
                                 + "not written. Write them again once etcd answers.", suite: backend.suite.name))
                 }
             }
-            for store in stores { (store.backend as? FleetBackend)?.saveCacheNow() }
+            for store in stores { (store.backend as? FleetBackend)?.cache.saveNow() }
         }
     }()
 }

@@ -1,19 +1,27 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 
 /// One remote suite for tools: read it once, commit changes, follow it — the layout of the library's
 /// fleet suites (`<root>/<suite>/<key>`, NFC keys, one property-list document per value), so that
 /// what a tool writes the remote store reads exactly (docs/design.md, "Fleet settings: the
 /// `defaults` command"). The `defaults` command is its user.
 ///
-/// Its calls block the calling thread: they run on a thread of their own (``blocking(_:)``), not on
-/// Swift's cooperative pool, so a synchronous tool can call them from anywhere.
+/// Its calls block the calling thread until etcd answers or the request timeout passes, as the
+/// client's do.
 package final class EtcdRemoteSuite: Sendable {
     /// A failure, in a sentence that names the endpoint or the user and what to do.
     package struct Failure: Error, Sendable, CustomStringConvertible {
         package var message: String
+        /// What went wrong, classified as the fleet backend classifies it.
+        package var problem: RemoteProblem
         /// etcd refused for lack of permission (a read-only role writing, a user without access).
-        package var isPermissionDenied: Bool
+        package var isPermissionDenied: Bool {
+            switch problem {
+            case .permissionDenied, .authenticationRequired, .authenticationFailed: true
+            default: false
+            }
+        }
         package var description: String { message }
     }
 
@@ -69,8 +77,7 @@ package final class EtcdRemoteSuite: Sendable {
 
     /// Every key of the suite, at one revision.
     package func read() throws(Failure) -> Snapshot {
-        let (client, prefix) = (client, prefix)
-        let (header, kvs) = try blocking(doing: "read") { try await client.range(prefix: prefix) }
+        let (header, kvs) = try attempt("read") { try client.range(prefix: prefix) }
         var mirror = EtcdMirror(prefix: prefix)
         let result = mirror.resync(header: header, kvs: kvs)
         return Snapshot(
@@ -91,20 +98,11 @@ package final class EtcdRemoteSuite: Sendable {
             do {
                 puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
             } catch {
-                throw Failure(message: "the value of \"\(key)\" cannot be encoded: \(error)", isPermissionDenied: false)
+                throw Failure(message: "the value of \"\(key)\" cannot be encoded: \(error)", problem: .failed(error))
             }
         }
         let deletes = remove.sorted().map { EtcdMirror.etcdKey($0, prefix: prefix) }
-        let client = client
-        let sendable = puts.map { SendablePut(key: $0.key, value: $0.value) }
-        return try blocking(doing: "write") {
-            try await client.commit(puts: sendable.map { ($0.key, $0.value) }, deletes: deletes)
-        }
-    }
-
-    private struct SendablePut: Sendable {
-        var key: Data
-        var value: Data
+        return try attempt("write") { try client.commit(puts: puts, deletes: deletes) }
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,
@@ -112,7 +110,7 @@ package final class EtcdRemoteSuite: Sendable {
     /// Following stops when the returned object is released.
     package func follow(
         from snapshot: Snapshot, onChange: @escaping @Sendable ([Change]) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void
+        onProblem: @escaping @Sendable (RemoteProblem) -> Void
     ) -> AnyObject & Sendable {
         let follower = EtcdSuiteFollower(
             client: client, mirror: snapshot.mirror,
@@ -122,51 +120,35 @@ package final class EtcdRemoteSuite: Sendable {
         return follower
     }
 
-    /// Runs `body` to its end outside Swift's cooperative pool (``blocking(within:_:)``), so a
-    /// synchronous caller may wait for it even where every pool thread is busy.
-    private func blocking<T: Sendable>(doing action: String, _ body: @escaping @Sendable () async throws -> T)
-        throws(Failure) -> T
-    {
+    /// Runs `body`, and turns its failure into a sentence for `action` ("read", "write").
+    private func attempt<T>(_ action: String, _ body: () throws -> T) throws(Failure) -> T {
         do {
-            return try LiveDefaultsEtcd.blocking(body)
+            return try body()
         } catch {
-            throw failure(error, doing: action)
+            throw failure(RemoteProblem(error), doing: action)
         }
     }
 
-    /// A sentence for an error of `action` ("read", "write").
-    private func failure(_ error: any Error, doing action: String) -> Failure {
+    /// A sentence for a failure of `action` ("read", "write").
+    private func failure(_ problem: RemoteProblem, doing action: String) -> Failure {
         let suite = String(decoding: prefix, as: UTF8.self)
         let endpoints = client.endpoints.map(\.absoluteString).joined(separator: ", ")
-        guard let error = error as? EtcdError else {
-            return Failure(
-                message: "cannot \(action) \(suite) in etcd at \(endpoints): \(error)", isPermissionDenied: false)
-        }
-        switch error.kind {
-        case .unavailable:
-            return Failure(
-                message: "cannot \(action) \(suite): no etcd endpoint answered (\(endpoints)); \(error.message)",
-                isPermissionDenied: false)
-        case .rejected(let code)
-        where code == EtcdError.permissionDenied || error.message.contains("permission denied"):
+        let message: String
+        switch problem {
+        case .unreachable(let error):
+            message = "cannot \(action) \(suite): no etcd endpoint answered (\(endpoints)); \(error.message)"
+        case .permissionDenied:
             let who = user.map { "etcd user \"\($0)\"" } ?? "this etcd user"
-            return Failure(
-                message: "permission denied: \(who) may not \(action) \(suite) (etcd at \(endpoints))",
-                isPermissionDenied: true)
-        case .rejected where error.message.contains("user name is empty"):
-            return Failure(
-                message:
-                    "etcd at \(endpoints) has authentication on: set ETCDCTL_USER=<name>:<password> "
-                    + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(action) \(suite)",
-                isPermissionDenied: true)
-        case .rejected where error.message.contains("authentication failed"):
-            return Failure(
-                message: "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER)",
-                isPermissionDenied: true)
-        default:
-            return Failure(
-                message: "cannot \(action) \(suite) in etcd at \(endpoints): \(error.message)",
-                isPermissionDenied: false)
+            message = "permission denied: \(who) may not \(action) \(suite) (etcd at \(endpoints))"
+        case .authenticationRequired:
+            message =
+                "etcd at \(endpoints) has authentication on: set ETCDCTL_USER=<name>:<password> "
+                + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(action) \(suite)"
+        case .authenticationFailed:
+            message = "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER)"
+        case .refused, .failed, .unreadableValue:
+            message = "cannot \(action) \(suite) in etcd at \(endpoints): \(problem)"
         }
+        return Failure(message: message, problem: problem)
     }
 }

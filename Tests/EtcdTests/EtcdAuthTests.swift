@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// etcd's users and roles through the client, against a real member with authentication on.
 @Suite(.requiresEtcd, .requiresEtcdctl, .serialized)

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The etcd gateway client against a real etcd member on loopback (skipped, saying why, where etcd
 /// is not installed; CI sets LIVEDEFAULTS_REQUIRE_ETCD=1, so a missing etcd fails there).

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The follower in a real 3-member cluster and across a change of etcd's identity: each scenario
 /// ends with an unbroken chain of old → new values per key, no value delivered twice, and a final

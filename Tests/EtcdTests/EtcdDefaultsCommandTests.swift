@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The `defaults` command on a suite kept in etcd (`etcd://…` domains), run in this process through
 /// its seam against a real member: what it writes is what the library's remote suites read.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The follower against a real etcd: per-key old and new values whose chain never breaks, and a
 /// final state equal to etcd's, across restarts and compaction.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// A member serving TLS with a certificate from a private authority made for the test (openssl),
 /// beside its plain listener: fleet suites and the `defaults` command reach it over `https://`

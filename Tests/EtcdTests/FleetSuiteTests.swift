@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// Fleet suites through `Defaults`, against real etcd members: values, placements, echoes,
 /// bursts, two writers, compare-and-set, offline starts and writes, a read-only role, another

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// One fleet-suite scenario: a real member, a suite under a fresh name, a scratch directory for
 /// local suite files and the offline cache, and a raw client writing as "another machine".
