@@ -60,7 +60,7 @@ struct EtcdDefaultsCommandTests {
     /// The suite as the library's mirror decodes it from etcd.
     static func mirrored(_ server: EtcdServer) async throws -> [String: PropertyListValue] {
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: prefix)
+        let (header, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         return mirror.values
     }
@@ -120,14 +120,14 @@ struct EtcdDefaultsCommandTests {
         let command = Command(directory: directory.url)
         let decomposed = "the\u{0300}me"  // "thème" with a combining grave accent
         #expect(await command.run(["write", Self.address(server), decomposed, "dark"]).status == 0)
-        let (_, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (_, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
         #expect(kvs.map { $0.key?.data } == [Self.prefix + Data("thème".precomposedStringWithCanonicalMapping.utf8)])
         #expect(await command.run(["read", Self.address(server), "thème"]).standardOutput == "dark\n")
 
-        let revisionBefore = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
+        let revisionBefore = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
             .revisionValue
         #expect(await command.run(["write", Self.address(server), "{ a = 1; b = 2; }"]).status == 0)
-        let (header, after) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (header, after) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
         #expect(try await Self.mirrored(server) == ["a": "1", "b": "2"])
         // Replacing the domain (two puts, one delete) was one transaction: one revision.
         #expect(header.revisionValue == revisionBefore + 1)
@@ -152,7 +152,7 @@ struct EtcdDefaultsCommandTests {
         #expect(read.standardError.contains("(\(remote), a) does not exist"), "\(read)")
         #expect(await command.run(["delete", remote]).status == 0)
         #expect(try await Self.mirrored(server).isEmpty)
-        #expect(try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
+        #expect(try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
         #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
     }
 
@@ -174,7 +174,7 @@ struct EtcdDefaultsCommandTests {
         do {
             #expect(errors.withLock { $0 }.contains("Watching \(remote) for changes"))
             // Another client: one transaction of two puts and a deletion.
-            _ = try await EtcdClient(endpoints: [server.endpoint]).commit(
+            _ = try EtcdClient(endpoints: [server.endpoint]).commit(
                 puts: [
                     (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
                     (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
@@ -229,7 +229,7 @@ struct EtcdDefaultsCommandTests {
         ])
         #expect(wrong.standardError.contains("wrong name or password"), "\(wrong)")
         #expect(
-            try await EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
+            try EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
                 prefix: Self.prefix
             ).kvs.count == 1)
     }
@@ -380,7 +380,7 @@ struct EtcdDefaultsBinaryTests {
         let client = EtcdClient(endpoints: [server.endpoint])
         func put(_ key: String, _ value: String?) async throws {
             let etcdKey = prefix + Data(key.utf8)
-            _ = try await client.commit(
+            _ = try client.commit(
                 puts: try value.map { [(etcdKey, try EtcdMirror.encode(.string($0)))] } ?? [],
                 deletes: value == nil ? [etcdKey] : [])
         }
@@ -401,13 +401,13 @@ struct EtcdDefaultsBinaryTests {
             let key = "k\(step % 5)"
             try await put(key, step % 7 == 6 ? nil : "\(step) \(padding)")
         }
-        let head = try await client.range(prefix: prefix).header.revisionValue
-        try await client.compact(revision: head)
+        let head = try client.range(prefix: prefix).header.revisionValue
+        try client.compact(revision: head)
         kill(watcher.processIdentifier, SIGCONT)
         try await put("done", "yes")
 
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await client.range(prefix: prefix)
+        let (header, kvs) = try client.range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         let keys = (0..<5).map { "k\($0)" } + ["done"]
         let expected = keys.map { key in

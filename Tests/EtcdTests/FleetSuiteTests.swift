@@ -29,7 +29,7 @@ struct FleetSuiteTests {
         // etcd holds each key once, in NFC, with its type.
         let stored = try await scenario.etcdValues()
         #expect(stored == values)
-        let rawKeys = try await scenario.raw.range(prefix: scenario.prefix).kvs.compactMap { $0.key?.data }
+        let rawKeys = try scenario.raw.range(prefix: scenario.prefix).kvs.compactMap { $0.key?.data }
         #expect(rawKeys.contains(scenario.prefix + Data("café".precomposedStringWithCanonicalMapping.utf8)))
         #expect(!rawKeys.contains(scenario.prefix + Data(nfd.utf8)))
         // Another machine (a store of its own) reads them, by either spelling.
@@ -306,13 +306,32 @@ struct FleetSuiteTests {
         #expect(next == (counter == nil ? 1 : 2))
     }
 
+    @Test func anUpdateTheWatchDoesNotBringInTimeIsReportedNotWaitedForSilently() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(try scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        // No watch brings the update's revision: the update is made, and the wait for it is reported.
+        connection.backend.follower.stop()
+        let began = ContinuousClock.now
+        let value = try await connection.update("counter") { _ in .integer(1) }
+        #expect(value == .integer(1))
+        #expect(try await scenario.etcdValues()["counter"] == .integer(1))
+        #expect(ContinuousClock.now - began >= FleetConnection.updateVisibleWithin)
+        let reports = connection.backend.reported.filter { $0.message.contains("had not brought it within") }
+        #expect(reports.count == 1, "\(connection.backend.reported)")
+        #expect(reports.first?.code == .remoteUnavailable)
+        #expect(reports.first?.message.contains("\"counter\"") == true)
+    }
+
     @Test func aValueThatIsNotAPropertyListIsReportedAndReadsAsAbsent() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite())
         #expect(await eventually(within: 30) { connection.state.isLive })
-        let revision = try await scenario.raw.commit(
+        let revision = try scenario.raw.commit(
             puts: [
                 (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
                 (EtcdMirror.etcdKey("good", prefix: scenario.prefix), try EtcdMirror.encode(1)),
@@ -449,7 +468,7 @@ struct FleetSuiteOfflineTests {
         let scenario = try await FleetScenario(server: server)
         defer { server.stop() }
         let admin = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        _ = try await admin.commit(
+        _ = try admin.commit(
             puts: [(EtcdMirror.etcdKey("theme", prefix: scenario.prefix), try EtcdMirror.encode("dark"))], deletes: [])
         let service = try Defaults.fleet(
             scenario.suite(credentials: FleetCredentials(user: "service", password: "servicepw")))
@@ -470,7 +489,7 @@ struct FleetSuiteOfflineTests {
         // Compare-and-set is refused the same way.
         let update = await #expect(throws: DefaultsError.self) { try await connection.update("theme") { _ in "x" } }
         #expect(update?.code == .remoteRejected)
-        let stored = try await admin.range(prefix: scenario.prefix).kvs
+        let stored = try admin.range(prefix: scenario.prefix).kvs
         #expect(stored.count == 1)
     }
 
@@ -491,7 +510,7 @@ struct FleetSuiteOfflineTests {
         try await connection.synchronize()
         #expect(connection.backend.client.currentToken != first)
         let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        let revision = try await other.commit(
+        let revision = try other.commit(
             puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: []
         )
         #expect(await connection.caughtUp(to: revision))
