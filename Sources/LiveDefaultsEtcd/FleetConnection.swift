@@ -4,8 +4,8 @@ import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 
 /// A fleet suite open in this process: how it stands with etcd, its values, flushing, and
-/// compare-and-set updates. One store per suite per process is shared by every ``Defaults`` that
-/// searches it (``Defaults/addFleetSuite(_:placement:)``, ``Defaults/fleet(_:)``); a connection is
+/// compare-and-set updates. One store per suite per process is shared by every `Defaults` that
+/// searches it (`Defaults.addFleetSuite(_:placement:)`, `Defaults.fleet(_:)`); a connection is
 /// a handle on it, cheap to make again.
 public final class FleetConnection: Sendable {
     /// The suite.
@@ -29,17 +29,17 @@ public final class FleetConnection: Sendable {
     /// yet written laid over them.
     public var values: [String: PropertyListValue] { store.values() }
 
-    /// The problem to know about now: a write etcd refused (``DefaultsError/Code/remoteRejected``),
-    /// a write not yet taken, or etcd out of reach (``DefaultsError/Code/remoteUnavailable``); nil
+    /// The problem to know about now: a write etcd refused (`DefaultsError.Code.remoteRejected`),
+    /// a write not yet taken, or etcd out of reach (`DefaultsError.Code.remoteUnavailable`); nil
     /// when there is none.
     public var lastError: DefaultsError? { store.lastError ?? backend.outage }
 
     /// Writes this process's pending changes to etcd now, in one transaction (several past etcd's
     /// 128 operations), and waits for etcd's answer. Not needed in normal operation: changes go out
-    /// within milliseconds. A ``Defaults``' `synchronize()` does the same, blocking its thread.
+    /// within milliseconds. A `Defaults`' `synchronize()` does the same, blocking its thread.
     ///
-    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` (the changes stay pending and are sent
-    ///   again) or ``DefaultsError/Code/remoteRejected`` (they were dropped).
+    /// - Throws: `DefaultsError.Code.remoteUnavailable` (the changes stay pending and are sent
+    ///   again) or `DefaultsError.Code.remoteRejected` (they were dropped).
     public func synchronize() async throws {
         let store = self.store
         try await onDispatch { try store.flush() }
@@ -65,11 +65,11 @@ public final class FleetConnection: Sendable {
     ///   - transform: The new value from the current one (nil: absent); nil removes the key. It may
     ///     run several times, so it must not have side effects.
     /// - Returns: The value the key has after the update.
-    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` when etcd cannot be reached, or when
+    /// - Throws: `DefaultsError.Code.remoteUnavailable` when etcd cannot be reached, or when
     ///   the answer to the transaction was lost and the key has changed since: the update may or
     ///   may not have been made, and is not tried again (it could count twice). A transaction
     ///   whose answer was lost is sent again only when the key shows it was not made (its
-    ///   modification revision is the one compared). ``DefaultsError/Code/remoteRejected`` when
+    ///   modification revision is the one compared). `DefaultsError.Code.remoteRejected` when
     ///   etcd refuses it (a role that may only read), or after 100 attempts lost to other writers.
     @discardableResult
     public func update(

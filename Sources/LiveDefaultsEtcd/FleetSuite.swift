@@ -40,7 +40,7 @@ public struct FleetSuite: Sendable, Hashable {
 
     /// Describes a fleet suite.
     ///
-    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a bad name; ``DefaultsError/Code/invalidRemote``
+    /// - Throws: `DefaultsError.Code.invalidSuiteName` for a bad name; `DefaultsError.Code.invalidRemote`
     ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, a root that
     ///   does not start with "/", or a certificate-authorities file that cannot be read.
     public init(
@@ -127,61 +127,5 @@ public struct FleetSuite: Sendable, Hashable {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
         }
         return base + "/" + String(hash, radix: 16)
-    }
-}
-
-/// An etcd user and password. Its description never shows the password.
-public struct FleetCredentials: Sendable, Hashable, CustomStringConvertible {
-    public var user: String
-    public var password: String
-
-    public init(user: String, password: String) {
-        self.user = user
-        self.password = password
-    }
-
-    /// The credentials in the environment variables `user` and `password`; nil when either is
-    /// unset or empty.
-    public static func fromEnvironment(
-        user: String = "LIVEDEFAULTS_ETCD_USER", password: String = "LIVEDEFAULTS_ETCD_PASSWORD"
-    ) -> FleetCredentials? {
-        let environment = ProcessInfo.processInfo.environment
-        guard let name = environment[user], !name.isEmpty, let secret = environment[password], !secret.isEmpty else {
-            return nil
-        }
-        return FleetCredentials(user: name, password: secret)
-    }
-
-    public var description: String { "etcd user \"\(user)\"" }
-}
-
-/// Where a fleet suite is searched, relative to the suite a ``Defaults`` opened.
-public enum FleetPlacement: Sendable, Hashable {
-    /// Right after the local suite, before suites added by name: the fleet gives defaults, and a
-    /// local `defaults write` overrides them on one machine.
-    case fleetDefaults
-    /// Before the local suite: the fleet wins over local files; the argument domain (`-key value`)
-    /// and volatile domains still win. Local writes of a managed key go to the local suite and stay
-    /// hidden while the fleet has the key.
-    case managed
-}
-
-/// How a fleet suite in this process stands with etcd.
-public enum FleetState: Sendable, Equatable {
-    /// The first read of etcd is under way; the values are the cached ones, if any.
-    case connecting
-    /// In step with etcd at `revision`: changes arrive as they are made.
-    case live(revision: Int64)
-    /// etcd has not answered since `since`; the values are those last known, at `revision` (seen
-    /// by this process or read from the cache). Changes are followed again once it answers.
-    case stale(revision: Int64, since: Date, reason: String)
-    /// etcd has not answered since `since` and no values are known (no cache): only registered
-    /// defaults apply.
-    case offline(since: Date, reason: String)
-
-    /// Whether the values are in step with etcd.
-    public var isLive: Bool {
-        if case .live = self { return true }
-        return false
     }
 }
