@@ -113,22 +113,29 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func open(_ domain: DomainReference, watching: Bool = false) throws -> any CommandDomain {
-        try domains.open(domain, domains.directory, watching)
+    private func open(_ domain: DomainReference, for access: CommandDomainAccess, watching: Bool = false) throws
+        -> any CommandDomain
+    {
+        let store = try domains.open(domain, domains.directory, watching)
+        try store.prepare(for: access)
+        return store
     }
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
     private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+        let store = try open(domain, for: .read)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
         }
         return store
     }
 
-    /// Opens a domain to change it; a corrupt file is reported (the store keeps it aside before replacing it).
-    private func openForWriting(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+    /// Opens a domain to change it with `verb`, at `keys` (nil: the whole domain); a corrupt file is
+    /// reported (the store keeps it aside before replacing it).
+    private func openForWriting(_ domain: DomainReference, _ verb: String, keys: [String]?) throws
+        -> any CommandDomain
+    {
+        let store = try open(domain, for: .change(verb: verb, keys: keys))
         if let error = store.lastError, error.code == .corruptFile {
             io.standardError("defaults: warning: \(error.message)\n")
         }
@@ -185,17 +192,17 @@ package struct DefaultsCommandRunner: Sendable {
             io.standardOutput("Type is \(value.typeName)\n")
 
         case .write(let domain, let key, let operation):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "write", keys: [key])
             store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "write", keys: nil)
             store.replacePersistentValues(values)
             try save(store, domain)
 
         case .rename(let domain, let old, let new):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "rename", keys: [old, new])
             guard let value = store.persistentValues()[old] else {
                 throw CommandFailure(
                     "Key \(old) does not exist in domain \(domain.displayName); leaving defaults unchanged\n")
@@ -207,7 +214,7 @@ package struct DefaultsCommandRunner: Sendable {
             }
 
         case .delete(let domain, let key):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "delete", keys: key.map { [$0] })
             let values = store.persistentValues()
             if let key {
                 guard values[key] != nil else { throw CommandFailure.notDeleted(domain) }
@@ -323,7 +330,7 @@ package struct DefaultsCommandRunner: Sendable {
                     + "Defaults have not been changed.\n")
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
-        let store = try openForWriting(domain)
+        let store = try openForWriting(domain, "import", keys: Array(values.keys))
         for (key, value) in values { store.set(value, forKey: key) }
         try save(store, domain)
     }
@@ -344,7 +351,7 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     private func watch(_ domain: DomainReference, keys: Set<String>, json: Bool) throws -> AnyObject {
-        let store = try open(domain, watching: true)
+        let store = try open(domain, for: .read, watching: true)
         let io = io
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in

@@ -121,7 +121,10 @@ package struct RemoteSuiteAddress: Hashable, Sendable {
 /// ``EtcdRemoteSuite``, in the library's layout, so that the remote store reads what it writes.
 package final class RemoteCommandDomain: CommandDomain {
     private struct State {
-        var snapshot: EtcdRemoteSuite.Snapshot
+        /// The suite as read by ``prepare(for:)``; nil before.
+        var snapshot: EtcdRemoteSuite.Snapshot?
+        /// What the command does with the domain (a failure of `synchronize()` names its verb).
+        var action = EtcdRemoteSuite.Action.read
         /// Changes not yet written: nil removes.
         var pending: [String: PropertyListValue?] = [:]
     }
@@ -130,15 +133,15 @@ package final class RemoteCommandDomain: CommandDomain {
     private let address: RemoteSuiteAddress
     private let state: Locked<State>
     private let onProblem: @Sendable (String) -> Void
-    package let lastError: DefaultsError?
 
-    /// Opens the suite and reads it.
+    /// Opens the suite; ``prepare(for:)`` reads it.
     ///
     /// - Parameters:
     ///   - address: The suite's `etcd://` address.
     ///   - environment: Where the endpoints (with no host in the address) and the credentials come from.
     ///   - onProblem: A sentence when etcd becomes unreachable while watching.
-    /// - Throws: ``DefaultsError`` (`readFailed`) naming the endpoint, the user, and what to do.
+    /// - Throws: ``DefaultsError`` (`readFailed`) naming what is wrong with the address or the
+    ///   environment.
     package init(
         _ address: RemoteSuiteAddress, environment: [String: String],
         onProblem: @escaping @Sendable (String) -> Void = { _ in }
@@ -153,14 +156,31 @@ package final class RemoteCommandDomain: CommandDomain {
         } catch {
             throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
         }
-        let snapshot: EtcdRemoteSuite.Snapshot
-        do {
-            snapshot = try suite.read()
-        } catch {
-            throw DefaultsError(.readFailed, error.message, suite: address.suite)
+        state = Locked(State())
+    }
+
+    /// Reads the suite for `access`: a failure names the operation, the endpoints and the keys
+    /// ("cannot write key \"theme\" of /livedefaults/v1/app/: no etcd endpoint answered (…)").
+    ///
+    /// - Throws: ``DefaultsError``: `readFailed` for a read, `writeFailed` for a change.
+    package func prepare(for access: CommandDomainAccess) throws {
+        let action: EtcdRemoteSuite.Action
+        switch access {
+        case .read: action = .read
+        case .change(let verb, let keys): action = .change(verb: verb, keys: keys)
         }
-        state = Locked(State(snapshot: snapshot))
-        lastError = snapshot.unreadable.first.map {
+        state.withLock { $0.action = action }
+        do {
+            let snapshot = try suite.read(for: action)
+            state.withLock { $0.snapshot = snapshot }
+        } catch {
+            throw DefaultsError(access == .read ? .readFailed : .writeFailed, error.message, suite: address.suite)
+        }
+    }
+
+    /// The first value that is not a property list, as a corrupt file is reported.
+    package var lastError: DefaultsError? {
+        state.withLock { $0.snapshot?.unreadable.first }.map {
             DefaultsError(.corruptFile, "\(address.text): \($0)", suite: address.suite)
         }
     }
@@ -194,7 +214,7 @@ package final class RemoteCommandDomain: CommandDomain {
 
     package func persistentValues() -> [String: PropertyListValue] {
         state.withLock { state in
-            var values = state.snapshot.values
+            var values = state.snapshot?.values ?? [:]
             for (key, value) in state.pending { values[key] = value }
             return values
         }
@@ -216,17 +236,17 @@ package final class RemoteCommandDomain: CommandDomain {
     ///
     /// - Throws: ``DefaultsError`` (`writeFailed`): unreachable, permission denied, … in a sentence.
     package func synchronize() throws {
-        let pending = state.withLock { $0.pending }
+        let (pending, action) = state.withLock { ($0.pending, $0.action) }
         guard !pending.isEmpty else { return }
         let sets = pending.compactMapValues { $0 }
         let removals = pending.filter { $0.value == nil }.map(\.key)
         do {
-            try suite.commit(set: sets, remove: removals)
+            try suite.commit(set: sets, remove: removals, verb: action.verb)
         } catch {
             throw DefaultsError(.writeFailed, error.message, suite: address.suite)
         }
         state.withLock { state in
-            for (key, value) in pending { state.snapshot.values[key] = value }
+            for (key, value) in pending { state.snapshot?.values[key] = value }
             state.pending = [:]
         }
     }
@@ -236,7 +256,7 @@ package final class RemoteCommandDomain: CommandDomain {
     package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
         -> any AnyObject & Sendable
     {
-        let snapshot = state.withLock { $0.snapshot }
+        let snapshot = state.withLock { $0.snapshot } ?? suite.emptySnapshot
         let prefix = String(decoding: suite.prefix, as: UTF8.self)
         return suite.follow(
             from: snapshot,

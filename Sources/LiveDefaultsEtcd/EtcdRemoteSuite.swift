@@ -41,6 +41,32 @@ package final class EtcdRemoteSuite: Sendable {
         package var new: PropertyListValue?
     }
 
+    /// What a call is for, as its failure names it: "cannot read /livedefaults/v1/app/", "cannot
+    /// delete key "theme" of /livedefaults/v1/app/".
+    package enum Action: Sendable, Equatable {
+        /// Reading the suite to show it.
+        case read
+        /// Changing it: the command's verb ("write", "delete", "rename", "import") and the keys it
+        /// changes (nil: the whole suite). Reading the suite first is part of the change.
+        case change(verb: String, keys: [String]?)
+
+        package var verb: String {
+            switch self {
+            case .read: "read"
+            case .change(let verb, _): verb
+            }
+        }
+
+        /// What the action is done to: the suite, or some of its keys.
+        func target(_ suite: String) -> String {
+            guard case .change(_, let keys?) = self, !keys.isEmpty else { return suite }
+            let sorted = keys.sorted()
+            let listed =
+                sorted.prefix(10).map(\.debugDescription).joined(separator: ", ") + (sorted.count > 10 ? ", …" : "")
+            return "\(sorted.count == 1 ? "key" : "keys") \(listed) of \(suite)"
+        }
+    }
+
     /// The default root, under which each suite is `<root><suite>/`.
     package static let defaultRoot = "/livedefaults/v1/"
 
@@ -76,8 +102,10 @@ package final class EtcdRemoteSuite: Sendable {
     package var endpoints: [URL] { client.endpoints }
 
     /// Every key of the suite, at one revision.
-    package func read() throws(Failure) -> Snapshot {
-        let (header, kvs) = try attempt("read") { try client.range(prefix: prefix) }
+    ///
+    /// - Parameter action: What the values are read for (a change reads first); its failure says so.
+    package func read(for action: Action = .read) throws(Failure) -> Snapshot {
+        let (header, kvs) = try attempt(action) { try client.range(prefix: prefix) }
         var mirror = EtcdMirror(prefix: prefix)
         let result = mirror.resync(header: header, kvs: kvs)
         return Snapshot(
@@ -87,11 +115,22 @@ package final class EtcdRemoteSuite: Sendable {
             }, mirror: mirror)
     }
 
+    /// No values, at no revision: where following starts when nothing was read.
+    package var emptySnapshot: Snapshot {
+        Snapshot(values: [:], revision: 0, unreadable: [], mirror: EtcdMirror(prefix: prefix))
+    }
+
     /// Sets and removes keys in one transaction (split past etcd's 128 operations).
     ///
+    /// - Parameters:
+    ///   - set: The keys to set, with their values.
+    ///   - remove: The keys to remove.
+    ///   - verb: The operation, as a failure names it ("write", "delete", …).
     /// - Returns: The revision of the (last) transaction.
     @discardableResult
-    package func commit(set: [String: PropertyListValue], remove: [String]) throws(Failure) -> Int64 {
+    package func commit(set: [String: PropertyListValue], remove: [String], verb: String = "write") throws(Failure)
+        -> Int64
+    {
         let prefix = prefix
         var puts: [(key: Data, value: Data)] = []
         for (key, value) in set.sorted(by: { $0.key < $1.key }) {
@@ -102,7 +141,8 @@ package final class EtcdRemoteSuite: Sendable {
             }
         }
         let deletes = remove.sorted().map { EtcdMirror.etcdKey($0, prefix: prefix) }
-        return try attempt("write") { try client.commit(puts: puts, deletes: deletes) }
+        let action = Action.change(verb: verb, keys: Array(set.keys) + remove)
+        return try attempt(action) { try client.commit(puts: puts, deletes: deletes) }
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,
@@ -120,8 +160,8 @@ package final class EtcdRemoteSuite: Sendable {
         return follower
     }
 
-    /// Runs `body`, and turns its failure into a sentence for `action` ("read", "write").
-    private func attempt<T>(_ action: String, _ body: () throws -> T) throws(Failure) -> T {
+    /// Runs `body`, and turns its failure into a sentence for `action`.
+    private func attempt<T>(_ action: Action, _ body: () throws -> T) throws(Failure) -> T {
         do {
             return try body()
         } catch {
@@ -129,25 +169,29 @@ package final class EtcdRemoteSuite: Sendable {
         }
     }
 
-    /// A sentence for a failure of `action` ("read", "write").
-    private func failure(_ problem: RemoteProblem, doing action: String) -> Failure {
+    /// A sentence for a failure of `action`, with its verb, naming the endpoints and what it was
+    /// done to.
+    private func failure(_ problem: RemoteProblem, doing action: Action) -> Failure {
         let suite = String(decoding: prefix, as: UTF8.self)
         let endpoints = client.endpoints.map(\.absoluteString).joined(separator: ", ")
+        let (verb, target) = (action.verb, action.target(suite))
         let message: String
         switch problem {
         case .unreachable(let error):
-            message = "cannot \(action) \(suite): no etcd endpoint answered (\(endpoints)); \(error.message)"
+            message = "cannot \(verb) \(target): no etcd endpoint answered (\(endpoints)); \(error.message)"
         case .permissionDenied:
             let who = user.map { "etcd user \"\($0)\"" } ?? "this etcd user"
-            message = "permission denied: \(who) may not \(action) \(suite) (etcd at \(endpoints))"
+            message = "permission denied: \(who) may not \(verb) \(target) (etcd at \(endpoints))"
         case .authenticationRequired:
             message =
                 "etcd at \(endpoints) has authentication on: set ETCDCTL_USER=<name>:<password> "
-                + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(action) \(suite)"
+                + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(verb) \(target)"
         case .authenticationFailed:
-            message = "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER)"
+            message =
+                "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER); "
+                + "cannot \(verb) \(target)"
         case .refused, .failed, .unreadableValue:
-            message = "cannot \(action) \(suite) in etcd at \(endpoints): \(problem)"
+            message = "cannot \(verb) \(target) in etcd at \(endpoints): \(problem)"
         }
         return Failure(message: message, problem: problem)
     }

@@ -207,6 +207,50 @@ struct EtcdDefaultsCommandTests {
         #expect(write.standardError.contains("127.0.0.1:\(port)"), "\(write)")
     }
 
+    /// Each operation on an unreachable etcd, and what its failure must say: its own verb, what it was
+    /// done to (the keys, or the suite) and the endpoint.
+    static let operations: [(arguments: [String], says: String)] = [
+        (["read", "<remote>", "theme"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["read-type", "<remote>", "theme"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["export", "<remote>", "-"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "theme", "dark"], "cannot write key \"theme\" of /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "list", "-array-add", "x"], "cannot write key \"list\" of /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "{ a = 1; }"], "cannot write /livedefaults/v1/\(suite)/:"),
+        (["delete", "<remote>", "theme"], "cannot delete key \"theme\" of /livedefaults/v1/\(suite)/:"),
+        (["delete", "<remote>"], "cannot delete /livedefaults/v1/\(suite)/:"),
+        (["rename", "<remote>", "old", "new"], "cannot rename keys \"new\", \"old\" of /livedefaults/v1/\(suite)/:"),
+    ]
+
+    @Test(arguments: operations)
+    func aFailureOnAnUnreachableEtcdNamesItsOwnOperationTheKeysAndTheEndpoint(
+        arguments: [String], says: String
+    ) async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let remote = "etcd://127.0.0.1:\(port)/\(Self.suite)"
+        let result = await Command(directory: directory.url).run(arguments.map { $0 == "<remote>" ? remote : $0 })
+        #expect(result.status == 1)
+        #expect(result.standardError.contains(says), "\(result)")
+        #expect(result.standardError.contains("no etcd endpoint answered (http://127.0.0.1:\(port))"), "\(result)")
+        if arguments[0] != "read" && arguments[0] != "read-type" && arguments[0] != "export" {
+            #expect(!result.standardError.contains("cannot read"), "\(result)")
+        }
+    }
+
+    @Test func anImportIntoAnUnreachableEtcdSaysImportNamingTheKeys() async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let source = directory.url.appendingPathComponent("in.plist")
+        try PropertyListCodec.encode(.dictionary(["b": 1, "a": 2]), format: .xml).write(to: source)
+        let remote = "etcd://127.0.0.1:\(port)/\(Self.suite)"
+        let result = await Command(directory: directory.url).run(["import", remote, source.path])
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains("cannot import keys \"a\", \"b\" of /livedefaults/v1/\(Self.suite)/:"),
+            "\(result)")
+        #expect(result.standardError.contains("127.0.0.1:\(port)"), "\(result)")
+    }
+
     @Test(.requiresEtcdctl) func aReadOnlyUserReadsAndGetsAPermissionErrorOnWrite() async throws {
         let server = try await EtcdAuthTests.securedServer()
         defer { server.stop() }
@@ -221,6 +265,10 @@ struct EtcdDefaultsCommandTests {
         #expect(refused.status == 1)
         #expect(
             refused.standardError.contains("permission denied: etcd user \"service\" may not write"), "\(refused)")
+        // The refusal comes from the commit, after a read that worked: it names the key it refused.
+        #expect(refused.standardError.contains("may not write key \"theme\" of /livedefaults/v1/"), "\(refused)")
+        let deleted = await service.run(["delete", remote, "theme"])
+        #expect(deleted.standardError.contains("may not delete key \"theme\" of /livedefaults/v1/"), "\(deleted)")
         let anonymous = await Command(directory: directory.url).run(["read", remote, "theme"])
         #expect(anonymous.status == 1)
         #expect(anonymous.standardError.contains("ETCDCTL_USER"), "\(anonymous)")
