@@ -9,7 +9,9 @@ extension Defaults {
     ///
     /// The values are at once the last known ones (the offline cache), then etcd's. When etcd
     /// cannot be reached, one `DefaultsError.Code.remoteUnavailable` is reported and the suite
-    /// follows etcd again once it answers (``FleetConnection/state``).
+    /// follows etcd again once it answers (``FleetConnection/state``), which one
+    /// `DefaultsError.Code.remoteRecovered` reports, with the outage's length and how many keys
+    /// changed meanwhile.
     ///
     /// Adding a suite that is already searched (at either placement) does nothing but return its
     /// connection.

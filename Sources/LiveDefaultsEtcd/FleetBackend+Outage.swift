@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsPropertyList
 
 /// What a fleet suite tells about its link with etcd: its state, the outage reported once, and
 /// the problems of values in etcd.
@@ -21,13 +22,20 @@ extension FleetBackend {
                     }
                     state.cached = nil
                 }
-                let recovered = state.outage != nil
+                let recovered = state.outage.map { _ in
+                    recovery(
+                        lasted: state.outageBegan.map { $0.duration(to: .now) } ?? .zero,
+                        changedKeys: Self.changedKeys(from: state.valuesAtOutage, to: mirror.values))
+                }
                 state.outage = nil
+                state.outageBegan = nil
+                state.valuesAtOutage = [:]
                 return (state.onChange, state.store, recovered)
             }
             // A range replaces everything, whether or not the follower saw a change.
             onChange?()
-            if recovered, let store, store.hasPendingChanges {
+            if let recovered { report(recovered) }
+            if recovered != nil, let store, store.hasPendingChanges {
                 // Changes held while etcd was away go out now, not after the back-off.
                 DispatchQueue.global().async {
                     do { try store.flush() } catch {
@@ -54,6 +62,8 @@ extension FleetBackend {
                         + "changes made here stay pending, and the suite is followed again once etcd answers.",
                     suite: suite.name, path: location.path)
                 state.outage = error
+                state.outageBegan = .now
+                state.valuesAtOutage = mirror.resyncs > 0 ? mirror.values : state.cached?.values ?? [:]
                 return error
             }
             report(error)
@@ -61,6 +71,29 @@ extension FleetBackend {
             break
         }
         stateListeners.send(fleetState)
+    }
+
+    /// The report that ends an outage: once, through the same channel as the loss, with how long
+    /// it lasted and how many keys etcd changed meanwhile (from the values in use when it began to
+    /// those of the first range after it).
+    private func recovery(lasted: Duration, changedKeys: Int) -> DefaultsError {
+        let seconds = Double(lasted.components.seconds) + Double(lasted.components.attoseconds) / 1e18
+        let changed =
+            switch changedKeys {
+            case 0: "no key changed meanwhile"
+            case 1: "1 key changed meanwhile and is now in use"
+            default: "\(changedKeys) keys changed meanwhile and are now in use"
+            }
+        return DefaultsError(
+            .remoteRecovered,
+            "The fleet suite \"\(suite.name)\" reaches \(suite.whereabouts) again after an outage of "
+                + "\(String(format: "%.1f", seconds)) s: \(changed); changes made here meanwhile are sent now.",
+            suite: suite.name, path: location.path)
+    }
+
+    /// How many keys have another value (or none) in `new` than in `old`.
+    static func changedKeys(from old: [String: PropertyListValue], to new: [String: PropertyListValue]) -> Int {
+        Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }.count
     }
 
     /// Reports `error`, and keeps it for ``reported``.

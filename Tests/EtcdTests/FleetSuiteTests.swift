@@ -421,6 +421,63 @@ struct FleetSuiteOfflineTests {
             })
     }
 
+    @Test func losingEtcdAndGettingItBackIsReportedOnceEachWithTheOutagesLength() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "dark"])
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        let stopped = ContinuousClock.now
+        scenario.server.stop()  // by its PID
+        #expect(await eventually(within: 30) { connection.lastError?.code == .remoteUnavailable })
+        try await scenario.server.start()
+        #expect(await eventually(within: 30) { connection.backend.reported.contains { $0.code == .remoteRecovered } })
+        let back = ContinuousClock.now
+        #expect(await eventually { connection.lastError == nil })
+        let reported = connection.backend.reported.filter { [.remoteUnavailable, .remoteRecovered].contains($0.code) }
+        #expect(reported.map(\.code) == [.remoteUnavailable, .remoteRecovered], "\(reported)")
+        let recovery = try #require(reported.last)
+        #expect(recovery.suite == scenario.name)
+        #expect(recovery.message.contains(scenario.server.endpoint.absoluteString), "\(recovery)")
+        #expect(recovery.message.contains("no key changed meanwhile"), "\(recovery)")
+        // The outage it reports lasted no longer than etcd was away as the test saw it.
+        let seconds = try #require(
+            recovery.message.firstMatch(of: /after an outage of ([0-9.]+) s/).flatMap { Double($0.1) })
+        #expect(seconds > 0)
+        #expect(seconds <= Double((back - stopped).components.seconds) + 1)
+        // A later reconnection (the watch ending) is no second recovery.
+        #expect(connection.state.isLive)
+        #expect(connection.backend.reported.filter { $0.code == .remoteRecovered }.count == 1)
+    }
+
+    @Test func theRecoveryCountsTheKeysEtcdChangedSinceTheValuesInUse() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "dark", "gone": 1, "same": true])
+        do {
+            let first = try scenario.localDefaults()
+            let connection = first.addFleetSuite(try scenario.suite())
+            #expect(await eventually { first.propertyList(forKey: "gone") == 1 })
+            await connection.backend.cacheSaved()
+            first.removeFleetSuite(try scenario.suite())
+        }
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
+        // etcd changes three keys while no process follows it, then goes away (stopped by its PID).
+        try await scenario.put(["theme": "light", "new": 1], delete: ["gone"])
+        scenario.server.stop()
+        // A process starting now serves the cache and reports the outage; then etcd comes back.
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
+        #expect(await eventually(within: 30) { connection.lastError?.code == .remoteUnavailable })
+        try await scenario.server.start()
+        #expect(await eventually(within: 30) { connection.backend.reported.contains { $0.code == .remoteRecovered } })
+        let recovery = try #require(connection.backend.reported.first { $0.code == .remoteRecovered })
+        #expect(recovery.message.contains("3 keys changed meanwhile"), "\(recovery)")
+        #expect(await eventually { defaults.propertyList(forKey: "theme") == "light" })
+    }
+
     @Test func aWriteWhileEtcdIsDownStaysPendingAndLandsWhenItIsBack() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
