@@ -104,6 +104,8 @@ package final class EtcdRemoteSuite: Sendable {
     /// Every key of the suite, at one revision.
     ///
     /// - Parameter action: What the values are read for (a change reads first); its failure says so.
+    /// - Returns: The values, their revision, and the values that are not property lists.
+    /// - Throws: ``Failure``, a sentence with the action's verb, the endpoints and the keys.
     package func read(for action: Action = .read) throws(Failure) -> Snapshot {
         let (header, kvs) = try attempt(action) { try client.range(prefix: prefix) }
         var mirror = EtcdMirror(prefix: prefix)
@@ -127,6 +129,7 @@ package final class EtcdRemoteSuite: Sendable {
     ///   - remove: The keys to remove.
     ///   - verb: The operation, as a failure names it ("write", "delete", …).
     /// - Returns: The revision of the (last) transaction.
+    /// - Throws: ``Failure``, a sentence with the verb, the endpoints and the keys.
     @discardableResult
     package func commit(set: [String: PropertyListValue], remove: [String], verb: String = "write") throws(Failure)
         -> Int64
