@@ -18,6 +18,10 @@ package protocol CommandDomain: AnyObject, Sendable {
     ///
     /// - Throws: ``DefaultsError`` (`readFailed` for a read, `writeFailed` for a change).
     func prepare(for access: CommandDomainAccess) throws
+    /// Keys whose stored value is not a property list, with what is wrong with each: a remote
+    /// domain keeps one document per key, and reads such a key as absent so that the others can be
+    /// read and the bad one repaired (a local file is one document: a corrupt one is ``lastError``).
+    var unreadableValues: [String: String] { get }
     /// Writes pending changes now (lock, re-read, merge, atomic replace).
     func synchronize() throws
     /// Calls `handler` on `queue` for every change of an effective value of the domain, until the returned
@@ -28,6 +32,7 @@ package protocol CommandDomain: AnyObject, Sendable {
 
 extension CommandDomain {
     package func prepare(for access: CommandDomainAccess) throws {}
+    package var unreadableValues: [String: String] { [:] }
 }
 
 /// What the command is about to do with a domain, so that a failure names it.

@@ -122,12 +122,31 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
-    private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
+    ///
+    /// A remote domain's value that is not a property list is skipped, and said so on standard
+    /// error (``unreadable(_:in:problem:)``), unless `key` is that key: then it is the error.
+    private func openForReading(_ domain: DomainReference, key: String? = nil) throws -> any CommandDomain {
         let store = try open(domain, for: .read)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
         }
+        let unreadable = store.unreadableValues
+        if let key, let problem = unreadable[key] {
+            throw CommandFailure("defaults: cannot read \(Self.unreadable(key, in: domain, problem: problem))\n")
+        }
+        for (skipped, problem) in unreadable.sorted(by: { $0.key < $1.key }) where key == nil {
+            io.standardError("defaults: skipped \(Self.unreadable(skipped, in: domain, problem: problem))\n")
+        }
         return store
+    }
+
+    /// A key whose stored value is not a property list, what is wrong, and how to repair it.
+    private static func unreadable(_ key: String, in domain: DomainReference, problem: String) -> String {
+        let name = domain.displayName
+        let quotedKey = key.debugDescription
+        return
+            "key \(quotedKey) of \(name): \(problem). Write a value with `defaults write \(name) \(quotedKey) <value>`, "
+            + "or remove the key with `defaults delete \(name) \(quotedKey)`"
     }
 
     /// Opens a domain to change it with `verb`, at `keys` (nil: the whole domain); a corrupt file is
@@ -176,7 +195,7 @@ package struct DefaultsCommandRunner: Sendable {
             print(.dictionary(all))
 
         case .read(let domain, let key):
-            let values = try openForReading(domain).persistentValues()
+            let values = try openForReading(domain, key: key).persistentValues()
             guard let key else {
                 guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
                 print(.dictionary(values))
@@ -186,7 +205,7 @@ package struct DefaultsCommandRunner: Sendable {
             print(value)
 
         case .readType(let domain, let key):
-            guard let value = try openForReading(domain).persistentValues()[key] else {
+            guard let value = try openForReading(domain, key: key).persistentValues()[key] else {
                 throw CommandFailure.missingPair(domain, key)
             }
             io.standardOutput("Type is \(value.typeName)\n")
@@ -217,10 +236,15 @@ package struct DefaultsCommandRunner: Sendable {
             let store = try openForWriting(domain, "delete", keys: key.map { [$0] })
             let values = store.persistentValues()
             if let key {
-                guard values[key] != nil else { throw CommandFailure.notDeleted(domain) }
+                // A value that is not a property list reads as absent, and is removed all the same.
+                guard values[key] != nil || store.unreadableValues[key] != nil else {
+                    throw CommandFailure.notDeleted(domain)
+                }
                 store.set(nil, forKey: key)
             } else {
-                guard !values.isEmpty else { throw CommandFailure.notDeleted(domain) }
+                guard !values.isEmpty || !store.unreadableValues.isEmpty else {
+                    throw CommandFailure.notDeleted(domain)
+                }
                 store.replacePersistentValues(nil)
             }
             try save(store, domain)
@@ -352,6 +376,9 @@ package struct DefaultsCommandRunner: Sendable {
 
     private func watch(_ domain: DomainReference, keys: Set<String>, json: Bool) throws -> AnyObject {
         let store = try open(domain, for: .read, watching: true)
+        for (skipped, problem) in store.unreadableValues.sorted(by: { $0.key < $1.key }) {
+            io.standardError("defaults: skipped \(Self.unreadable(skipped, in: domain, problem: problem))\n")
+        }
         let io = io
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in

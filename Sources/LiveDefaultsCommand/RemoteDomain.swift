@@ -178,12 +178,10 @@ package final class RemoteCommandDomain: CommandDomain {
         }
     }
 
-    /// The first value that is not a property list, as a corrupt file is reported.
-    package var lastError: DefaultsError? {
-        state.withLock { $0.snapshot?.unreadable.first }.map {
-            DefaultsError(.corruptFile, "\(address.text): \($0)", suite: address.suite)
-        }
-    }
+    /// Nil: a value that is not a property list concerns its key alone (``unreadableValues``).
+    package var lastError: DefaultsError? { nil }
+
+    package var unreadableValues: [String: String] { state.withLock { $0.snapshot?.unreadable ?? [:] } }
 
     /// The etcd user, as `etcdctl` takes it: `ETCDCTL_USER=<name>:<password>`, or `ETCDCTL_USER=<name>`
     /// with `ETCDCTL_PASSWORD`; nil when unset.
@@ -225,9 +223,10 @@ package final class RemoteCommandDomain: CommandDomain {
     }
 
     package func replacePersistentValues(_ values: [String: PropertyListValue]?) {
-        let current = persistentValues()
+        // The keys whose values are not property lists go too: the domain is replaced whole.
+        let current = Set(persistentValues().keys).union(unreadableValues.keys)
         state.withLock { state in
-            for key in current.keys where values?[key] == nil { state.pending[key] = .some(nil) }
+            for key in current where values?[key] == nil { state.pending[key] = .some(nil) }
             for (key, value) in values ?? [:] { state.pending[key] = .some(value) }
         }
     }

@@ -29,8 +29,9 @@ package final class EtcdRemoteSuite: Sendable {
     package struct Snapshot: Sendable {
         package var values: [String: PropertyListValue]
         package var revision: Int64
-        /// Values that are not property lists: the sentence naming the key and revision.
-        package var unreadable: [String]
+        /// Values that are not property lists, by key: what is wrong with each ("the value at
+        /// revision 7 is not a property list: …"). They read as absent.
+        package var unreadable: [String: String]
         fileprivate var mirror: EtcdMirror
     }
 
@@ -112,14 +113,15 @@ package final class EtcdRemoteSuite: Sendable {
         let result = mirror.resync(header: header, kvs: kvs)
         return Snapshot(
             values: mirror.values, revision: mirror.revision,
-            unreadable: result.unreadable.map {
-                "the value of \"\($0.key)\" at revision \($0.revision) is not a property list: \($0.problem)"
-            }, mirror: mirror)
+            unreadable: Dictionary(
+                result.unreadable.map {
+                    ($0.key, "the value at revision \($0.revision) is not a property list: \($0.problem)")
+                }, uniquingKeysWith: { _, last in last }), mirror: mirror)
     }
 
     /// No values, at no revision: where following starts when nothing was read.
     package var emptySnapshot: Snapshot {
-        Snapshot(values: [:], revision: 0, unreadable: [], mirror: EtcdMirror(prefix: prefix))
+        Snapshot(values: [:], revision: 0, unreadable: [:], mirror: EtcdMirror(prefix: prefix))
     }
 
     /// Sets and removes keys in one transaction (split past etcd's 128 operations).

@@ -207,6 +207,58 @@ struct EtcdDefaultsCommandTests {
         #expect(write.standardError.contains("127.0.0.1:\(port)"), "\(write)")
     }
 
+    @Test func aValueThatIsNotAPropertyListIsSkippedByReadsAndRepairedByDeleteOrWrite() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        let raw = EtcdClient(endpoints: [server.endpoint])
+        let bad = Self.prefix + Data("notplist".utf8)
+        #expect(await command.run(["write", remote, "good", "yes"]).status == 0)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        let fix = "defaults delete \(remote) \"notplist\""
+
+        // Reads of the suite skip it, naming the key and the fix; a read of another key is not its business.
+        let good = await command.run(["read", remote, "good"])
+        #expect(good.status == 0 && good.standardOutput == "yes\n", "\(good)")
+        let whole = await command.run(["read", remote])
+        #expect(whole.status == 0, "\(whole)")
+        #expect(whole.standardOutput.contains("good = yes") && !whole.standardOutput.contains("notplist"), "\(whole)")
+        #expect(whole.standardError.contains("skipped key \"notplist\" of \(remote)"), "\(whole)")
+        #expect(whole.standardError.contains("not a property list") && whole.standardError.contains(fix), "\(whole)")
+        let exported = await command.run(["export", remote, "-"])
+        #expect(exported.status == 0 && exported.standardError.contains("skipped key \"notplist\""), "\(exported)")
+        let errors = Locked("")
+        if case .watching(let session) = command.runner(output: Locked(""), errors: errors).run(["watch", remote]) {
+            withExtendedLifetime(session) {}
+        }
+        #expect(errors.withLock { $0 }.contains("skipped key \"notplist\" of \(remote)"), "\(errors.withLock { $0 })")
+        // Alone, it is the error, with the same sentence.
+        for verb in ["read", "read-type"] {
+            let alone = await command.run([verb, remote, "notplist"])
+            #expect(alone.status == 1, "\(verb): \(alone)")
+            #expect(alone.standardError.contains("cannot read key \"notplist\" of \(remote)"), "\(verb): \(alone)")
+            #expect(alone.standardError.contains(fix), "\(verb): \(alone)")
+        }
+        // The repair, with the tool: delete it, or write a value over it.
+        let deleted = await command.run(["delete", remote, "notplist"])
+        #expect(deleted.status == 0, "\(deleted)")
+        #expect(try raw.range(prefix: bad).kvs.isEmpty)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        #expect(await command.run(["write", remote, "notplist", "-int", "1"]).status == 0)
+        let repaired = await command.run(["read", remote, "notplist"])
+        #expect(repaired.status == 0 && repaired.standardOutput == "1\n", "\(repaired)")
+        #expect(try await Self.mirrored(server) == ["good": "yes", "notplist": 1])
+        // A suite of nothing but a bad value can still be deleted whole.
+        #expect(await command.run(["delete", remote]).status == 0)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        let emptied = await command.run(["delete", remote])
+        #expect(emptied.status == 0, "\(emptied)")
+        #expect(try raw.range(prefix: Self.prefix).kvs.isEmpty)
+    }
+
     /// Each operation on an unreachable etcd, and what its failure must say: its own verb, what it was
     /// done to (the keys, or the suite) and the endpoint.
     static let operations: [(arguments: [String], says: String)] = [
