@@ -152,7 +152,8 @@ package final class RemoteCommandDomain: CommandDomain {
             suite = EtcdRemoteSuite(
                 endpoints: try address.endpoints(environment: environment), root: address.root, suite: address.suite,
                 credentials: try Self.credentials(from: environment),
-                certificateAuthorities: try Self.certificateAuthorities(from: environment))
+                certificateAuthorities: try Self.certificateAuthorities(from: environment),
+                clientCertificate: try Self.clientCertificate(from: environment))
         } catch {
             throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
         }
@@ -208,6 +209,27 @@ package final class RemoteCommandDomain: CommandDomain {
             throw .init("ETCDCTL_CACERT names \"\(path)\", which is not a readable file")
         }
         return path
+    }
+
+    /// The client certificate and its key, as `etcdctl` takes them: `ETCDCTL_CERT` and
+    /// `ETCDCTL_KEY` (PEM files); nil when neither is set.
+    package static func clientCertificate(from environment: [String: String])
+        throws(RemoteSuiteAddress.AddressError) -> (certificate: String, key: String)?
+    {
+        let certificate = environment["ETCDCTL_CERT"].flatMap { $0.isEmpty ? nil : $0 }
+        let key = environment["ETCDCTL_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        guard let certificate, let key else {
+            if certificate == nil && key == nil { return nil }
+            throw .init(
+                certificate == nil
+                    ? "ETCDCTL_KEY is set without ETCDCTL_CERT: set both, the client certificate and its key"
+                    : "ETCDCTL_CERT is set without ETCDCTL_KEY: set both, the client certificate and its key")
+        }
+        for (variable, path) in [("ETCDCTL_CERT", certificate), ("ETCDCTL_KEY", key)]
+        where !FileManager.default.isReadableFile(atPath: path) {
+            throw .init("\(variable) names \"\(path)\", which is not a readable file")
+        }
+        return (certificate, key)
     }
 
     package func persistentValues() -> [String: PropertyListValue] {

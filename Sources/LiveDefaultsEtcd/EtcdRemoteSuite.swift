@@ -82,13 +82,15 @@ package final class EtcdRemoteSuite: Sendable {
     ///   - credentials: An etcd user; from the environment, never from a suite file.
     ///   - requestTimeout: How long one call may wait for a member's answer.
     ///   - certificateAuthorities: A PEM file TLS trusts; nil for the system's trust store.
+    ///   - clientCertificate: PEM files of a client certificate and its key; nil for none.
     package init(
         endpoints: [URL], root: String, suite: String, credentials: (user: String, password: String)?,
-        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil
+        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil,
+        clientCertificate: (certificate: String, key: String)? = nil
     ) {
         client = EtcdClient(
             endpoints: endpoints, credentials: credentials, requestTimeout: requestTimeout,
-            certificateAuthorities: certificateAuthorities)
+            certificateAuthorities: certificateAuthorities, clientCertificate: clientCertificate)
         user = credentials?.user
         prefix = Self.prefix(root: root, suite: suite)
     }

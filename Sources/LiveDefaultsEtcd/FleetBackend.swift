@@ -59,7 +59,10 @@ final class FleetBackend: SuiteBackend {
         self.client = EtcdClient(
             endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
             requestTimeout: suite.requestTimeout.timeInterval,
-            certificateAuthorities: suite.certificateAuthorities?.path)
+            certificateAuthorities: suite.certificateAuthorities?.path,
+            clientCertificate: suite.clientCertificate.flatMap { certificate in
+                suite.clientKey.map { (certificate.path, $0.path) }
+            })
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
         self.cache = FleetCacheWriter(

@@ -37,15 +37,34 @@ public struct FleetSuite: Sendable, Hashable {
     public let cacheDirectory: URL?
     /// How long one call to etcd may take before it counts as failed.
     public let requestTimeout: Duration
+    /// A PEM file of the client certificate shown to members started with `--client-cert-auth`
+    /// (with ``clientKey``); nil for none. etcd takes the certificate's common name as the user.
+    public let clientCertificate: URL?
+    /// The PEM file of ``clientCertificate``'s private key; nil for none.
+    public let clientKey: URL?
 
     /// Describes a fleet suite.
     ///
+    /// - Parameters:
+    ///   - name: The suite's name, such as "com.example.service" (the rules of a local suite name).
+    ///   - endpoints: etcd's client URLs (`http://` or `https://`), tried in turn.
+    ///   - root: Where the fleet's suites are in etcd.
+    ///   - credentials: The etcd user, when the cluster has authentication on.
+    ///   - cacheDirectory: Where the last known values are kept; nil for the default.
+    ///   - requestTimeout: How long one call to etcd may take.
+    ///   - certificateAuthorities: A PEM file of the authorities `https://` endpoints chain to; nil
+    ///     for the system's trust store.
+    ///   - clientCertificate: A PEM file of a client certificate, for members started with
+    ///     `--client-cert-auth`; give `clientKey` with it.
+    ///   - clientKey: The PEM file of the client certificate's private key.
     /// - Throws: `DefaultsError.Code.invalidSuiteName` for a bad name; `DefaultsError.Code.invalidRemote`
     ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, a root that
-    ///   does not start with "/", or a certificate-authorities file that cannot be read.
+    ///   does not start with "/", a certificate-authorities, certificate or key file that cannot be
+    ///   read, or a client certificate without its key (or a key without its certificate).
     public init(
         name: String, endpoints: [URL], root: String = FleetSuite.defaultRoot, credentials: FleetCredentials? = nil,
-        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil
+        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil,
+        clientCertificate: URL? = nil, clientKey: URL? = nil
     ) throws {
         try SuiteLocation.validate(suiteName: name)
         guard !endpoints.isEmpty else {
@@ -87,8 +106,26 @@ public struct FleetSuite: Sendable, Hashable {
                     + "readable file: give a PEM file of the CAs that etcd's certificates chain to.",
                 suite: name)
         }
+        guard (clientCertificate == nil) == (clientKey == nil) else {
+            throw DefaultsError(
+                .invalidRemote,
+                "The fleet suite \"\(name)\" has a client \(clientKey == nil ? "certificate without its key" : "key without its certificate"): "
+                    + "give both clientCertificate and clientKey.",
+                suite: name)
+        }
+        for (file, what) in [(clientCertificate, "client certificate"), (clientKey, "client key")] {
+            guard let file else { continue }
+            guard file.isFileURL, FileManager.default.isReadableFile(atPath: file.path) else {
+                throw DefaultsError(
+                    .invalidRemote,
+                    "The \(what) \"\(file.path)\" of fleet suite \"\(name)\" is not a readable file: give a PEM file.",
+                    suite: name)
+            }
+        }
         self.name = name
         self.endpoints = endpoints
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
         self.certificateAuthorities = certificateAuthorities
         self.root = root == "/" ? "" : root
         self.credentials = credentials

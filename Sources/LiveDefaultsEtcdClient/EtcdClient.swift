@@ -15,6 +15,8 @@ package final class EtcdClient: Sendable {
     private let requestTimeout: TimeInterval
     /// The PEM file of certificate authorities TLS trusts; nil for the system's trust store.
     package let certificateAuthorities: String?
+    /// The PEM files of the certificate and key shown to a member that asks for one; nil for none.
+    package let clientCertificate: (certificate: String, key: String)?
     private let preferred = Locked<Int>(0)
 
     /// - Parameters:
@@ -23,15 +25,18 @@ package final class EtcdClient: Sendable {
     ///   - requestTimeout: How long a unary call may wait for its answer.
     ///   - certificateAuthorities: A PEM file of the certificate authorities TLS trusts (`https://`
     ///     endpoints); nil for the system's trust store.
+    ///   - clientCertificate: PEM files of a client certificate and its key, for members started with
+    ///     `--client-cert-auth`; nil for none.
     package init(
         endpoints: [URL], credentials: (user: String, password: String)? = nil, requestTimeout: TimeInterval = 10,
-        certificateAuthorities: String? = nil
+        certificateAuthorities: String? = nil, clientCertificate: (certificate: String, key: String)? = nil
     ) {
         precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
         self.endpoints = endpoints
         self.credentials = credentials
         self.requestTimeout = requestTimeout
         self.certificateAuthorities = certificateAuthorities
+        self.clientCertificate = clientCertificate
     }
 
     /// The token in use (for tests of its renewal).
@@ -201,12 +206,14 @@ package final class EtcdClient: Sendable {
         package var headers: [String: String] = [:]
         /// The PEM file TLS trusts; nil for the system's trust store.
         package var certificateAuthorities: String?
+        /// The client certificate and key; nil for none.
+        package var clientCertificate: (certificate: String, key: String)?
     }
 
     private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) throws -> Request {
         var request = Request(
             url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body),
-            certificateAuthorities: certificateAuthorities)
+            certificateAuthorities: certificateAuthorities, clientCertificate: clientCertificate)
         // A member without a leader then says so at once ("etcdserver: no leader", gRPC code 14):
         // a watch ends instead of sending progress at a stale revision forever, and a range or a
         // write moves on to the next member instead of waiting 7 s for "request timed out".
@@ -222,7 +229,8 @@ package final class EtcdClient: Sendable {
             url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
             body: try JSONEncoder().encode(
                 EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)),
-            headers: ["Grpc-Metadata-Hasleader": "true"], certificateAuthorities: certificateAuthorities)
+            headers: ["Grpc-Metadata-Hasleader": "true"], certificateAuthorities: certificateAuthorities,
+            clientCertificate: clientCertificate)
         let (data, status) = try send(request)
         let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {
@@ -284,7 +292,7 @@ package final class EtcdClient: Sendable {
         var received = Data()
         let post = CurlPost(
             url: request.url, body: request.body, headers: request.headers, timeout: requestTimeout, idleTimeout: nil,
-            certificateAuthorities: request.certificateAuthorities
+            certificateAuthorities: request.certificateAuthorities, clientCertificate: request.clientCertificate
         ) { data, _ in received.append(data) }
         switch post.perform() {
         case .completed(let status):
@@ -295,8 +303,28 @@ package final class EtcdClient: Sendable {
                 kind: .unavailable, message: "the call to etcd at \(request.url.absoluteString) was cancelled")
         case .failed(let problem, _):
             throw EtcdError(
-                kind: .unavailable, message: "etcd at \(request.url.absoluteString) did not answer: \(problem)")
+                kind: .unavailable,
+                message:
+                    "etcd at \(request.url.absoluteString) did not answer: \(problem)\(Self.hint(problem, request))")
         }
+    }
+
+    /// What to do about a TLS connection a member ended for want of a client certificate. Under
+    /// TLS 1.3 the member's refusal (an alert, then the end of the connection) may reach libcurl
+    /// as the alert or, when the request was being sent, as a broken connection: the first names
+    /// the cause, the second can only suggest it.
+    static func hint(_ problem: String, _ request: Request) -> String {
+        let refused = ["certificate required", "alert handshake failure", "alert bad certificate"]
+        if refused.contains(where: problem.contains) {
+            return request.clientCertificate == nil
+                ? "; the member asks for a client certificate (etcd's --client-cert-auth): give one and its key"
+                : "; the member refused this client certificate: it must be signed by an authority the member "
+                    + "trusts (etcd's --trusted-ca-file)"
+        }
+        let broken = ["Failed sending data to the peer", "Failure when receiving data from the peer"]
+        guard request.url.scheme == "https", request.clientCertificate == nil, broken.contains(where: problem.contains)
+        else { return "" }
+        return "; if the member asks for a client certificate (etcd's --client-cert-auth), give one and its key"
     }
 
     private func decode<Answer: Decodable>(_ data: Data, _ status: Int) throws -> Answer {

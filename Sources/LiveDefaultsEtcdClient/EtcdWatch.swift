@@ -44,7 +44,7 @@ package final class EtcdWatch: Sendable {
         let finished = self.finished
         let post = CurlPost(
             url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout,
-            certificateAuthorities: request.certificateAuthorities
+            certificateAuthorities: request.certificateAuthorities, clientCertificate: request.clientCertificate
         ) { data, status in
             reader.feed(data, status: status, finished: finished, continuation: continuation)
         }
