@@ -38,7 +38,9 @@ public struct FleetSuite: Sendable, Hashable {
     /// How long one call to etcd may take before it counts as failed.
     public let requestTimeout: Duration
     /// A PEM file of the client certificate shown to members started with `--client-cert-auth`
-    /// (with ``clientKey``); nil for none. etcd takes the certificate's common name as the user.
+    /// (with ``clientKey``); nil for none. It does not name the etcd user: with authentication on,
+    /// etcd 3.4's JSON gateway refuses a certificate with a common name, so give one without, and
+    /// ``credentials``.
     public let clientCertificate: URL?
     /// The PEM file of ``clientCertificate``'s private key; nil for none.
     public let clientKey: URL?

@@ -109,21 +109,25 @@ struct EtcdTLSTests {
         #expect(defaults.string(forKey: "theme") == nil)  // nothing was read from an untrusted peer
     }
 
-    /// A client certificate for the user "service", signed by `certificates`' authority.
-    static func clientCertificate(_ certificates: Certificates) throws -> (certificate: String, key: String) {
+    /// A client certificate signed by `certificates`' authority, with the common name "service" (or none).
+    static func clientCertificate(_ certificates: Certificates, commonName: Bool = true) throws -> (
+        certificate: String, key: String
+    ) {
         let path = certificates.directory.path
+        let name = commonName ? "client" : "anonymous"
         try Certificates.openssl(
             [
                 "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                path + "/client.key", "-out", path + "/client.csr", "-subj", "/CN=service",
+                path + "/\(name).key", "-out", path + "/\(name).csr", "-subj",
+                commonName ? "/CN=service" : "/O=LiveDefaults",
             ], in: path)
         try Data("extendedKeyUsage=clientAuth\n".utf8).write(to: URL(fileURLWithPath: path + "/client.cnf"))
         try Certificates.openssl(
             [
-                "x509", "-req", "-in", path + "/client.csr", "-CA", path + "/ca.pem", "-CAkey", path + "/ca.key",
-                "-CAcreateserial", "-out", path + "/client.pem", "-days", "1", "-extfile", path + "/client.cnf",
+                "x509", "-req", "-in", path + "/\(name).csr", "-CA", path + "/ca.pem", "-CAkey", path + "/ca.key",
+                "-CAcreateserial", "-out", path + "/\(name).pem", "-days", "1", "-extfile", path + "/client.cnf",
             ], in: path)
-        return (path + "/client.pem", path + "/client.key")
+        return (path + "/\(name).pem", path + "/\(name).key")
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
@@ -190,6 +194,56 @@ struct EtcdTLSTests {
             directory: directory.url, environment: ["ETCDCTL_CERT": client.certificate]
         ).run(["read", address, "theme"])
         #expect(halfway.status == 1 && halfway.standardError.contains("without ETCDCTL_KEY"), "\(halfway)")
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"),
+        .requiresEtcdctl)
+    /// etcd 3.4's JSON gateway refuses a certificate with a common name when authentication is on
+    /// ("CommonName of client sending a request against gateway will be ignored"): through it, a
+    /// certificate cannot name the user. A certificate without one, and an etcd user, get the
+    /// user's roles.
+    func aCertificateWithACommonNameIsRefusedByTheGatewayAndOneWithoutTakesTheUsersRoles() async throws {
+        let certificates = try Certificates()
+        let named = try Self.clientCertificate(certificates)  // CN=service
+        let anonymous = try Self.clientCertificate(certificates, commonName: false)
+        let server = try EtcdServer()
+        let port = try EtcdServer.freePort()
+        let plain = "http://127.0.0.1:\(server.clientPort)"
+        try await server.start(extraArguments: [
+            "--listen-client-urls", "\(plain),https://127.0.0.1:\(port)", "--advertise-client-urls", plain,
+            "--cert-file", certificates.certificate, "--key-file", certificates.key, "--client-cert-auth",
+            "--trusted-ca-file", certificates.authority,
+        ])
+        defer { server.stop() }
+        try server.control(["user", "add", "root:rootpw"])
+        try server.control(["role", "add", "reader"])
+        try server.control(["role", "grant-permission", "reader", "read", "/livedefaults/", "--prefix=true"])
+        try server.control(["user", "add", "service:servicepw"])
+        try server.control(["user", "grant-role", "service", "reader"])
+        try server.control(["auth", "enable"])
+        let directory = try TemporaryDirectory()
+        let address = "etcds://127.0.0.1:\(port)/com.example.cn"
+        func command(_ user: String?, _ certificate: (certificate: String, key: String))
+            -> EtcdDefaultsCommandTests
+            .Command
+        {
+            var environment = [
+                "ETCDCTL_CACERT": certificates.authority, "ETCDCTL_CERT": certificate.certificate,
+                "ETCDCTL_KEY": certificate.key,
+            ]
+            environment["ETCDCTL_USER"] = user
+            return EtcdDefaultsCommandTests.Command(directory: directory.url, environment: environment)
+        }
+        let byName = await command(nil, named).run(["read", address, "theme"])
+        #expect(byName.status == 1 && byName.standardError.contains("CommonName"), "\(byName)")
+        let written = await command("root:rootpw", anonymous).run(["write", address, "theme", "dark"])
+        #expect(written.status == 0, "\(written)")
+        let service = command("service:servicepw", anonymous)
+        let read = await service.run(["read", address, "theme"])
+        #expect(read.status == 0 && read.standardOutput == "dark\n", "\(read)")
+        let refused = await service.run(["write", address, "theme", "light"])
+        #expect(refused.status == 1 && refused.standardError.contains("permission denied"), "\(refused)")
     }
 
     @Test func aClientCertificateWithoutItsKeyIsRefusedByName() throws {
