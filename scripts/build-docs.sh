@@ -34,7 +34,7 @@ build() {
     echo "documentation: $out/$module.doccarchive"
 }
 
-# The library's public API, the codec's re-exported names included (docs/design.md, "The documentation").
+# The library's public API, the codec's re-exported names included (docs/design.md, "Documentation").
 build LiveDefaults -experimental-allowed-reexported-modules=LiveDefaultsPropertyList
 # Fleet settings' public API, with its extension of the library's `Defaults`.
 build LiveDefaultsEtcd

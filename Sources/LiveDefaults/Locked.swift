@@ -14,7 +14,7 @@
 ///
 /// The watcher has a copy (Sources/LiveDefaultsLocking/Locked.swift, the same code): this one stays
 /// in the library, where its calls on the read path are specialized and inlined (docs/design.md,
-/// Targets). Change both together.
+/// "Map: modules"). Change both together.
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS

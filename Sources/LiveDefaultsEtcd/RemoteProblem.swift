@@ -2,7 +2,7 @@ import LiveDefaultsEtcdClient
 
 /// What went wrong with a remote suite, classified once for everyone who acts on it: the fleet
 /// backend (retry or drop a write), ``FleetConnection``'s update, the follower's reports and the
-/// `defaults` command's messages (docs/design.md, "Fleet settings: failures").
+/// `defaults` command's messages (docs/design.md, "Fleet settings: the remote store").
 package enum RemoteProblem: Error, Sendable, CustomStringConvertible {
     /// No member answered (refused, reset, timed out, no leader): the same call may work later.
     case unreachable(EtcdError)

@@ -14,7 +14,7 @@
 ///
 /// The watcher's copy of the library's `Locked` (Sources/LiveDefaults/Locked.swift, the same code):
 /// shared from one module, the library's calls were not specialized, and a read took 24 ns instead
-/// of 19 (docs/design.md, Targets). Change both together.
+/// of 19 (docs/design.md, "Map: modules"). Change both together.
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS

@@ -28,8 +28,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var cleanedTemporaryFiles = false
         var watch: FileWatch?
         /// The binary encoding of the values this store last wrote, and their version: the next
-        /// write re-encodes only the keys it changes (docs/design.md, "The binary encoder: one
-        /// walk, and reuse"). Used only when the values to write over are still that version.
+        /// write re-encodes only the keys it changes (docs/design.md, "The codec: the binary
+        /// encoder"). Used only when the values to write over are still that version.
         var encoding: (encoding: BinaryDictionaryEncoding, version: UInt64)?
     }
 
