@@ -31,9 +31,9 @@ final class EtcdSuiteFollower: Sendable {
     private struct State {
         var mirror: EtcdMirror
         var status = Status.starting
-        /// The number of the current run of the loop; ``stop()`` moves it on, which ends the run.
-        var run = 0
-        var running = false
+        /// Whether the loop runs, and the number of its run: ``stop()`` moves the number on, which
+        /// ends the run, and a run whose number is no longer current stops at its next step.
+        var loop = Loop.stopped(lastRun: 0)
         var watch: EtcdWatch?
         var resyncs = 0
         /// Ranges sent so far, and the number of the one the mirror was last filled from: a range
@@ -44,6 +44,19 @@ final class EtcdSuiteFollower: Sendable {
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
+    }
+
+    /// The follower's loop: running (run number n), or stopped (after run n).
+    private enum Loop: Equatable {
+        case running(Int)
+        case stopped(lastRun: Int)
+
+        /// The run's number: the current one, or the last one.
+        var number: Int {
+            switch self {
+            case .running(let run), .stopped(let run): run
+            }
+        }
     }
 
     let client: EtcdClient
@@ -159,10 +172,9 @@ final class EtcdSuiteFollower: Sendable {
     /// from following etcd.
     func start() {
         let run = state.withLock { state -> Int? in
-            guard !state.running else { return nil }
-            state.running = true
-            state.run += 1
-            return state.run
+            guard case .stopped(let last) = state.loop else { return nil }
+            state.loop = .running(last + 1)
+            return last + 1
         }
         guard let run else { return }
         progress.update { $0.run = run }
@@ -174,21 +186,20 @@ final class EtcdSuiteFollower: Sendable {
     func stop() {
         let watch = state.withLock { state in
             defer {
-                state.running = false
-                state.run += 1
+                state.loop = .stopped(lastRun: state.loop.number + 1)
                 state.watch = nil
                 // A message being read now is not applied.
                 state.watchGeneration += 1
             }
             return state.watch
         }
-        let run = state.withLock { $0.run }
+        let run = state.withLock { $0.loop.number }
         progress.update { $0.run = run }
         watch?.cancel()
     }
 
     /// Whether run number `run` of the loop is still the current one.
-    private func isCurrent(_ run: Int) -> Bool { state.withLock { $0.run == run } }
+    private func isCurrent(_ run: Int) -> Bool { state.withLock { $0.loop == .running(run) } }
 
     /// Waits `seconds`, or less if ``stop()`` ends run number `run` meanwhile.
     ///
@@ -282,7 +293,7 @@ final class EtcdSuiteFollower: Sendable {
                     self?.handle(message, generation: generation) ?? false
                 }
                 let keep = state.withLock { state -> Bool in
-                    guard state.run == run, state.watchGeneration == generation else { return false }
+                    guard state.loop == .running(run), state.watchGeneration == generation else { return false }
                     state.watch = watch
                     return true
                 }
