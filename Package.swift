@@ -36,12 +36,13 @@ let package = Package(
             name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching", "CTimerFD"],
             path: "Sources/LiveDefaults"),
         // The etcd client: libcurl's POST, the v3 JSON gateway's wire format and watch-line reader, unary calls
-        // and watches; synchronous (libcurl blocks). Knows nothing of suites; not a product.
+        // and watches; synchronous (libcurl blocks; it is loaded at the first call: Sources/CCurl/shim.h).
+        // Knows nothing of suites; not a product.
         .target(
             name: "LiveDefaultsEtcdClient", dependencies: ["LiveDefaultsLocking", "CCurl"],
             path: "Sources/LiveDefaultsEtcdClient"),
         // Fleet settings: suites kept in etcd (the mirror, its follower, the store's backend, the offline cache,
-        // the connection), over the etcd client; only apps that import it link libcurl.
+        // the connection), over the etcd client.
         .target(
             name: "LiveDefaultsEtcd",
             dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcdClient"],
