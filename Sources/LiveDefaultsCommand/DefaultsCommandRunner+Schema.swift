@@ -72,7 +72,7 @@ extension DefaultsCommandRunner {
                     : names.map { $0 + "\n" }.joined())
 
         case .reset(let domain, let key, let json):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "reset", keys: key.map { [$0] })
             let values = store.persistentValues()
             let schema = try domains.schema(of: domain, values: values)
             let names: [String]
@@ -130,7 +130,7 @@ extension DefaultsCommandRunner {
         let schema = try DefaultsSchema(propertyListData: data, source: file)
         switch domain {
         case .remote(let address)?:
-            let store = try openForWriting(.remote(address))
+            let store = try openForWriting(.remote(address), "install-schema", keys: [CommandSchema.reservedKey])
             store.set(schema.propertyList, forKey: CommandSchema.reservedKey)
             try save(store, .remote(address))
             io.standardOutput("Installed the schema of \(schema.suite) in \(address.text)\n")

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 
 extension FleetSuite {
@@ -34,7 +35,7 @@ extension FleetSuite {
         while true {
             let (header, kvs): (EtcdResponseHeader, [EtcdKeyValue])
             do {
-                (header, kvs) = try blocking { try await client.range(prefix: prefix) }
+                (header, kvs) = try client.range(prefix: prefix)
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable, "The migration of fleet suite \"\(name)\" could not read etcd: \(error)",
@@ -85,10 +86,7 @@ extension FleetSuite {
             }
             let committed: Bool
             do {
-                let (puts, deletes, unchanged) = (puts, deletes, unchanged)
-                committed = try blocking {
-                    try await client.commit(puts: puts, deletes: deletes, unchanged: unchanged)
-                }
+                committed = try client.commit(puts: puts, deletes: deletes, unchanged: unchanged)
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable,

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// A fleet suite's migration raced by 3 processes (TestHelper's `fleet-migrate`): etcd's
 /// compare-and-set lets exactly one commit each step, and an observer sees each step as one burst.
@@ -27,7 +28,7 @@ struct FleetMigrationTests {
         let suite = try scenario.suite()
         let raw = scenario.raw
         let prefix = suite.prefix
-        _ = try await raw.commit(
+        _ = try raw.commit(
             puts: [(EtcdMirror.etcdKey("old", prefix: prefix), try EtcdMirror.encode("kept value"))], deletes: [])
         // An observer in this process, on the same suite.
         let defaults = try Defaults.fleet(suite)
@@ -61,7 +62,7 @@ struct FleetMigrationTests {
         }
         #expect(ran.sorted() == ["ran 1", "ran 2", "ran 3"], "each step committed by exactly one process: \(ran)")
 
-        let (_, kvs) = try await raw.range(prefix: prefix)
+        let (_, kvs) = try raw.range(prefix: prefix)
         var mirror = EtcdMirror(prefix: prefix)
         _ = mirror.resync(header: EtcdResponseHeader(), kvs: kvs)
         #expect(

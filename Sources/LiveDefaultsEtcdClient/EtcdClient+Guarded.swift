@@ -6,9 +6,9 @@ extension EtcdClient {
     /// member when its outcome is unknown: the caller reads again and decides.
     ///
     /// - Returns: Whether every compare held (the changes were made).
-    func commit(
+    package func commit(
         puts: [(key: Data, value: Data)], deletes: [Data], unchanged: [(key: Data, modRevision: Int64)]
-    ) async throws -> Bool {
+    ) throws -> Bool {
         let compares = unchanged.map { guarded in
             guarded.modRevision == 0
                 ? EtcdCompare(
@@ -20,7 +20,7 @@ extension EtcdClient {
         let operations =
             puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
-        let response: EtcdTxnResponse = try await call(
+        let response: EtcdTxnResponse = try call(
             "/v3/kv/txn", EtcdTxnRequest(compare: compares, success: operations, failure: []), idempotent: false)
         return response.succeeded == true
     }
