@@ -5,7 +5,7 @@ import LiveDefaultsPropertyList
 
 extension FleetSuite {
     /// Brings the fleet suite up to migration `version`, each step once per suite across the
-    /// fleet: the pending steps' changes and the record (``DefaultsMigration/recordKey``, under
+    /// fleet: the pending steps' changes and the record (`DefaultsMigration.recordKey`, under
     /// the suite's prefix) are committed in one etcd transaction that applies only if the record and
     /// every key the steps change are as they were read (compare-and-set). A process that loses the
     /// race reads again and finds the steps done.
@@ -17,13 +17,13 @@ extension FleetSuite {
     /// `body` may be evaluated by several processes racing for the same step, and by one process
     /// more than once; only one result is committed, so it must change only `step`. Every process
     /// with the suite open, this one included, sees the changes as one burst with the origin
-    /// ``ChangeOrigin/external``. Moving keys from another suite is for suites kept in a file.
+    /// `ChangeOrigin.external`. Moving keys from another suite is for suites kept in a file.
     ///
     /// - Parameters:
     ///   - version: The number of the last step.
     ///   - body: Makes step `step.number`'s changes to `step`.
     /// - Returns: The numbers of the steps this process committed.
-    /// - Throws: ``DefaultsError``: `migrationFailed` when `body` throws, asks for a move, or changes
+    /// - Throws: `DefaultsError`: `migrationFailed` when `body` throws, asks for a move, or changes
     ///   more keys than one etcd transaction takes; `remoteUnavailable` when etcd cannot be reached.
     @discardableResult
     public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
