@@ -1,7 +1,12 @@
 import Foundation
 
 /// Everything a ``FileWatcher`` knows: the watched files, which directories they need, the
-/// state of those directories, and the timers for coalescing, the deletion grace and polling.
+/// state of those directories, and the timers for the deletion grace and polling.
+///
+/// The registry owns the deletion grace: it decides when an absence counts, and its calls say only
+/// ``FileChange/mayHaveChanged`` or ``FileChange/goneForGood``. It does not decide when a reader
+/// reloads: writes that come while a call is due merge into it, and that is all; the store's
+/// schedule coalesces reloads (docs/design.md, "Live reload: coalescing").
 ///
 /// Pure bookkeeping — no system calls and no callbacks — kept under one lock by
 /// ``FileWatcherCore``. Times are `DispatchTime` uptime nanoseconds.
@@ -54,8 +59,8 @@ struct WatchRegistry: Sendable {
     /// One call of ``FileWatcher/watch(path:onChange:)``.
     struct Registration: Sendable {
         var watched: WatchedPath
-        let onChange: @Sendable () -> Void
-        /// When the next (coalesced) call is due.
+        let onChange: @Sendable (FileChange) -> Void
+        /// When the next call is due (events that come before it is made merge into it).
         var callDeadline: UInt64?
         /// The due call is only a look (a directory of the path was armed again: something may
         /// have happened while it was not watched); no write was seen.
@@ -65,9 +70,6 @@ struct WatchRegistry: Sendable {
         var hasBeenCalled = false
         /// Since when the file is known to be away (deleted, moved away, or found absent).
         var awaySince: UInt64?
-        /// When the last call was made: a write right after it waits out the coalescing window,
-        /// unless the owner has said the call's work is done (``WatchRegistry/callFinished(_:now:)``).
-        var lastCall: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
         /// Whether a complete write was seen since the last create or delete.
@@ -93,7 +95,6 @@ struct WatchRegistry: Sendable {
         var missingDirectories: [String] = []
     }
 
-    let coalescingWindow: UInt64
     let deletionGrace: UInt64
     let pollInterval: UInt64
 
@@ -114,18 +115,10 @@ struct WatchRegistry: Sendable {
     /// on a caller's thread (a handler could otherwise run inside the start of `FileWatcher.shared`).
     var pendingReports: [WatchProblem] = []
 
-    init(mode: FileWatcher.Mode, coalescingWindow: Duration, deletionGrace: Duration, pollInterval: Duration) {
+    init(mode: FileWatcher.Mode, deletionGrace: Duration, pollInterval: Duration) {
         self.mode = mode
-        self.coalescingWindow = Self.nanoseconds(coalescingWindow)
-        self.deletionGrace = Self.nanoseconds(deletionGrace)
-        self.pollInterval = Self.nanoseconds(pollInterval)
-    }
-
-    /// `duration` in whole nanoseconds (negative durations count as zero).
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        self.deletionGrace = deletionGrace.wholeNanoseconds
+        self.pollInterval = pollInterval.wholeNanoseconds
     }
 
     // MARK: Registrations
@@ -141,7 +134,8 @@ struct WatchRegistry: Sendable {
     ///   - initial: The file as it is when the watch is made (its owner has just read it).
     /// - Returns: The identifier, and whether the set of wanted directories changed.
     mutating func add(
-        _ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64, initial: Baseline = .unknown
+        _ watched: WatchedPath, onChange: @escaping @Sendable (FileChange) -> Void, now: UInt64,
+        initial: Baseline = .unknown
     ) -> (identifier: UInt64, directoriesChanged: Bool) {
         let identifier = nextIdentifier
         nextIdentifier += 1
@@ -254,7 +248,7 @@ struct WatchRegistry: Sendable {
             for identifier in identifiers { apply(change, to: identifier, now: now) }
             return true
         case .overflow:
-            for identifier in registrations.keys { scheduleCall(identifier, at: now + coalescingWindow, isLook: false) }
+            for identifier in registrations.keys { scheduleCall(identifier, at: now, isLook: false) }
             return true
         case .directoryArmed(let directory):
             guard directoryUsers[directory] != nil else { return false }
@@ -288,11 +282,9 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return }
         switch change {
         case .written:
-            // Leading edge: a write after a quiet spell — no call within the window, or the last
-            // call's work done — is reported at once (the event is a close or a move-in, so the
-            // content is final); further writes within the window coalesce into one trailing call.
-            let quietSince = registration.lastCall.map { $0 &+ coalescingWindow } ?? 0
-            registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
+            // Called for at once (the event is a close or a move-in, so the content is final);
+            // writes seen before the call is made merge into it.
+            registration.callDeadline = registration.callDeadline ?? now
             registration.callIsLook = false
             registration.writtenSinceSettleStarted = true
             registration.awaySince = nil
@@ -345,7 +337,6 @@ struct WatchRegistry: Sendable {
             var changed = false
             if let deadline = registration.callDeadline, deadline <= now {
                 registration.callDeadline = nil
-                registration.lastCall = now
                 work.calls.append(identifier)
                 work.callPaths[identifier] = registration.watched.path
                 if registration.callIsLook { work.looks.insert(identifier) }
@@ -431,20 +422,6 @@ struct WatchRegistry: Sendable {
         if stamp != nil { registrations[identifier]?.awaySince = nil }
     }
 
-    /// Whether the file, which the owner of a registration has just found absent, counts as
-    /// deleted: it has been away for the deletion grace. If not, the grace runs (from when the
-    /// file was first known to be away) and its end gives a call when the file is still away.
-    ///
-    /// The owner reads the file some time after a call: the file may have gone in between, for a
-    /// moment only, after the watcher looked.
-    mutating func absenceCounts(_ identifier: UInt64, now: UInt64) -> Bool {
-        guard var registration = registrations[identifier] else { return true }
-        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
-        registration.noteAway(now: now, deletionGrace: deletionGrace)
-        registrations[identifier] = registration
-        return false
-    }
-
     /// Records what a poll saw at `now`.
     ///
     /// - Returns: Whether to call.
@@ -452,8 +429,16 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         switch (registration.baseline, stamp) {
-        case (.unknown, _):
-            registration.baseline = stamp.map(Baseline.present) ?? .absent
+        case (.unknown, nil):
+            registration.baseline = .absent
+            // Away now but there at the last call: the deletion grace decides, as for a look.
+            if case .present = registration.calledWith {
+                registration.noteAway(now: now, deletionGrace: deletionGrace)
+                return false
+            }
+            return true
+        case (.unknown, let stamp?):
+            registration.baseline = .present(stamp)
             return true
         case (.absent, nil):
             return false
@@ -484,25 +469,6 @@ struct WatchRegistry: Sendable {
         guard directoryStatus[directory] == .missing else { return false }
         directoryStatus[directory] = .pending
         directoriesVersion += 1
-        return true
-    }
-
-    /// The owner of a registration has done the work of its last call (a store has read the
-    /// file again): the coalescing window after that call ends now. Writes seen since the call
-    /// become one call due at once; with none, the next write is called for at once.
-    ///
-    /// The window is there so that a burst of writes gives one reload rather than one each. A
-    /// burst is writes closer together than a reload: those that come while the reload runs are
-    /// still gathered into one call. A write that comes after the reload is done is the first of
-    /// a new burst, and waiting would only delay it (docs/design.md, "Live reload: coalescing").
-    ///
-    /// - Returns: Whether a call fell due (the dispatcher has to look).
-    mutating func callFinished(_ identifier: UInt64, now: UInt64) -> Bool {
-        guard var registration = registrations[identifier], registration.lastCall != nil else { return false }
-        defer { registrations[identifier] = registration }
-        registration.lastCall = nil
-        guard let deadline = registration.callDeadline, deadline > now, !registration.callIsLook else { return false }
-        registration.callDeadline = now
         return true
     }
 

@@ -273,55 +273,58 @@ extension SuiteStore {
 
     /// Looks at the backend again after an outside change and delivers the difference (origin
     /// `.external`). Keys this process changed and has not written keep their local value.
-    package func reload() {
-        _ = reload(waiting: true)
-    }
-
-    /// Reloads on this thread, as ``reload()`` does, if no write or reload is under way; returns
-    /// false, doing nothing, if one is. A backend whose news arrives on a thread of its own (a
-    /// remote follower) delivers it there, without a hop to another thread.
-    package func reloadIfIdle() -> Bool {
-        reload(waiting: false)
-    }
-
-    private func reload(waiting: Bool) -> Bool {
+    ///
+    /// - Parameter goneForGood: The backend's watch said the suite is gone for good (a suite
+    ///   found absent then reads as empty; otherwise an absent suite is no change).
+    package func reload(goneForGood: Bool = false) {
         var followUps = FollowUps()
         var problem: DefaultsError?
-        let body = { (operations: inout Int) in
+        inputOutput.withLock { operations in
             operations += 1
-            switch self.backend.reload() {
+            switch backend.reload(goneForGood: goneForGood) {
             case .unchanged:
                 break
             case .failed(let error):
                 problem = error
             case .unreadable(let error, let isNew):
-                self.state.withLock { $0.lastError = error }
+                state.withLock { $0.lastError = error }
                 if isNew { problem = error }
             case .changed(let snapshot):
-                followUps = self.applyChange(origin: .external) { state in
+                followUps = applyChange(origin: .external) { state in
                     if state.lastError?.code == .corruptFile { state.lastError = nil }
                     return state.values.install(snapshot.values, version: snapshot.version, after: nil)
                 }
             }
         }
-        if waiting {
-            inputOutput.withLock(body)
-        } else if inputOutput.withLockIfAvailable(body) == nil {
-            return false
-        }
         if let problem { DefaultsErrorReporting.report(problem) }
+        followUps.run()
+    }
+
+    /// Applies a backend's per-key changes on this thread, if no write or reload is under way
+    /// (a remote follower's news is delivered on its own thread, without a hop); returns false,
+    /// doing nothing, if one is. Keys this process changed and has not written keep their local
+    /// value; nothing of the suite is compared but the keys given.
+    package func applyIfIdle(_ changes: [SuiteKeyChange], version: UInt64) -> Bool {
+        let applied = inputOutput.withLockIfAvailable { operations -> FollowUps in
+            operations += 1
+            return applyChange(origin: .external) { $0.values.apply(changes, version: version) }
+        }
+        guard let followUps = applied else { return false }
         followUps.run()
         return true
     }
 
-    /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
-    package func scheduleReload() {
-        let arms = state.withLock { $0.schedule.reloadRequested() }
+    /// Asks for a reload soon, off the calling thread. The schedule is the one owner of when to
+    /// reload: requests made before the armed reload starts coalesce into it.
+    ///
+    /// - Parameter goneForGood: The suite is gone for good (see ``reload(goneForGood:)``).
+    package func scheduleReload(goneForGood: Bool = false) {
+        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood: goneForGood) }
         guard arms else { return }
         clock.run(after: .zero) { [weak self] in
             guard let self else { return }
-            self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload()
+            let goneForGood = self.state.withLock { $0.schedule.reloadStarted() }
+            self.reload(goneForGood: goneForGood)
         }
     }
 
@@ -355,8 +358,17 @@ extension SuiteStore {
 
     /// Starts following outside changes to the suite (for files: its directory is watched).
     package func startWatching() {
-        backend.startWatching { [weak self] in
-            self?.scheduleReload()
+        backend.startWatching { [weak self] change in
+            guard let self else { return }
+            switch change {
+            case .mayHaveChanged:
+                self.scheduleReload()
+            case .goneForGood:
+                self.scheduleReload(goneForGood: true)
+            case .changed(let changes, let version):
+                // Busy with a write or a reload: the reload that follows reads the backend whole.
+                if !self.applyIfIdle(changes, version: version) { self.scheduleReload() }
+            }
         }
     }
 }

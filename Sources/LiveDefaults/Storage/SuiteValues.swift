@@ -131,6 +131,34 @@ package struct SuiteValues: Sendable {
         return changes
     }
 
+    /// Applies a backend's own per-key changes at `version` (a backend that knows what changed,
+    /// as the fleet mirror does): the other keys are neither copied nor compared. As in
+    /// ``install(_:version:after:unchangedByOthers:)``, keys with changes of this process not yet
+    /// written keep their local value, and a replacement of the whole suite not yet written hides
+    /// the stored values entirely.
+    ///
+    /// - Returns: The changes reads see.
+    package mutating func apply(_ changes: [SuiteKeyChange], version: UInt64) -> [StoredChange] {
+        self.version = version
+        var seen: [StoredChange] = []
+        for change in changes {
+            if let value = change.value {
+                stored[change.key] = value
+            } else {
+                stored.removeValue(forKey: change.key)
+            }
+            guard wholeReplacement == nil, pending[change.key] == nil else { continue }
+            let old: PropertyListValue?
+            if let value = change.value {
+                old = current.updateValue(value, forKey: change.key)
+            } else {
+                old = current.removeValue(forKey: change.key)
+            }
+            if old != change.value { seen.append(StoredChange(key: change.key, old: old, new: change.value)) }
+        }
+        return seen
+    }
+
     /// The per-key differences from `old` to `new`.
     package static func changes(
         from old: [String: PropertyListValue], to new: [String: PropertyListValue]
