@@ -125,6 +125,53 @@ final class RecordingListener: SuiteStoreListener {
         return values
     }
 
+    /// This process's own flush comes back from the watcher as a rename like any other: the
+    /// reload knows it by the file's identity and does not read the file. Opening fails from the
+    /// flush on, so a reload that read the file would say `.failed`; another writer's file is read.
+    @Test func aReloadAfterThisProcesssOwnFlushDoesNotReadTheFile() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "suite", directory: directory.path)
+        let operations = FailingFileOperations()
+        let backend = FileBackend(location: location, operations: operations)
+        let store = SuiteStore(location: location, backend: backend, clock: ManualStoreClock())
+        #expect(store.load().isEmpty)
+        store.set(1, forKey: "a")
+        try store.flush()
+        operations.fail("open", with: EIO)
+        let afterOwnFlush = backend.reload(goneForGood: false)
+        #expect(Self.describe(afterOwnFlush) == "unchanged", "the own flush is known without reading")
+        // Another writer replaces the file: that one is read (and here, its open fails).
+        try PropertyListCodec.encode(.dictionary(["a": 2]), format: .binary)
+            .write(to: URL(fileURLWithPath: location.path), options: .atomic)
+        let afterOtherWriter = backend.reload(goneForGood: false)
+        #expect(Self.describe(afterOtherWriter) == "failed")
+        operations.fail("open", with: nil)
+        #expect(Self.describe(backend.reload(goneForGood: false)) == "changed")
+    }
+
+    /// A file found absent is no change after "may have changed" (the watcher owns the grace), and
+    /// an empty suite after "gone for good".
+    @Test func anAbsentFileCountsOnlyWhenTheWatcherSaysGoneForGood() throws {
+        let directory = try TemporaryDirectory()
+        let (store, _, _) = try Self.makeStore(in: directory)
+        store.set(1, forKey: "a")
+        try store.flush()
+        try FileManager.default.removeItem(atPath: store.location.path)
+        store.reload(goneForGood: false)
+        #expect(store.values() == ["a": 1])
+        store.reload(goneForGood: true)
+        #expect(store.values() == [:])
+    }
+
+    static func describe(_ reload: SuiteReload) -> String {
+        switch reload {
+        case .unchanged: "unchanged"
+        case .changed: "changed"
+        case .unreadable: "unreadable"
+        case .failed: "failed"
+        }
+    }
+
     @Test func aFullDiskKeepsTheValueAndRetriesBackingOff() throws {
         let directory = try TemporaryDirectory()
         let (store, operations, clock) = try Self.makeStore(in: directory)

@@ -281,7 +281,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         if absent, !goneForGood || !hadContent { return .unchanged }
         let contents: SuiteFile.Contents?
         do throws(DefaultsError) {
-            contents = absent ? nil : try file.read()
+            contents = absent ? nil : try file.read(using: operations)
         } catch {
             return .failed(error)
         }
