@@ -592,7 +592,8 @@ private func run(_ arguments: [String]) throws {
     /// Polling that starts (inotify stopped) while a file that was there is away: the absence is
     /// not a call at once, the deletion grace decides, and its end calls.
     @Test func aFirstPollThatFindsAFileAwayStartsTheGrace() {
-        var registry = WatchRegistry(mode: .polling, deletionGrace: .milliseconds(100), pollInterval: .milliseconds(250))
+        var registry = WatchRegistry(
+            mode: .polling, deletionGrace: .milliseconds(100), pollInterval: .milliseconds(250))
         let identifier = registry.add(path, onChange: { _ in }, now: 0, initial: .present(stamp(1))).identifier
         _ = registry.takeDueWork(now: 10)  // the first poll falls due
         let first = registry.record(identifier, stamp: nil, now: 10)

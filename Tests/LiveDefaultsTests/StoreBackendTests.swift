@@ -84,22 +84,24 @@ struct FailingFileOperations: FileOperations {
     }
 }
 
-/// Records what a store tells its listeners.
-final class RecordingListener: SuiteStoreListener {
+/// Records the changes a store's values go through, as observers of a ``Defaults`` that searches
+/// only that store hear them (its effective values are the store's).
+final class RecordingListener: Sendable {
     let changes = Locked<[(StoredChange, ChangeOrigin)]>([])
+    private let defaults: Defaults
+    private let token: ObservationToken
 
-    func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)? {
-        changes.withLock { $0.append((StoredChange(key: key, old: old, new: new), origin)) }
-        return nil
+    init(observing store: SuiteStore) throws {
+        defaults = try Defaults(primaryStore: store, watchesFiles: false)
+        let changes = self.changes
+        token = defaults.observeAll { change in
+            changes.withLock {
+                $0.append((StoredChange(key: change.key, old: change.oldValue, new: change.newValue), change.origin))
+            }
+        }
     }
 
-    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)? {
-        self.changes.withLock { recorded in recorded += changes.map { ($0, origin) } }
-        return nil
-    }
+    func stop() { token.cancel() }
 }
 
 /// The store over its backends: writes that fail (full disk, lock), the back-off on a test clock,
@@ -282,8 +284,7 @@ final class RecordingListener: SuiteStoreListener {
     @Test func changeEventsCarryTheValuesTheyChangedBetween() throws {
         let directory = try TemporaryDirectory()
         let (store, _, _) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         store.set(1, forKey: "a")
         store.set(1, forKey: "a")  // no change, no event
         store.set(2, forKey: "a")
@@ -305,14 +306,13 @@ final class RecordingListener: SuiteStoreListener {
         #expect(Set(external.map(\.0.key)) == ["b", "c"])
         #expect(external.contains { $0.0 == StoredChange(key: "b", old: true, new: false) && $0.1 == .external })
         #expect(external.contains { $0.0 == StoredChange(key: "c", old: nil, new: "x") && $0.1 == .external })
-        store.removeListener(listener)
+        listener.stop()
     }
 
     @Test func concurrentWritersGiveAnUnbrokenChainOfOldAndNewValues() async throws {
         let directory = try TemporaryDirectory()
         let (store, _, _) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         let group = DispatchGroup()
         for thread in 0..<8 {
             DispatchQueue.global().async(group: group) {
@@ -328,14 +328,13 @@ final class RecordingListener: SuiteStoreListener {
             previous = change.new
         }
         #expect(previous == store.value(forKey: "k"))
-        store.removeListener(listener)
+        listener.stop()
     }
 
     @Test func reloadRequestsCoalesceOnTheClock() throws {
         let directory = try TemporaryDirectory()
         let (store, _, clock) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         try PropertyListCodec.encode(.dictionary(["a": 1]), format: .binary)
             .write(to: URL(fileURLWithPath: store.location.path))
         store.scheduleReload()
@@ -348,6 +347,6 @@ final class RecordingListener: SuiteStoreListener {
         #expect(clock.waiting == 1, "a request after the reload started arms another")
         clock.advance(by: .zero)
         #expect(listener.changes.withLock { $0.count } == 1, "the same bytes again are no change")
-        store.removeListener(listener)
+        listener.stop()
     }
 }

@@ -21,18 +21,3 @@ enum ChangeLock {
         }
     }
 }
-
-/// What listeners of a change asked to run once the change lock is released: delivering the
-/// changes they queued to observers. Empty (and free) when no one observes.
-struct FollowUps {
-    private var actions: [() -> Void] = []
-
-    mutating func append(_ action: (() -> Void)?) {
-        if let action { actions.append(action) }
-    }
-
-    /// Runs them; call with no lock held.
-    func run() {
-        for action in actions { action() }
-    }
-}

@@ -31,6 +31,7 @@ package protocol SuiteBackend: Sendable {
     ///   files: away for the watcher's deletion grace): a suite found absent now reads as empty.
     ///   Without it, a suite found absent is no change (it went after the watch looked, and the
     ///   watch says so if it stays away).
+    /// - Returns: What the look found.
     func reload(goneForGood: Bool) -> SuiteReload
 
     /// Starts telling the store of changes made outside this process: ``SuiteChange/mayHaveChanged``

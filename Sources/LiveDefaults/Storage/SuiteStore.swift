@@ -1,25 +1,6 @@
 import Foundation
 import LiveDefaultsWatching
 
-/// Hears how a suite store's values changed, in the order the changes were applied, with the old
-/// and new value of each key captured in the step that made the change.
-///
-/// Both methods are called under the ``ChangeLock``, right after the store's values changed (its
-/// own state lock is released): update what depends on them and queue observers' changes, calling
-/// no user code. Each returns what to run once the change lock is released (delivering to
-/// observers), or nil.
-package protocol SuiteStoreListener: AnyObject, Sendable {
-    /// One key changed (a write: every `set` comes this way, so its values are passed as they are,
-    /// not gathered into an array).
-    func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)?
-
-    /// Several keys changed at once (a reload, a flush that found others' values, a replaced domain).
-    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)?
-}
-
 /// The keys a change touched: one key for a write (the common case, without building a set),
 /// a set for a reload or a replaced domain.
 package enum ChangedKeys: Sendable {
@@ -50,8 +31,8 @@ package final class SuiteStore: Sendable {
     /// Whether this store is in the process's registry of file stores.
     private let isRegistered: Bool
     private let state: Locked<State>
-    /// Serialises the backend's loads, writes and reloads for this store (never held while calling
-    /// listeners). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
+    /// Serialises the backend's loads, writes and reloads for this store (never held while
+    /// delivering to observers). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
     /// guarded value in two different objects for a race, so the lock guards a real one.
     private let inputOutput = Locked<Int>(0)
 
@@ -59,11 +40,14 @@ package final class SuiteStore: Sendable {
         var values = SuiteValues()
         var schedule = StoreSchedule()
         var lastError: DefaultsError?
-        var listeners: [WeakListener] = []
+        /// The ``Defaults`` whose search list has this store, told of each change in its step.
+        var readers: [Reader] = []
     }
 
-    private struct WeakListener {
-        weak var listener: (any SuiteStoreListener)?
+    /// A ``Defaults`` that searches this store, held weakly: the `Defaults` holds the store, and a
+    /// reader gone is dropped the next time one is added.
+    private struct Reader {
+        weak var defaults: Defaults?
     }
 
     /// A store that is not in the registry (the registry's own, in-memory suites, tests). Call
@@ -81,10 +65,10 @@ package final class SuiteStore: Sendable {
 
     deinit {
         // The last user is gone: write what it changed rather than lose it.
-        // No one listens any more, and this may run under the change lock (the last reference
+        // No one reads it any more, and this may run under the change lock (the last reference
         // to a `Defaults` dropped there): the flush does not take it.
         if hasPendingChanges {
-            do { try flush(tellingListeners: false) } catch { DefaultsErrorReporting.report(error) }
+            do { try flush(tellingReaders: false) } catch { DefaultsErrorReporting.report(error) }
         }
         if isRegistered { Self.forget(location.path) }
     }
@@ -119,25 +103,21 @@ package final class SuiteStore: Sendable {
     ///   - beforeApplying: Run under the change lock just before the value changes (a `Defaults`
     ///     queues its prior calls there, so they come right before their change).
     package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
-        let followUps = ChangeLock.withLock { () -> FollowUps in
+        let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            var listeners: [WeakListener] = []
-            // The value reads saw before, when the write changed it (.none: it did not).
-            let replaced = state.withLock { state -> PropertyListValue?? in
-                let change = state.values.set(value, forKey: key)
+            var readers: [Reader] = []
+            state.withLock { state in
+                if state.values.set(value, forKey: key) { readers = state.readers }
                 armFlush(&state)
-                guard change.changed else { return .none }
-                listeners = state.listeners
-                return .some(change.old)
             }
-            guard case .some(let old) = replaced else { return FollowUps() }
-            var followUps = FollowUps()
-            for entry in listeners {
-                followUps.append(entry.listener?.suiteStore(self, didChange: key, from: old, to: value, origin: .local))
+            var deliveries = Deliveries()
+            for reader in readers {
+                guard let defaults = reader.defaults else { continue }
+                deliveries.append(defaults, defaults.storeChanged(self, key: key, to: value, origin: .local))
             }
-            return followUps
+            return deliveries
         }
-        followUps.run()
+        deliveries.run()
     }
 
     /// Replaces every value of the suite (nil or empty removes them all).
@@ -146,51 +126,57 @@ package final class SuiteStore: Sendable {
     ///   - values: The suite's new values.
     ///   - beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
     package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
-        let followUps = ChangeLock.withLock { () -> FollowUps in
+        let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            let (changes, listeners) = state.withLock { state in
+            let (changes, readers) = state.withLock { state in
                 let changes = state.values.replaceAll(with: values)
                 armFlush(&state)
-                return (changes, state.listeners)
+                return (changes, state.readers)
             }
-            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: .local)
+            return tell(readers, changes, origin: .local)
         }
-        followUps.run()
+        deliveries.run()
     }
 
-    // MARK: Listeners
+    // MARK: Readers
 
-    package func addListener(_ listener: any SuiteStoreListener) {
+    /// Tells `defaults` of every change of this store from now on, in the step that makes it.
+    /// Call under the ``ChangeLock``, in the step that reads the store's values for `defaults`.
+    func addReader(_ defaults: Defaults) {
         state.withLock { state in
-            state.listeners.removeAll { $0.listener == nil }
-            state.listeners.append(WeakListener(listener: listener))
+            state.readers.removeAll { $0.defaults == nil }
+            state.readers.append(Reader(defaults: defaults))
         }
     }
 
-    package func removeListener(_ listener: any SuiteStoreListener) {
+    /// Stops telling `defaults` (a suite removed from its search list).
+    func removeReader(_ defaults: Defaults) {
         state.withLock { state in
-            state.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+            state.readers.removeAll { $0.defaults == nil || $0.defaults === defaults }
         }
     }
 
-    /// Tells `listeners` of `changes`. Called under the change lock, in the same step as the
-    /// change itself, so every listener sees every change in the order it was applied.
-    private func tell(_ listeners: [WeakListener], _ changes: [StoredChange], origin: ChangeOrigin) -> FollowUps {
-        var followUps = FollowUps()
-        for entry in listeners {
-            followUps.append(entry.listener?.suiteStore(self, didChange: changes, origin: origin))
+    /// Tells `readers` which keys changed. Called under the change lock, in the same step as the
+    /// change itself, so every reader sees every change in the order it was applied.
+    private func tell(_ readers: [Reader], _ changes: [StoredChange], origin: ChangeOrigin) -> Deliveries {
+        var deliveries = Deliveries()
+        guard !changes.isEmpty else { return deliveries }
+        let keys = ChangedKeys.many(Set(changes.lazy.map(\.key)))
+        for reader in readers {
+            guard let defaults = reader.defaults else { continue }
+            deliveries.append(defaults, defaults.storeChanged(self, keys: keys, origin: origin))
         }
-        return followUps
+        return deliveries
     }
 
-    /// Changes the store's state with `body` and tells the listeners what changed, as one step
+    /// Changes the store's state with `body` and tells the readers what changed, as one step
     /// under the change lock (docs/design.md, "Observation: one order for every change").
     ///
-    /// - Returns: The listeners' follow-ups, for the caller to run once it holds no lock.
-    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> FollowUps {
+    /// - Returns: The readers' deliveries, for the caller to run once it holds no lock.
+    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> Deliveries {
         ChangeLock.withLock {
-            let (changes, listeners) = state.withLock { state in (body(&state), state.listeners) }
-            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: origin)
+            let (changes, readers) = state.withLock { state in (body(&state), state.readers) }
+            return tell(readers, changes, origin: origin)
         }
     }
 }
@@ -221,12 +207,12 @@ extension SuiteStore {
     /// - Throws: ``DefaultsError`` when the file cannot be locked or written. The values stay in
     ///   memory and pending, and a later flush writes them.
     package func flush() throws(DefaultsError) {
-        try flush(tellingListeners: true)
+        try flush(tellingReaders: true)
     }
 
-    private func flush(tellingListeners: Bool) throws(DefaultsError) {
-        var followUps = FollowUps()
-        defer { followUps.run() }
+    private func flush(tellingReaders: Bool) throws(DefaultsError) {
+        var deliveries = Deliveries()
+        defer { deliveries.run() }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
             // The stored values are taken out of the state while the write runs (every use of them
@@ -259,8 +245,8 @@ extension SuiteStore {
                     written.snapshot.values, version: written.snapshot.version, after: outgoing,
                     unchangedByOthers: written.unchangedByOthers)
             }
-            if tellingListeners {
-                followUps = applyChange(origin: .external, install)
+            if tellingReaders {
+                deliveries = applyChange(origin: .external, install)
             } else {
                 _ = state.withLock(install)
             }
@@ -277,7 +263,7 @@ extension SuiteStore {
     /// - Parameter goneForGood: The backend's watch said the suite is gone for good (a suite
     ///   found absent then reads as empty; otherwise an absent suite is no change).
     package func reload(goneForGood: Bool = false) {
-        var followUps = FollowUps()
+        var deliveries = Deliveries()
         var problem: DefaultsError?
         inputOutput.withLock { operations in
             operations += 1
@@ -290,14 +276,14 @@ extension SuiteStore {
                 state.withLock { $0.lastError = error }
                 if isNew { problem = error }
             case .changed(let snapshot):
-                followUps = applyChange(origin: .external) { state in
+                deliveries = applyChange(origin: .external) { state in
                     if state.lastError?.code == .corruptFile { state.lastError = nil }
                     return state.values.install(snapshot.values, version: snapshot.version, after: nil)
                 }
             }
         }
         if let problem { DefaultsErrorReporting.report(problem) }
-        followUps.run()
+        deliveries.run()
     }
 
     /// Applies a backend's per-key changes on this thread, if no write or reload is under way
@@ -305,12 +291,12 @@ extension SuiteStore {
     /// doing nothing, if one is. Keys this process changed and has not written keep their local
     /// value; nothing of the suite is compared but the keys given.
     package func applyIfIdle(_ changes: [SuiteKeyChange], version: UInt64) -> Bool {
-        let applied = inputOutput.withLockIfAvailable { operations -> FollowUps in
+        let applied = inputOutput.withLockIfAvailable { operations -> Deliveries in
             operations += 1
             return applyChange(origin: .external) { $0.values.apply(changes, version: version) }
         }
-        guard let followUps = applied else { return false }
-        followUps.run()
+        guard let deliveries = applied else { return false }
+        deliveries.run()
         return true
     }
 

@@ -40,12 +40,11 @@ package struct SuiteValues: Sendable {
 
     /// Sets (nil: removes) `key`.
     ///
-    /// - Returns: Whether reads see a change (false when the value was already that), and the
-    ///   value they saw before. (A pair, not a ``StoredChange``: this is every write's path.)
+    /// - Returns: Whether reads see a change (false when the value was already that). (No
+    ///   ``StoredChange``: this is every write's path, and no reader needs the old value.)
     @inline(__always)
-    package mutating func set(
-        _ value: PropertyListValue?, forKey key: String
-    ) -> (changed: Bool, old: PropertyListValue?) {
+    @discardableResult
+    package mutating func set(_ value: PropertyListValue?, forKey key: String) -> Bool {
         generation += 1
         pending[key] = Pending(value: value, generation: generation)
         // One lookup, not a comparison and then a store (a SipHash each).
@@ -55,7 +54,7 @@ package struct SuiteValues: Sendable {
         } else {
             old = current.removeValue(forKey: key)
         }
-        return (old != value, old)
+        return old != value
     }
 
     /// Replaces every value (empty removes them all: the next write deletes the suite).
