@@ -52,12 +52,9 @@ package struct CommandDomains: Sendable {
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
-    /// suites on Linux).
+    /// suites on Linux): the library's one rule, ``SuiteLocation/defaultDirectory()``.
     package static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".config")
+        URL(fileURLWithPath: SuiteLocation.defaultDirectory())
     }
 
     /// The file of a named domain.

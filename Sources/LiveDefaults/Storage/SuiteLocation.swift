@@ -45,7 +45,11 @@ package struct SuiteLocation: Hashable, Sendable {
     /// The directory that holds the suite file.
     package var directory: String { (path as NSString).deletingLastPathComponent }
 
-    package static func validate(suiteName name: String) throws {
+    /// Checks that `name` can name a suite file: the one rule, for the library and the `defaults`
+    /// command alike.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` naming what is wrong.
+    package static func validate(suiteName name: String) throws(DefaultsError) {
         let problem: String? =
             if name.isEmpty {
                 "is empty"

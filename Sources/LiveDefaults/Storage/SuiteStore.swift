@@ -1,22 +1,6 @@
 import Foundation
 import LiveDefaultsWatching
 
-/// The keys a change touched: one key for a write (the common case, without building a set),
-/// a set for a reload or a replaced domain.
-package enum ChangedKeys: Sendable {
-    case one(String)
-    case many(Set<String>)
-
-    /// Calls `body` with each key.
-    @inline(__always)
-    func forEach(_ body: (String) -> Void) {
-        switch self {
-        case .one(let key): body(key)
-        case .many(let keys): for key in keys { body(key) }
-        }
-    }
-}
-
 /// One suite's values in this process, and the order in which they change (docs/design.md, "Store
 /// model and backends"): the values themselves are a pure ``SuiteValues``, when background work
 /// runs is a pure ``StoreSchedule`` on a ``StoreClock``, and where the values are kept is a
