@@ -243,7 +243,8 @@ public final class Defaults: Sendable {
 
     // MARK: Search list
 
-    /// Walks the search list for `key`.
+    /// Walks the search list for `key`. Called under the ``ChangeLock`` (stores' values are read
+    /// in the change order).
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -262,20 +263,21 @@ public final class Defaults: Sendable {
             if let value = domain.values[key] { return value }
         }
         for store in state.storesBeforeSuite {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
-        if let value = suiteValue ?? suite.value(forKey: key) { return value }
+        if let value = suiteValue ?? suite.orderedValue(forKey: key) { return value }
         for store in state.storesAfterSuite {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for added in state.addedSuites {
-            if let value = added.value(forKey: key) { return value }
+            if let value = added.orderedValue(forKey: key) { return value }
         }
-        if let value = global?.value(forKey: key) { return value }
+        if let value = global?.orderedValue(forKey: key) { return value }
         return state.registration[key]
     }
 
-    /// Every key's effective value, built from the bottom of the search list up.
+    /// Every key's effective value, built from the bottom of the search list up. Called under the
+    /// ``ChangeLock``.
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
         var values = state.registration
         func lay(_ layer: [String: PropertyListValue]) {
@@ -288,11 +290,11 @@ public final class Defaults: Sendable {
                 values.merge(layer) { _, upper in upper }
             }
         }
-        if let global { lay(global.values()) }
-        for added in state.addedSuites.reversed() { lay(added.values()) }
-        for store in state.storesAfterSuite.reversed() { lay(store.values()) }
-        lay(suite.values())
-        for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
+        if let global { lay(global.orderedValues()) }
+        for added in state.addedSuites.reversed() { lay(added.orderedValues()) }
+        for store in state.storesAfterSuite.reversed() { lay(store.orderedValues()) }
+        lay(suite.orderedValues())
+        for store in state.storesBeforeSuite.reversed() { lay(store.orderedValues()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
         lay(state.arguments)
         return values

@@ -148,15 +148,15 @@ extension Defaults {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
-                || state.storesBeforeSuite.contains(where: { $0.value(forKey: key) != nil })
+                || state.storesBeforeSuite.contains(where: { $0.orderedValue(forKey: key) != nil })
             {
                 return
             }
             let new =
                 suiteValue
-                ?? state.storesAfterSuite.lazy.compactMap { $0.value(forKey: key) }.first
-                ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first
-                ?? global?.value(forKey: key) ?? state.registration[key]
+                ?? state.storesAfterSuite.lazy.compactMap { $0.orderedValue(forKey: key) }.first
+                ?? state.addedSuites.lazy.compactMap { $0.orderedValue(forKey: key) }.first
+                ?? global?.orderedValue(forKey: key) ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }

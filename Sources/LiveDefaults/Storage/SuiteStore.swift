@@ -14,7 +14,9 @@ package final class SuiteStore: Sendable {
     private let clock: any StoreClock
     /// Whether this store is in the process's registry of file stores.
     private let isRegistered: Bool
-    private let state: Locked<State>
+    /// The values, the schedule, the last error and the readers: changed only in the process's
+    /// change order, so that a `set` and its readers' refresh take one lock (``ChangeOrdered``).
+    private let state: ChangeOrdered<State>
     /// Serialises the backend's loads, writes and reloads for this store (never held while
     /// delivering to observers). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
     /// guarded value in two different objects for a race, so the lock guards a real one.
@@ -44,14 +46,14 @@ package final class SuiteStore: Sendable {
         self.backend = backend
         self.clock = clock
         self.isRegistered = isRegistered
-        self.state = Locked(State())
+        self.state = ChangeOrdered(State())
     }
 
     deinit {
         // The last user is gone: write what it changed rather than lose it.
         // No one reads it any more, and this may run under the change lock (the last reference
         // to a `Defaults` dropped there): the flush does not take it.
-        if hasPendingChanges {
+        if state.withExclusiveAccess({ $0.values.hasPendingChanges }) {
             do { try flush(tellingReaders: false) } catch { DefaultsErrorReporting.report(error) }
         }
         if isRegistered { Self.forget(location.path) }
@@ -67,6 +69,17 @@ package final class SuiteStore: Sendable {
     /// Every stored value.
     package func values() -> [String: PropertyListValue] {
         state.withLock { $0.values.current }
+    }
+
+    /// The stored value of `key`, for a caller that holds the ``ChangeLock`` (a `Defaults`
+    /// resolving a key in a change's step).
+    func orderedValue(forKey key: String) -> PropertyListValue? {
+        state.withLockHeld { $0.values.current[key] }
+    }
+
+    /// Every stored value, for a caller that holds the ``ChangeLock``.
+    func orderedValues() -> [String: PropertyListValue] {
+        state.withLockHeld { $0.values.current }
     }
 
     /// The last problem with this suite's file (a corrupt file, a failed write), nil when none.
@@ -90,7 +103,7 @@ package final class SuiteStore: Sendable {
         let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
             var readers: [Reader] = []
-            state.withLock { state in
+            state.withLockHeld { state in
                 if state.values.set(value, forKey: key) { readers = state.readers }
                 armFlush(&state)
             }
@@ -112,7 +125,7 @@ package final class SuiteStore: Sendable {
     package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
         let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            let (changes, readers) = state.withLock { state in
+            let (changes, readers) = state.withLockHeld { state in
                 let changes = state.values.replaceAll(with: values)
                 armFlush(&state)
                 return (changes, state.readers)
@@ -127,7 +140,7 @@ package final class SuiteStore: Sendable {
     /// Tells `defaults` of every change of this store from now on, in the step that makes it.
     /// Call under the ``ChangeLock``, in the step that reads the store's values for `defaults`.
     func addReader(_ defaults: Defaults) {
-        state.withLock { state in
+        state.withLockHeld { state in
             state.readers.removeAll { $0.defaults == nil }
             state.readers.append(Reader(defaults: defaults))
         }
@@ -159,7 +172,7 @@ package final class SuiteStore: Sendable {
     /// - Returns: The readers' deliveries, for the caller to run once it holds no lock.
     private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> Deliveries {
         ChangeLock.withLock {
-            let (changes, readers) = state.withLock { state in (body(&state), state.readers) }
+            let (changes, readers) = state.withLockHeld { state in (body(&state), state.readers) }
             return tell(readers, changes, origin: origin)
         }
     }
@@ -169,7 +182,9 @@ package final class SuiteStore: Sendable {
 
 extension SuiteStore {
     /// Loads the values from the backend for the first time. A bad file leaves the store empty and
-    /// usable, with the error in ``lastError``.
+    /// usable, with the error in ``lastError``. Call it once, right after making the store and
+    /// before any other thread can reach it: the registry of stores loads under its own lock, and
+    /// taking the change lock there would order the two locks against a store's deinitialiser.
     ///
     /// - Returns: The problems to report, which the caller reports once it holds no lock (a
     ///   handler may open a suite itself).
@@ -177,7 +192,7 @@ extension SuiteStore {
         inputOutput.withLock { operations -> [DefaultsError] in
             operations += 1
             let load = backend.load()
-            state.withLock { state in
+            state.withExclusiveAccess { state in
                 state.values = SuiteValues(stored: load.snapshot.values, version: load.snapshot.version)
                 if let error = load.error { state.lastError = error }
             }
@@ -194,14 +209,19 @@ extension SuiteStore {
         try flush(tellingReaders: true)
     }
 
+    /// - Parameter tellingReaders: False from the deinitialiser, which holds the only reference and
+    ///   may run under the change lock: the state is then reached without it.
     private func flush(tellingReaders: Bool) throws(DefaultsError) {
         var deliveries = Deliveries()
         defer { deliveries.run() }
+        func access<Result>(_ body: (inout State) -> Result) -> Result {
+            tellingReaders ? state.withLock(body) : state.withExclusiveAccess(body)
+        }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
             // The stored values are taken out of the state while the write runs (every use of them
             // is under `inputOutput`, as this is), so the backend merges into them in place.
-            let taken = state.withLock { state -> (SuiteWrite, SuiteSnapshot)? in
+            let taken = access { state -> (SuiteWrite, SuiteSnapshot)? in
                 guard let outgoing = state.values.outgoing() else { return nil }
                 return (outgoing, SuiteSnapshot(values: state.values.takeStored(), version: state.values.version))
             }
@@ -210,7 +230,7 @@ extension SuiteStore {
             do throws(DefaultsError) {
                 written = try backend.write(outgoing, over: &known)
             } catch {
-                state.withLock { state in
+                access { state in
                     state.values.putBackStored(known.values)
                     state.lastError = error
                 }
@@ -232,10 +252,10 @@ extension SuiteStore {
             if tellingReaders {
                 deliveries = applyChange(origin: .external, install)
             } else {
-                _ = state.withLock(install)
+                _ = access(install)
             }
             if let refusal = written.refusal {
-                state.withLock { $0.lastError = refusal }
+                access { $0.lastError = refusal }
                 throw refusal
             }
         }
