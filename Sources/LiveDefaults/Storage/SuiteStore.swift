@@ -209,8 +209,11 @@ extension SuiteStore {
         try flush(tellingReaders: true)
     }
 
+    /// Writes the pending changes, as ``flush()`` does.
+    ///
     /// - Parameter tellingReaders: False from the deinitialiser, which holds the only reference and
     ///   may run under the change lock: the state is then reached without it.
+    /// - Throws: ``DefaultsError`` when nothing was written.
     private func flush(tellingReaders: Bool) throws(DefaultsError) {
         var deliveries = Deliveries()
         defer { deliveries.run() }
