@@ -127,7 +127,7 @@ final class FileWatcherCore: Sendable {
             where registry.admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: now) {
                 calls.append((identifier, FileChange(seeing: stamp)))
             }
-            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil) {
+            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil, now: now) {
                 registry.noteCall(identifier, seeing: stamp)
                 calls.append((identifier, FileChange(seeing: stamp)))
             }

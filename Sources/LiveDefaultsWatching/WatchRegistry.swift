@@ -29,6 +29,11 @@ struct WatchRegistry: Sendable {
         case unknown
         case absent
         case present(FileStamp)
+
+        var isPresent: Bool {
+            if case .present = self { return true }
+            return false
+        }
     }
 
     /// What happened to a name in a watched directory.
@@ -377,35 +382,46 @@ struct WatchRegistry: Sendable {
         return deadline
     }
 
-    /// Judges a grace that ran out.
+    /// Judges a grace that ran out, at `now`.
     ///
-    /// - Returns: Whether to call: the file is still absent, or it is back without a complete
-    ///   write having been seen (a hard link, say).
-    func settle(_ identifier: UInt64, isPresent: Bool) -> Bool {
-        guard let registration = registrations[identifier] else { return false }
-        return !isPresent || !registration.writtenSinceSettleStarted
+    /// An absence counts ("gone for good") only when the file has been away for the whole grace:
+    /// a grace started by a create, or a file written and gone again since it started, begins a
+    /// new one from when the file was last known to be away.
+    ///
+    /// - Returns: Whether to call: the file is still absent and the absence counts, or it is back
+    ///   without a complete write having been seen (a hard link, say).
+    mutating func settle(_ identifier: UInt64, isPresent: Bool, now: UInt64) -> Bool {
+        guard var registration = registrations[identifier] else { return false }
+        if isPresent { return !registration.writtenSinceSettleStarted }
+        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
+        registration.noteAway(now: now, deletionGrace: deletionGrace)
+        registrations[identifier] = registration
+        return false
     }
 
     /// Decides a due call, given the file as it is now (`nil`: absent).
     ///
-    /// - A file that is absent now but was there at the last call (or, before the first call, when
-    ///   the watch was made) may be away only for a moment — its directory deleted and made again,
-    ///   an editor's save: no call, for a reader would see every key removed. The deletion grace
-    ///   decides instead, started now unless it runs already.
-    /// - Otherwise the first call is always made: it says the watch is in place.
     /// - A later look at a file that is as the last call saw it is no change: no call. (Size,
     ///   times, inode and device are compared together, as the polling fallback does.)
+    /// - A file that is absent now, after an earlier call (or, before the first call, that was
+    ///   there when the watch was made), may be away only for a moment — its directory deleted and
+    ///   made again, an editor's save, a write followed by a deletion: no call, for a reader would
+    ///   see every key removed. The deletion grace decides instead, started now unless it runs
+    ///   already; only its end says "gone for good".
+    /// - Otherwise the first call is always made: it says the watch is in place.
     ///
     /// - Returns: Whether to call.
     mutating func admitCall(_ identifier: UInt64, seeing stamp: FileStamp?, isLook: Bool, now: UInt64) -> Bool {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         let seen = stamp.map(Baseline.present) ?? .absent
-        if stamp == nil, case .present = registration.calledWith {
+        if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
+        // Only the grace says "gone for good": absent now after an earlier call (the file was
+        // there then, or a write since made this call due) starts it, unless it runs already.
+        if stamp == nil, registration.hasBeenCalled || registration.calledWith.isPresent {
             registration.noteAway(now: now, deletionGrace: deletionGrace)
             return false
         }
-        if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
         if stamp != nil { registration.awaySince = nil }
         registration.calledWith = seen
         registration.hasBeenCalled = true
@@ -431,8 +447,8 @@ struct WatchRegistry: Sendable {
         switch (registration.baseline, stamp) {
         case (.unknown, nil):
             registration.baseline = .absent
-            // Away now but there at the last call: the deletion grace decides, as for a look.
-            if case .present = registration.calledWith {
+            // Away now after an earlier call: the deletion grace decides, as for a look.
+            if registration.hasBeenCalled || registration.calledWith.isPresent {
                 registration.noteAway(now: now, deletionGrace: deletionGrace)
                 return false
             }

@@ -484,11 +484,17 @@ private func run(_ arguments: [String]) throws {
         let work = registry.takeDueWork(now: 20 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
         // Back without a complete write (a hard link): call. Back and written: the write's call suffices.
-        #expect(registry.settle(identifier, isPresent: true))
+        let settled1 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(settled1)
         _ = registry.apply(.entry(path.link, .removed), now: 200_000_000)
         _ = registry.apply(.entry(path.link, .written), now: 201_000_000)
-        #expect(!registry.settle(identifier, isPresent: true))
-        #expect(registry.settle(identifier, isPresent: false))
+        let settled2 = registry.settle(identifier, isPresent: true, now: 300_000_000)
+        #expect(!settled2)
+        // Written since, and away again: not yet for the whole grace, which starts again.
+        let settled3 = registry.settle(identifier, isPresent: false, now: 300_000_000)
+        #expect(!settled3)
+        let settled3b = registry.settle(identifier, isPresent: false, now: 400_000_000)
+        #expect(settled3b, "away for the whole grace: a deletion")
     }
 
     /// A file as `stat` might see it; `version` stands for its content.
@@ -530,8 +536,10 @@ private func run(_ arguments: [String]) throws {
         let work = registry.takeDueWork(now: 20 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
         // Back, written while no watch saw it: call. Still away: call (a real deletion).
-        #expect(registry.settle(identifier, isPresent: true))
-        #expect(registry.settle(identifier, isPresent: false))
+        let settled4 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(settled4)
+        let settled5 = registry.settle(identifier, isPresent: false, now: 20 + 100_000_000)
+        #expect(settled5)
     }
 
     /// The file written in the new directory before it was armed: the look calls at once.
@@ -546,7 +554,8 @@ private func run(_ arguments: [String]) throws {
         #expect(calls(&registry, at: 30, seeing: stamp(2)) == [identifier])
         // The grace then has nothing to add: the call read the file as it is.
         _ = registry.takeDueWork(now: 20 + 100_000_000)
-        #expect(!registry.settle(identifier, isPresent: true))
+        let settled6 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(!settled6)
     }
 
     /// The directory deleted and made again while it was not watched (it was being polled for):
@@ -562,7 +571,8 @@ private func run(_ arguments: [String]) throws {
         #expect(registry.nextDeadline() == 400_000_000, "the grace runs")
         let work = registry.takeDueWork(now: 400_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
-        #expect(registry.settle(identifier, isPresent: false), "still away after the grace: a deletion")
+        let settled7 = registry.settle(identifier, isPresent: false, now: 400_000_000)
+        #expect(settled7, "still away after the grace: a deletion")
     }
 
     /// A look at a file that is as the last call saw it is no change; a different one is.
@@ -601,7 +611,22 @@ private func run(_ arguments: [String]) throws {
         #expect(registry.nextDeadline() == 10 + 100_000_000, "the grace runs")
         let work = registry.takeDueWork(now: 10 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
-        #expect(registry.settle(identifier, isPresent: false), "still away after the grace: a deletion")
+        let settled8 = registry.settle(identifier, isPresent: false, now: 10 + 100_000_000)
+        #expect(settled8, "still away after the grace: a deletion")
+    }
+
+    /// A write made a call due, and the file was deleted again before the call was made (after a
+    /// call that found it absent): no call, and no "gone for good" until the grace has run.
+    @Test func aFileWrittenAndDeletedBeforeItsCallWaitsForTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0, initial: .absent).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: nil) == [identifier], "the first call, the file absent")
+        _ = registry.apply(.entry(path.link, .written), now: 10)
+        #expect(calls(&registry, at: 20, seeing: nil).isEmpty, "written, then gone before the call")
+        #expect(registry.nextDeadline() == 20 + 100_000_000, "the grace runs")
+        let work = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
     }
 
     /// The first call says the watch is in place, whether the file exists or not.

@@ -158,4 +158,17 @@ import Testing
         let afterStart = schedule.reloadRequested()
         #expect(afterStart)
     }
+
+    /// A reload reads the last request when it runs: a "gone for good" that later news overtook
+    /// (the file came back) is not applied.
+    @Test func theLastReloadRequestSaysWhatTheReloadIsFor() {
+        var schedule = StoreSchedule()
+        let first = schedule.reloadRequested(.goneForGood)
+        #expect(first)
+        #expect(schedule.lastRequest == .goneForGood)
+        let second = schedule.reloadRequested(.mayHaveChanged)
+        #expect(!second)
+        schedule.reloadStarted()
+        #expect(schedule.lastRequest == .mayHaveChanged)
+    }
 }

@@ -29,12 +29,23 @@ package struct StoreSchedule: Sendable, Equatable {
     package enum Reload: Sendable, Equatable {
         /// None armed (one may be running).
         case idle
-        /// One is armed and has not started; `goneForGood` when a request said the suite is gone.
-        case armed(goneForGood: Bool)
+        /// One is armed and has not started.
+        case armed
+    }
+
+    /// What the backend's watch asked a reload for.
+    package enum ReloadRequest: Sendable, Equatable {
+        /// The suite may have changed: a suite found absent is no change.
+        case mayHaveChanged
+        /// The suite is gone and its absence counts: a suite found absent reads as empty.
+        case goneForGood
     }
 
     package private(set) var flush = Flush.idle
     package private(set) var reload = Reload.idle
+    /// The last request: a reload reads it when it runs (not when it was armed), so a "gone for
+    /// good" that later news overtook (the file came back) is not applied.
+    package private(set) var lastRequest = ReloadRequest.mayHaveChanged
 
     package init() {}
 
@@ -97,25 +108,20 @@ package struct StoreSchedule: Sendable, Equatable {
     }
 
     /// Someone asked for a reload (the backend's watch). Returns whether to arm one: requests made
-    /// before it starts coalesce into it, and one that says the suite is gone for good stays so.
-    package mutating func reloadRequested(goneForGood: Bool = false) -> Bool {
+    /// before it starts coalesce into it, and the last one says what the reload is for.
+    package mutating func reloadRequested(_ request: ReloadRequest = .mayHaveChanged) -> Bool {
+        lastRequest = request
         switch reload {
         case .idle:
-            reload = .armed(goneForGood: goneForGood)
+            reload = .armed
             return true
-        case .armed(let gone):
-            reload = .armed(goneForGood: gone || goneForGood)
+        case .armed:
             return false
         }
     }
 
     /// The armed reload started: requests from now on arm another.
-    ///
-    /// - Returns: Whether a request said the suite is gone for good.
-    @discardableResult
-    package mutating func reloadStarted() -> Bool {
-        guard case .armed(let goneForGood) = reload else { return false }
+    package mutating func reloadStarted() {
         reload = .idle
-        return goneForGood
     }
 }

@@ -270,11 +270,17 @@ extension SuiteStore {
     /// - Parameter goneForGood: The backend's watch said the suite is gone for good (a suite
     ///   found absent then reads as empty; otherwise an absent suite is no change).
     package func reload(goneForGood: Bool = false) {
+        reload { goneForGood }
+    }
+
+    /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload asks
+    /// the schedule then, so that a "gone for good" overtaken by later news is not applied).
+    private func reload(goneForGood: () -> Bool) {
         var deliveries = Deliveries()
         var problem: DefaultsError?
         inputOutput.withLock { operations in
             operations += 1
-            switch backend.reload(goneForGood: goneForGood) {
+            switch backend.reload(goneForGood: goneForGood()) {
             case .unchanged:
                 break
             case .failed(let error):
@@ -312,12 +318,12 @@ extension SuiteStore {
     ///
     /// - Parameter goneForGood: The suite is gone for good (see ``reload(goneForGood:)``).
     package func scheduleReload(goneForGood: Bool = false) {
-        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood: goneForGood) }
+        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood ? .goneForGood : .mayHaveChanged) }
         guard arms else { return }
         clock.run(after: .zero) { [weak self] in
             guard let self else { return }
-            let goneForGood = self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload(goneForGood: goneForGood)
+            self.state.withLock { $0.schedule.reloadStarted() }
+            self.reload { self.state.withLock { $0.schedule.lastRequest == .goneForGood } }
         }
     }
 
