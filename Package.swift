@@ -63,10 +63,22 @@ let package = Package(
         .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        // The library's unit tests, the watcher's included.
+        // Helpers shared by the test targets that need the library's types (the observation log).
+        .target(name: "LiveDefaultsTestHelpers", dependencies: ["LiveDefaults"], path: "Tests/LiveDefaultsTestHelpers"),
+        // The property-list codec's tests: readers, writers, round trips and malformed input.
+        .testTarget(
+            name: "LiveDefaultsPropertyListTests",
+            dependencies: ["LiveDefaultsPropertyList", "LiveDefaults", "TestSupport"],
+            path: "Tests/LiveDefaultsPropertyListTests"),
+        // The file watcher's tests: real inotify and polling, and the registry's rules without threads or files.
+        .testTarget(
+            name: "LiveDefaultsWatchingTests",
+            dependencies: ["LiveDefaultsWatching", "LiveDefaults", "TestSupport"],
+            path: "Tests/LiveDefaultsWatchingTests"),
+        // The library's unit tests.
         .testTarget(
             name: "LiveDefaultsTests",
-            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsWatching", "TestSupport"],
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsTestHelpers", "TestSupport"],
             path: "Tests/LiveDefaultsTests"),
         // The `defaults` command's tests, in process through its seam.
         .testTarget(
@@ -80,7 +92,10 @@ let package = Package(
         .testTarget(
             // `defaults` is a dependency so that `swift test` builds it before the binary's tests run.
             name: "EtcdTests",
-            dependencies: ["LiveDefaultsEtcd", "LiveDefaultsCommand", "LiveDefaults", "TestSupport", "defaults"],
+            dependencies: [
+                "LiveDefaultsEtcd", "LiveDefaultsCommand", "LiveDefaults", "LiveDefaultsTestHelpers", "TestSupport",
+                "defaults",
+            ],
             path: "Tests/EtcdTests"),
         // The built executables run as separate processes: the store across processes, live reload, crashes,
         // the `defaults` binary and the demo.
@@ -88,8 +103,8 @@ let package = Package(
             name: "EndToEndTests",
             // The executables are dependencies so that `swift test` builds them before running.
             dependencies: [
-                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsPropertyList", "LiveDefaultsWatching", "TestSupport",
-                "TestHelper", "defaults", "onboarding-demo",
+                "LiveDefaults", "LiveDefaultsCommand", "LiveDefaultsPropertyList", "LiveDefaultsWatching",
+                "LiveDefaultsTestHelpers", "TestSupport", "TestHelper", "defaults", "onboarding-demo",
             ],
             path: "Tests/EndToEndTests"
         ),

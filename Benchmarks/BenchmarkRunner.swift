@@ -163,7 +163,7 @@ struct BenchmarkRunner {
             // second-place one: the first after another library's round pays more.)
             let rounds = 2 * (options.quick ? 3 : max(25, 1_000 / max(size / 10, 1)))
             let values = Workspace.sampleDictionary(keys: size)
-            // The floor of a flush that keeps the write contract (DESIGN.md, contract 3): the same
+            // The floor of a flush that keeps the write contract (docs/design.md, "Contracts", 3): the same
             // bytes, already encoded, written to a new file ▸ fsync ▸ rename ▸ fsync of the directory.
             let bytes = must("encoding the flush floor's bytes") {
                 try PropertyListCodec.encode(.dictionary(values), format: .binary)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's performance table from several benchmark runs.
+"""The table of docs/performance.md ("Figures") from several benchmark runs.
 
     swift run -c release livedefaults-bench --json > run-1.json   # (three or more runs)
     python3 scripts/bench-table.py run-*.json

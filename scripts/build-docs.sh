@@ -14,7 +14,7 @@ swift build --target LiveDefaults
 modules="$(swift build --show-bin-path)/Modules"
 triple=$(swiftc -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["triple"])')
 
-# The public API, the codec's re-exported names included (docs/design.md, "The documentation").
+# The public API, the codec's re-exported names included (docs/design.md, "Documentation").
 rm -rf "$out/symbol-graphs" "$out/LiveDefaults.doccarchive"
 mkdir -p "$out/symbol-graphs"
 swift-symbolgraph-extract -module-name LiveDefaults -target "$triple" -I "$modules" -I Sources/CInotifyTools -I Sources/CTimerFD \

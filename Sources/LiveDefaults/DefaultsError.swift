@@ -101,7 +101,7 @@ public struct SystemError: Error, Sendable, CustomStringConvertible, Equatable {
 
 extension DefaultsError {
     /// The codec's error at the library's boundary: bytes or text that do not parse
-    /// (``Code/malformedPropertyList``), with the codec's message (docs/design.md, "The codec as a module").
+    /// (``Code/malformedPropertyList``), with the codec's message (docs/design.md, "The codec: a module of its own").
     package init(_ error: PropertyListError, suite: String? = nil, path: String? = nil) {
         self.init(.malformedPropertyList, error.message, suite: suite, path: path)
     }

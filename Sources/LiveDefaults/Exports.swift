@@ -1,3 +1,3 @@
 // `PropertyListValue` (and `PropertyListFormat`) are defined in the codec's module and are part of
-// this library's API: `import LiveDefaults` gives them (docs/design.md, "The codec as a module").
+// this library's API: `import LiveDefaults` gives them (docs/design.md, "The codec: a module of its own").
 @_exported import LiveDefaultsPropertyList

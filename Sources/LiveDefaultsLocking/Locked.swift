@@ -15,7 +15,7 @@
 /// One file compiled into two modules: Sources/LiveDefaults/Locked.swift is a symbolic link to
 /// this one. The watcher uses it from here; the library compiles it in, where its calls on the
 /// read path are specialized and inlined (shared from one module, a read took 24 ns instead of 19;
-/// docs/design.md, Targets).
+/// docs/design.md, "Map: modules").
 // Safe as Sendable: `value` is read and written only while the lock is held.
 package final class Locked<Value>: @unchecked Sendable {
     #if LIVEDEFAULTS_PTHREAD_LOCKS

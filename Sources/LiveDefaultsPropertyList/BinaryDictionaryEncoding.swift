@@ -2,7 +2,7 @@ import Foundation
 
 /// The binary property list of a dictionary, kept with where each entry's objects lie in it, so
 /// that encoding the dictionary again after a few changes re-encodes only the changed entries
-/// and copies the others' bytes (docs/design.md, "The binary encoder: one walk, and reuse").
+/// and copies the others' bytes (docs/design.md, "The codec: the binary encoder").
 ///
 /// An entry whose value holds no references (a string, a number, data…) is its key's object and
 /// its value's, side by side in the file: copied as they are, since such objects do not depend on

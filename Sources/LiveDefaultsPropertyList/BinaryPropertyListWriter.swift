@@ -2,8 +2,8 @@ import Foundation
 
 /// Writes Apple's binary property-list format (`bplist00`).
 ///
-/// One walk over the value, no sizing pass (docs/design.md, "The binary encoder: one walk, and
-/// reuse"). The walk writes every object that holds no references (strings, numbers, data…) as it
+/// One walk over the value, no sizing pass (docs/design.md, "The codec: the binary
+/// encoder"). The walk writes every object that holds no references (strings, numbers, data…) as it
 /// meets it, into one growing buffer, and numbers them in that order. A container (array,
 /// dictionary) only takes a place among the containers and a run of reference slots, filled as its
 /// children are written. When the walk ends the objects are counted, which fixes the reference

@@ -7,8 +7,8 @@
 /// instructions a number. The Eisel–Lemire method (Daniel Lemire, "Number Parsing at a Gigabyte
 /// per Second", 2021) decides almost every such number with one or two 64×64-bit multiplications
 /// by a 128-bit approximation of the power of ten, and says when it cannot (then the caller takes
-/// the general path). See docs/design.md, "Performance: the flush and the decoders against their
-/// floors".
+/// the general path). See docs/design.md, "The codec: the XML
+/// decoder".
 enum DecimalReal {
     /// The smallest and largest powers of ten in ``powersOfTen``.
     static let smallestExponent = -64

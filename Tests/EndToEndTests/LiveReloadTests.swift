@@ -1,29 +1,9 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsTestHelpers
 import LiveDefaultsWatching
 import TestSupport
 import Testing
-
-/// What an observer of every key received.
-final class ChangeLog: Sendable {
-    struct Entry: Equatable, CustomStringConvertible {
-        var key: String
-        var old: PropertyListValue?
-        var new: PropertyListValue?
-        var origin: ChangeOrigin
-        var description: String {
-            "\(key): \(old.map(String.init(describing:)) ?? "nil") → \(new.map(String.init(describing:)) ?? "nil") (\(origin))"
-        }
-    }
-
-    private let entries = Locked<[Entry]>([])
-    var all: [Entry] { entries.withLock { $0 } }
-    func record(_ change: DefaultsChange<PropertyListValue?>) {
-        entries.withLock {
-            $0.append(Entry(key: change.key, old: change.oldValue, new: change.newValue, origin: change.origin))
-        }
-    }
-}
 
 /// A suite opened with live reload, seeded as XML (so text tools can edit it), and a log of changes.
 final class LiveSuite {
@@ -252,7 +232,7 @@ final class LiveSuite {
         #expect(await eventually { tokenLast.withLock { $0 } == 299 }, "the observer's last value is the final one")
         // Every delivered change moved forward: reloads were applied in order.
         let values = suite.log.all.filter { $0.key == "counter" }.compactMap { change -> Int? in
-            if case .integer(let value) = change.new { return Int(value) }
+            if case .integer(let value) = change.newValue { return Int(value) }
             return nil
         }
         #expect(values == values.sorted())
@@ -501,10 +481,10 @@ final class LiveSuite {
         #expect(arrived == round, "\(replacement): the value of every round arrived")
         #expect(round - slowRounds.count >= Self.rounds / 2, "enough rounds were quick enough to test")
         // A removal reports the value of the round before the one it happened in.
-        let removals = log.all.filter { $0.new == nil }
+        let removals = log.all.filter { $0.newValue == nil }
         let roundsWithRemovals = Set(
             removals.map { entry -> Int in
-                switch entry.old {
+                switch entry.oldValue {
                 case .string(let old)?: (Int(old.dropFirst("flick-".count)) ?? -1) + 1
                 case .integer(let old)?: Int(old) + 1
                 default: -1

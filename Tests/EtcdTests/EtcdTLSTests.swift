@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -65,58 +66,6 @@ final class FleetScenario: @unchecked Sendable {
     /// etcd's current revision.
     func revision() async throws -> Int64 {
         try await raw.range(prefix: prefix).header.revisionValue
-    }
-}
-
-/// Every change an observer of all keys received, per key, checked for an unbroken chain.
-final class ChangeLog: Sendable {
-    private let changes = Locked<[DefaultsChange<PropertyListValue?>]>([])
-    private let token = Locked<ObservationToken?>(nil)
-    /// The effective values when the log started.
-    let initial: [String: PropertyListValue]
-
-    init(_ defaults: Defaults) {
-        var initial: [String: PropertyListValue] = [:]
-        for (key, value) in defaults.dictionaryRepresentation() {
-            initial[key] = try? PropertyListValue(foundationObject: value)
-        }
-        self.initial = initial
-        let changes = self.changes
-        token.withLock {
-            $0 = defaults.observeAll { change in changes.withLock { $0.append(change) } }
-        }
-    }
-
-    var all: [DefaultsChange<PropertyListValue?>] { changes.withLock { $0 } }
-
-    func of(_ key: String) -> [DefaultsChange<PropertyListValue?>] { all.filter { $0.key == key } }
-
-    /// Keys whose chain of old → new broke (an old value that was not the previous new), starting
-    /// from each key's value when the log started.
-    func brokenChains() -> [String] {
-        var last: [String: PropertyListValue?] = [:]
-        var broken: Set<String> = []
-        for change in all {
-            let previous = last[change.key] ?? initial[change.key]
-            if change.oldValue != previous { broken.insert(change.key) }
-            last[change.key] = .some(change.newValue)
-        }
-        return broken.sorted()
-    }
-
-    /// Every effective value as the observer must see it now: the values when the log started,
-    /// with every change applied.
-    var current: [String: PropertyListValue] {
-        var values = initial
-        for change in all { values[change.key] = change.newValue }
-        return values
-    }
-
-    /// The last new value of each key the observer heard of (what it believes now).
-    var believed: [String: PropertyListValue] {
-        var values: [String: PropertyListValue?] = [:]
-        for change in all { values[change.key] = .some(change.newValue) }
-        return values.compactMapValues { $0 }
     }
 }
 

@@ -249,4 +249,10 @@ extension Defaults.Keys {
         #expect(defaults[.volume] == 0.25)
         #expect(defaults.integer(forKey: "fontSize") == 18)
     }
+
+    @Test func fileURLSaysWhereTheSuiteIs() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.where", directory: directory.url, watchesFiles: false)
+        #expect(defaults.fileURL?.path == directory.file("com.example.where.plist").path)
+    }
 }

@@ -40,7 +40,7 @@ import Testing
                         + "</dict></plist>").utf8)
             }
         ),
-        ("binary nested 10,000 deep", { PropertyListCodecTests.nestedBinaryArrays(depth: 10_000) }),
+        ("binary nested 10,000 deep", { HostilePropertyLists.nestedBinaryArrays(depth: 10_000) }),
         (
             "old-style text nested 10,000 deep",
             {

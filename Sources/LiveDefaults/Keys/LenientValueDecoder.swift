@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Typed keys use it when Foundation's strict `PropertyListDecoder` fails, so a Codable value
 /// written with `defaults write … '{ rateLimit = 50; }'` (old-style text, where every scalar is a
-/// string) reads as it would at the top level: one rule for both (docs/design.md, "Typed reads:
+/// string) reads as it would at the top level: one rule for both (docs/design.md, "Typed keys:
 /// one conversion rule").
 struct LenientValueDecoder: Decoder {
     let value: PropertyListValue

@@ -165,7 +165,7 @@ extension Defaults {
     ///
     /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
     /// then took this store's lock on the other core, and writes ran at half speed in some runs
-    /// (docs/design.md, "The change notification").
+    /// (docs/design.md, "Observation: the change notification").
     ///
     /// Timed by Dispatch, not by the library's timer thread (``DeadlineTimer``, which times the
     /// flush): with outside changes arriving back to back, the timer thread's wake-up every 5 ms

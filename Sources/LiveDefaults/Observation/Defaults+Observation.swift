@@ -88,7 +88,7 @@ extension Defaults {
         _ handler: @escaping @MainActor @Sendable (DefaultsChange<Value>) -> Void
     ) -> ObservationToken {
         // Called on the main queue, in order; the main queue is the main actor's executor
-        // (docs/design.md, "Main-actor observation").
+        // (docs/design.md, "Observation: on the main actor").
         observe(key, options: options, queue: .main) { change in
             MainActor.assumeIsolated { handler(change) }
         }

@@ -1,6 +1,6 @@
 /// State that changes only in the process's change order: every access holds the ``ChangeLock``,
 /// so a store's values change, and the ``Defaults`` that search the store see the change, under
-/// one lock acquisition (docs/flows.md, "A local set").
+/// one lock acquisition (docs/design.md, "Map: the three flows").
 ///
 /// ``withLock(_:)`` takes the change lock; ``withLockHeld(_:)`` is for a caller already inside
 /// it (checked in debug builds); ``withExclusiveAccess(_:)`` is for a deinitialiser, which no

@@ -30,8 +30,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var cleanedTemporaryFiles = false
         var watch: FileWatch?
         /// The binary encoding of the values this store last wrote, and their version: the next
-        /// write re-encodes only the keys it changes (docs/design.md, "The binary encoder: one
-        /// walk, and reuse"). Used only when the values to write over are still that version.
+        /// write re-encodes only the keys it changes (docs/design.md, "The codec: the binary
+        /// encoder"). Used only when the values to write over are still that version.
         var encoding: (encoding: BinaryDictionaryEncoding, version: UInt64)?
     }
 
@@ -270,7 +270,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package func reload(goneForGood: Bool) -> SuiteReload {
         // The identity first: when the file is the one this process last wrote or read (its own
         // flush, which the watcher reports as any other rename), nothing changed and the file is
-        // not read (docs/design.md, "Live reload: this process's own writes").
+        // not read (docs/design.md, "Live reload").
         var info = stat()
         let present = stat(location.path, &info) == 0
         let absent = !present && (errno == ENOENT || errno == ENOTDIR)

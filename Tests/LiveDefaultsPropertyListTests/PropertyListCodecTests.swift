@@ -275,7 +275,7 @@ enum RandomPropertyList {
         }
     }
 
-    /// The library's boundary (docs/design.md, "The codec as a module"): a suite file the codec cannot
+    /// The library's boundary (docs/design.md, "The codec: a module of its own"): a suite file the codec cannot
     /// read is a `corruptFile` error whose cause is the codec's message as `malformedPropertyList`.
     @Test func aCodecErrorReachesUsersAsMalformedPropertyList() throws {
         let bytes = Data("<plist><dict><key>a</key>".utf8)
@@ -306,26 +306,9 @@ enum RandomPropertyList {
         let xmlError = try #require(throws: PropertyListError.self) { try XMLPropertyListReader.decode(Data(xml.utf8)) }
         #expect(xmlError.message.contains("nesting deeper than 512"))
         let binaryError = try #require(throws: PropertyListError.self) {
-            try BinaryPropertyListReader.decode(Self.nestedBinaryArrays(depth: 10_000))
+            try BinaryPropertyListReader.decode(HostilePropertyLists.nestedBinaryArrays(depth: 10_000))
         }
         #expect(binaryError.message.contains("nesting deeper than 512"))
-    }
-
-    /// A binary property list of `depth` arrays each holding the next (two-byte references, so
-    /// at most 65,535 deep).
-    static func nestedBinaryArrays(depth: Int) -> Data {
-        var bytes = Array("bplist00".utf8)
-        var offsets: [Int] = []
-        for index in 0..<depth {
-            offsets.append(bytes.count)
-            bytes += index < depth - 1 ? [0xA1, UInt8((index + 1) >> 8), UInt8((index + 1) & 0xFF)] : [0xA0]
-        }
-        let table = bytes.count
-        for offset in offsets { bytes += [UInt8(offset >> 16), UInt8((offset >> 8) & 0xFF), UInt8(offset & 0xFF)] }
-        bytes += [0, 0, 0, 0, 0, 0, 3, 2]
-        func be(_ value: Int) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
-        bytes += be(depth) + be(0) + be(table)
-        return Data(bytes)
     }
 
     @Test func sharedContainersDecodeInLinearTime() throws {

@@ -6,8 +6,6 @@ import Testing
 
 @testable import LiveDefaults
 
-// Written from a new user's side (issue 19): what a first program does with the README.
-
 extension Defaults.Keys {
     fileprivate static let hourTheme = Defaults.Key<Theme>("hourTheme", default: .system)
     fileprivate static let hourFontSize = Defaults.Key<Int>("hourFontSize", default: 14)
@@ -38,7 +36,9 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
     return fired
 }
 
-@Suite struct FirstHourTests {
+/// Observing settings through typed keys: Swift Observation of `Setting` and `ObservableSetting`, typed
+/// changes, main-actor observers, and decoding failures reported once.
+@Suite struct TypedKeyObservationTests {
     @Test func swiftObservationFiresForSettingProjectedValueAndInlineObservable() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try Defaults(suiteName: "com.example.hour", directory: directory.url)
@@ -190,99 +190,5 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         #expect(
             reported.withLock { $0.count } == 2, "the old bad value is not reported again: \(reported.withLock { $0 })")
         token.cancel()
-    }
-
-    @Test func fileURLSaysWhereTheSuiteIs() throws {
-        let directory = try TemporaryDirectory()
-        let defaults = try Defaults(suiteName: "com.example.where", directory: directory.url, watchesFiles: false)
-        #expect(defaults.fileURL?.path == directory.file("com.example.where.plist").path)
-    }
-}
-
-@Suite struct CorruptFileMessageTests {
-    @Test func aBadFileAtLoadSaysNothingWasLoadedAndWhere() throws {
-        let directory = try TemporaryDirectory()
-        let xml = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0">
-            <dict>
-              <key>a</key><integer>1</integer>
-              <key>b</key><integer>2
-            </dict>
-            </plist>
-            """
-        try Data(xml.utf8).write(to: directory.file("com.example.bad.plist"))
-        let defaults = try Defaults(suiteName: "com.example.bad", directory: directory.url, watchesFiles: false)
-        let message = try #require(defaults.lastError?.message)
-        #expect(defaults.lastError?.code == .corruptFile)
-        #expect(message.contains("line 6"), "\(message)")
-        #expect(message.contains("were not loaded"), "\(message)")
-    }
-
-    @Test func aBadSaveFromOutsideSaysTheLastGoodValuesAreKeptAndTheOffset() async throws {
-        let directory = try TemporaryDirectory()
-        let defaults = try Defaults(suiteName: "com.example.badsave", directory: directory.url)
-        defaults.set(1, forKey: "a")
-        try defaults.synchronize()
-        var bytes = try Data(contentsOf: try #require(defaults.fileURL))
-        bytes.removeLast(bytes.count / 2)  // a truncated binary file
-        try bytes.write(to: try #require(defaults.fileURL), options: .atomic)
-        #expect(await eventually { defaults.lastError?.code == .corruptFile })
-        let message = defaults.lastError?.message ?? ""
-        #expect(message.contains("byte offset"), "\(message)")
-        #expect(message.contains("before are kept in use"), "\(message)")
-        #expect(defaults.integer(forKey: "a") == 1)
-    }
-}
-
-private struct Features: Codable, Equatable, Sendable {
-    var betaAPI: Bool
-    var rateLimit: Int
-    var ratio: Double = 1
-    var tags: [String] = []
-    var since: Date?
-}
-
-extension Defaults.Keys {
-    fileprivate static let hourFeatures = Defaults.Key<Features>(
-        "hourFeatures", default: Features(betaAPI: false, rateLimit: 10))
-}
-
-@Suite struct CodableValuesTests {
-    @Test func typedValuesInsideCodableReadAsAtTheTop() throws {
-        let directory = try TemporaryDirectory()
-        let defaults = try Defaults(suiteName: "com.example.codable", directory: directory.url, watchesFiles: false)
-        // What `defaults write … features '{ betaAPI = 1; rateLimit = 50; }'` stores: strings.
-        defaults.set(
-            .dictionary([
-                "betaAPI": .string("1"), "rateLimit": .string("50"), "ratio": .string("0.5"),
-                "tags": .array([.string("a")]),
-            ]),
-            forKey: "hourFeatures")
-        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 50, ratio: 0.5, tags: ["a"]))
-        #expect(defaults.decodingError(for: .hourFeatures) == nil)
-        defaults.set(.string("50"), forKey: "hourPort")
-        #expect(defaults[.hourPort] == 50, "the same rule at the top")
-
-        // What `-dict betaAPI -bool YES rateLimit -int 50` stores: typed values, read strictly.
-        let since = Date(timeIntervalSince1970: 1_000_000)
-        defaults.set(
-            .dictionary([
-                "betaAPI": .bool(true), "rateLimit": .integer(50), "ratio": .real(1), "tags": .array([]),
-                "since": .date(since),
-            ]),
-            forKey: "hourFeatures")
-        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 50, since: since))
-
-        // What neither rule reads: the default, and the reason.
-        defaults.set(
-            .dictionary(["betaAPI": .string("maybe"), "rateLimit": .integer(1), "ratio": .real(1), "tags": .array([])]),
-            forKey: "hourFeatures")
-        #expect(defaults[.hourFeatures] == Features(betaAPI: false, rateLimit: 10))
-        #expect(defaults.decodingError(for: .hourFeatures)?.code == .decodingFailed)
-
-        // Values written through the key round-trip unchanged.
-        defaults[.hourFeatures] = Features(betaAPI: true, rateLimit: 7, tags: ["x", "y"], since: since)
-        #expect(defaults[.hourFeatures] == Features(betaAPI: true, rateLimit: 7, tags: ["x", "y"], since: since))
     }
 }
