@@ -94,25 +94,20 @@ package struct CommandDomains: Sendable {
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
-    /// suites on Linux).
-    /// (The two variables are read with getenv: `ProcessInfo.processInfo.environment` builds a dictionary of the
-    /// whole environment, about a tenth of a one-shot command's start-up; docs/design.md, "The `defaults`
-    /// command's start-up".)
+    /// suites on Linux): the library's one rule, ``SuiteLocation/defaultDirectory()`` (which reads the two
+    /// variables with getenv, for the command's start-up).
     package static func defaultDirectory() -> URL {
-        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".config")
+        URL(fileURLWithPath: SuiteLocation.defaultDirectory())
     }
 
-    /// ``DefaultsSchema/searchDirectories``, from the three variables it reads (with getenv, as above).
+    /// ``DefaultsSchema/searchDirectories``, from the three variables it reads (with getenv: building
+    /// `ProcessInfo.processInfo.environment` costs a one-shot command a tenth of its start-up).
     package static func defaultSchemaDirectories() -> [URL] {
         var environment: [String: String] = [:]
-        for name in ["XDG_DATA_HOME", "XDG_DATA_DIRS", "HOME"] { environment[name] = variable(name) }
+        for name in ["XDG_DATA_HOME", "XDG_DATA_DIRS", "HOME"] {
+            environment[name] = getenv(name).map { String(cString: $0) }
+        }
         return DefaultsSchema.searchDirectories(environment: environment)
-    }
-
-    private static func variable(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }
     }
 
     /// The file of a named domain.

@@ -221,8 +221,11 @@ package struct ArgumentCursor {
                 return .path(argument.hasSuffix(".plist") ? String(argument.dropLast(".plist".count)) : argument)
             }
             if argument.hasPrefix("-") { throw error("unknown option '\(argument)'") }
-            if argument.contains("\0") || argument.utf8.count + ".plist".utf8.count > 255 {
-                throw error("'\(argument)' cannot name a file (too long, or it contains NUL)")
+            // The library's one rule for suite names (SuiteLocation).
+            do throws(DefaultsError) {
+                try SuiteLocation.validate(suiteName: argument)
+            } catch {
+                throw self.error(error.message)
             }
             return .named(argument)
         }

@@ -194,6 +194,25 @@ case "set":
     do { try defaults.synchronize() } catch { fail("\(error)") }
     say("done")
 
+case "flush-watched":
+    // flush-watched <dir> <suite> <count>: with the file watched, sets and synchronizes `count`
+    // times, 50 ms apart (for the watcher's call and the reload to come back), to measure what
+    // this process does with its own flushes (docs/flows.md: strace -e openat).
+    guard arguments.count == 4, let count = Int(arguments[3]) else { fail("flush-watched <dir> <suite> <count>") }
+    let defaults: Defaults
+    do {
+        defaults = try Defaults(
+            suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]), watchesFiles: true)
+    } catch {
+        fail("\(error)")
+    }
+    for index in 0..<count {
+        defaults.set(.integer(Int64(index)), forKey: "count")
+        do { try defaults.synchronize() } catch { fail("\(error)") }
+        usleep(50_000)  // a measurement's pacing, not synchronisation
+    }
+    say("done")
+
 case "remove":
     // remove <dir> <suite> <key>: removes one key and synchronizes.
     let defaults = open(1)
