@@ -60,7 +60,7 @@ let package = Package(
             name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
             path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
-        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
+        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults", "LiveDefaultsWatching"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Helpers shared by the test targets that need the library's types (the observation log).
