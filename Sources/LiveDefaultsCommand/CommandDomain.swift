@@ -42,22 +42,41 @@ package struct CommandDomains: Sendable {
     /// Opens a domain; `watching` asks for live reload (for `watch`).
     package var open:
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
+    /// Opens a local domain only to read it (``SuiteFileSnapshot``), or nil to use ``open``: set when ``open``
+    /// is the store's.
+    package var openForReading:
+        (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
 
+    /// - Parameters:
+    ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
+    ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
         directory: URL? = nil,
-        open: @escaping @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = Self.openStore
+        open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
     ) {
         self.directory = directory ?? Self.defaultDirectory()
-        self.open = open
+        self.open = open ?? Self.openStore
+        if open == nil {
+            self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory.path) }
+        } else {
+            self.openForReading = nil
+        }
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
     /// suites on Linux).
+    /// (The two variables are read with getenv: `ProcessInfo.processInfo.environment` builds a dictionary of the
+    /// whole environment, about a tenth of a one-shot command's start-up; docs/design.md, "The `defaults`
+    /// command's start-up".)
     package static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(".config")
+    }
+
+    private static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 
     /// The file of a named domain.

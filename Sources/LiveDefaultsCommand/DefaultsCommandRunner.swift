@@ -24,12 +24,33 @@ package struct CommandIO: Sendable {
         self.readStandardInput = readStandardInput
     }
 
-    /// The process's standard streams.
+    /// The process's standard streams. Output is written with write(2), not FileHandle, whose first use
+    /// initialises CoreFoundation: a share of a one-shot command's start-up (docs/design.md, "The `defaults`
+    /// command's start-up").
     package static let standard = CommandIO(
-        standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
-        standardError: { FileHandle.standardError.write(Data($0.utf8)) },
-        writeStandardOutputData: { FileHandle.standardOutput.write($0) },
+        standardOutput: { writeAll(1, Array($0.utf8)) },
+        standardError: { writeAll(2, Array($0.utf8)) },
+        writeStandardOutputData: { writeAll(1, Array($0)) },
         readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() })
+
+    /// Writes all of `bytes` to a descriptor, as FileHandle's write does (a closed pipe ends the process
+    /// with SIGPIPE, as it would).
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, start + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
 }
 
 /// How a run of the command ends.
@@ -119,7 +140,7 @@ package struct DefaultsCommandRunner: Sendable {
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
     private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+        let store = try domains.openForReading?(domain, domains.directory) ?? open(domain)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
         }
@@ -230,6 +251,12 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .exportDomain(let domain, let destination):
             try exportDomain(domain, to: destination)
+
+        case .version:
+            io.standardOutput("defaults (LiveDefaults) \(CommandVersion.text)\n")
+
+        case .complete(let words):
+            io.standardOutput(CommandCompletion.candidates(words, domains: domains).map { $0 + "\n" }.joined())
 
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))

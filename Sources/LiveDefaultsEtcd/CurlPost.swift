@@ -22,7 +22,13 @@ final class CurlPost: @unchecked Sendable {
         case failed(String, timedOut: Bool)
     }
 
-    private static let globalSetUp: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+    /// Why a call could not start: libcurl is loaded at the first call (Sources/CCurl/shim.h).
+    private static var unavailable: String {
+        ldcurl_available() != 0
+            ? "libcurl could not start a call" : "libcurl (libcurl.so.4, Debian's libcurl4) could not be loaded"
+    }
+
+    private static let globalSetUp: Void = { ldcurl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     private let url: String
     private let body: Data
@@ -61,11 +67,11 @@ final class CurlPost: @unchecked Sendable {
     /// Runs the call on this thread until it ends.
     func perform() -> Outcome {
         Self.globalSetUp
-        guard let handle = curl_easy_init() else { return .failed("libcurl could not start a call", timedOut: false) }
-        defer { curl_easy_cleanup(handle) }
+        guard let handle = ldcurl_easy_init() else { return .failed(Self.unavailable, timedOut: false) }
+        defer { ldcurl_easy_cleanup(handle) }
         var headerList: UnsafeMutablePointer<curl_slist>?
-        for header in headers { headerList = curl_slist_append(headerList, header) }
-        defer { curl_slist_free_all(headerList) }
+        for header in headers { headerList = ldcurl_slist_append(headerList, header) }
+        defer { ldcurl_slist_free_all(headerList) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         let payload = body
         return payload.withUnsafeBytes { bytes -> Outcome in
@@ -100,10 +106,10 @@ final class CurlPost: @unchecked Sendable {
             ldcurl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context)
             currentHandle = handle
             defer { currentHandle = nil }
-            let result = curl_easy_perform(handle)
+            let result = ldcurl_easy_perform(handle)
             if cancelled.load(ordering: .relaxed) { return .cancelled }
             if result == CURLE_OK { return .completed(status: ldcurl_response_code(handle)) }
-            let message = String(cString: curl_easy_strerror(result))
+            let message = String(cString: ldcurl_easy_strerror(result))
             return .failed(message, timedOut: result == CURLE_OPERATION_TIMEDOUT)
         }
     }
