@@ -12,12 +12,36 @@ package protocol CommandDomain: AnyObject, Sendable {
     func set(_ value: PropertyListValue?, forKey key: String)
     /// Replaces the whole domain; nil deletes it.
     func replacePersistentValues(_ values: [String: PropertyListValue]?)
+    /// Gets what `access` needs before the domain is read or changed: a remote domain reads etcd
+    /// here, so that a failure names the operation ("cannot write key …"); a local one read its file
+    /// at open, and does nothing.
+    ///
+    /// - Throws: ``DefaultsError`` (`readFailed` for a read, `writeFailed` for a change).
+    func prepare(for access: CommandDomainAccess) throws
+    /// Keys whose stored value is not a property list, with what is wrong with each: a remote
+    /// domain keeps one document per key, and reads such a key as absent so that the others can be
+    /// read and the bad one repaired (a local file is one document: a corrupt one is ``lastError``).
+    var unreadableValues: [String: String] { get }
     /// Writes pending changes now (lock, re-read, merge, atomic replace).
     func synchronize() throws
     /// Calls `handler` on `queue` for every change of an effective value of the domain, until the returned
     /// token is released.
     func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
         -> any AnyObject & Sendable
+}
+
+extension CommandDomain {
+    package func prepare(for access: CommandDomainAccess) throws {}
+    package var unreadableValues: [String: String] { [:] }
+}
+
+/// What the command is about to do with a domain, so that a failure names it.
+package enum CommandDomainAccess: Sendable, Equatable {
+    /// Reading it (`read`, `read-type`, `export`, `find`, `watch`).
+    case read
+    /// Changing it: the verb ("write", "delete", "rename", "import") and the keys it changes (nil:
+    /// the whole domain).
+    case change(verb: String, keys: [String]?)
 }
 
 /// One change seen by ``CommandDomain/watchChanges(queue:_:)``.
