@@ -199,6 +199,9 @@ import Testing
     func aReadOnlyDirectoryMakesSynchronizeThrowAndTheValuesAreWrittenOncePossible() async throws {
         let disk = try #require(try SmallDisk(megabytes: 1))
         let path = disk.path + "/com.example.readonly.plist"
+        // A journal open for writing would keep the file system busy (no read-only remount).
+        JournalHooks.unmappableDirectories.withLock { _ = $0.insert(disk.path) }
+        defer { JournalHooks.unmappableDirectories.withLock { _ = $0.remove(disk.path) } }
         let defaults = try Defaults(
             suiteName: "com.example.readonly", directory: URL(fileURLWithPath: disk.path), watchesFiles: false)
         defaults.set("small", forKey: "before")

@@ -179,6 +179,29 @@ case "set-and-exit":
     defaults.set(arguments[4], forKey: arguments[3])
     exit(0)
 
+case "set-and-die":
+    // set-and-die <dir> <suite> <key> <integer> <microseconds> <kill|term|fatal|segv>: sets one key,
+    // waits, then dies without flushing: SIGKILL, SIGTERM with no handler, fatalError, or SIGSEGV
+    // (docs/design.md, "The journal": a `set` that returned survives any death of its process).
+    let defaults = open(1)
+    guard arguments.count == 7, let number = Int64(arguments[4]), let delay = UInt32(arguments[5]) else {
+        fail("set-and-die <dir> <suite> <key> <integer> <microseconds> <kill|term|fatal|segv>")
+    }
+    defaults.set(.integer(number), forKey: arguments[3])
+    if delay > 0 { usleep(delay) }  // the moment of death, not synchronisation
+    switch arguments[6] {
+    case "kill": raise(SIGKILL)
+    case "term":
+        signal(SIGTERM, SIG_DFL)
+        raise(SIGTERM)
+    case "fatal": fatalError("dying on purpose")
+    case "segv":
+        signal(SIGSEGV, SIG_DFL)
+        raise(SIGSEGV)
+    default: fail("unknown death \(arguments[6])")
+    }
+    fail("still alive")
+
 case "set":
     // set <dir> <suite> <key> <value>: sets one key and synchronizes, as another program would.
     // The value is read as true/false, an integer, a real, else taken as a string.

@@ -15,6 +15,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package let file: SuiteFile
     private let operations: Operations
     private let state = Locked(State())
+    /// This process's journal of the suite (FileBackend+Journal.swift).
+    let journaling = Locked(JournalSlot())
 
     private struct State {
         /// The bytes last read from or written to the file: a reload that finds another identity
@@ -49,6 +51,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
 
     package func load() -> SuiteLoad {
         var load = SuiteLoad()
+        if let problem = replayDeadJournals() { load.warnings.append(problem) }
         do throws(DefaultsError) {
             let contents = try file.read()
             let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
@@ -135,8 +138,35 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             state.withLock { $0.cleanedTemporaryFiles = true }
         }
         return try file.withLock(using: operations) { (target) throws(DefaultsError) in
-            try writeLocked(changes, over: &known, target: target)
+            // Dead processes' changes first, then this process's (docs/design.md, "The journal").
+            let dead = DeadJournal.take(suitePath: location.path, excluding: ownJournalPath)
+            let written = try writeLocked(changes, over: &known, target: target, replaying: dead)
+            // The file is durable (renamed, directory synced): the journal's records in it go.
+            releaseJournal()
+            return written
         }
+    }
+
+    /// Replays the journals of dead processes into the suite file, if there are any (at open, so
+    /// that the first values read include them).
+    private func replayDeadJournals() -> DefaultsError? {
+        let directory = SuiteJournal.directory(forSuiteFile: location.path)
+        guard access(directory, F_OK) == 0 else { return nil }
+        do throws(DefaultsError) {
+            try file.withLock(using: operations) { (target) throws(DefaultsError) in
+                let dead = DeadJournal.take(suitePath: location.path, excluding: ownJournalPath)
+                guard !dead.isEmpty else { return }
+                guard dead.contains(where: { !$0.contents.records.isEmpty }) else {
+                    for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }
+                    return
+                }
+                var known = SuiteSnapshot()
+                _ = try writeLocked(.changes([:]), over: &known, target: target, replaying: dead)
+            }
+        } catch {
+            return error
+        }
+        return nil
     }
 
     /// The part of a write done under the file lock.
@@ -145,8 +175,12 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     /// replaced value is remembered, so a failed write puts them back as they were). `target` is
     /// the path the file is written to (the suite file, or the file its symbolic link names).
     private func writeLocked(
-        _ changes: SuiteWrite, over known: inout SuiteSnapshot, target: String
+        _ changes: SuiteWrite, over known: inout SuiteSnapshot, target: String, replaying dead: [DeadJournal]
     ) throws(DefaultsError) -> SuiteWritten {
+        var finished = false
+        defer {
+            if !finished { for journal in dead { journal.abandon() } }
+        }
         let last = state.withLock { (identity: $0.identity, corrupt: $0.isCorrupt, format: $0.format) }
         // The last encoding is moved out (the only reference, so it changes in place), and a new
         // one is put back only after the write succeeds.
@@ -174,6 +208,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var data: Data?
         var identity: FileIdentity?
         var encoding: BinaryDictionaryEncoding?
+        var replayed = false
         do throws(DefaultsError) {
             if rereads {
                 // Someone else wrote since we last looked (or the file is bad): start from what is there now.
@@ -200,6 +235,16 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                     merged = [:]
                 }
             }
+            // A dead process's changes, in the order written, before this process's own.
+            for journal in dead where !journal.contents.records.isEmpty {
+                if isKnown {
+                    journal.apply(to: &merged, changed: &replaced)
+                } else {
+                    var ignored: [(key: String, value: PropertyListValue?)] = []
+                    journal.apply(to: &merged, changed: &ignored)
+                }
+                replayed = true
+            }
             switch changes {
             case .whole(let values, _):
                 giveBack()
@@ -220,7 +265,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                 let encoded: Data
                 do throws(PropertyListError) {
                     if format == .binary {
-                        if !rereads, case .changes(let pending) = changes, reusable?.version == known.version,
+                        if !rereads, !replayed, case .changes(let pending) = changes, reusable?.version == known.version,
                             var reused = reusable?.encoding
                         {
                             reusable = nil  // (`reused` is now the only reference)
@@ -253,6 +298,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             giveBack()
             throw error
         }
+        finished = true
+        for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }
         let version = state.withLock { state -> UInt64 in
             state.bytes = data
             state.identity = identity
@@ -262,7 +309,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             state.encoding = encoding.map { ($0, state.version) }
             return state.version
         }
-        return SuiteWritten(snapshot: SuiteSnapshot(values: merged, version: version), unchangedByOthers: !rereads)
+        return SuiteWritten(
+            snapshot: SuiteSnapshot(values: merged, version: version), unchangedByOthers: !rereads && !replayed)
     }
 
     // MARK: Outside changes

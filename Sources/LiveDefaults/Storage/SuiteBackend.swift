@@ -40,6 +40,27 @@ package protocol SuiteBackend: Sendable {
     /// applies without reloading. Calls only flow up: nothing the store does calls back into the
     /// watch. A backend with no outside does nothing.
     func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void)
+
+    /// Records a change in the backend's journal before the store's `set` returns, so that it
+    /// outlives the process (docs/design.md, "The journal"). Called under the store's state lock,
+    /// in the order of the changes. `nil` removes the key.
+    func journal(_ value: PropertyListValue?, forKey key: String)
+
+    /// Records a replacement of every value of the suite, as ``journal(_:forKey:)`` does.
+    func journalReplacement(_ values: [String: PropertyListValue])
+
+    /// Notes that the store has just taken its pending changes for a write (under the store's
+    /// state lock): the journal's records up to here are released once that write is durable.
+    func journalMark()
+}
+
+extension SuiteBackend {
+    /// No journal (memory, remote backends).
+    package func journal(_ value: PropertyListValue?, forKey key: String) {}
+    /// No journal.
+    package func journalReplacement(_ values: [String: PropertyListValue]) {}
+    /// No journal.
+    package func journalMark() {}
 }
 
 /// What a backend's watch tells its store (docs/design.md, "Map: the three flows": an outside

@@ -105,6 +105,7 @@ package final class SuiteStore: Sendable {
             var readers: [Reader] = []
             state.withLockHeld { state in
                 if state.values.set(value, forKey: key) { readers = state.readers }
+                backend.journal(value, forKey: key)
                 armFlush(&state)
             }
             var deliveries = Deliveries()
@@ -127,6 +128,7 @@ package final class SuiteStore: Sendable {
             beforeApplying?()
             let (changes, readers) = state.withLockHeld { state in
                 let changes = state.values.replaceAll(with: values)
+                backend.journalReplacement(values)
                 armFlush(&state)
                 return (changes, state.readers)
             }
@@ -226,6 +228,7 @@ extension SuiteStore {
             // is under `inputOutput`, as this is), so the backend merges into them in place.
             let taken = access { state -> (SuiteWrite, SuiteSnapshot)? in
                 guard let outgoing = state.values.outgoing() else { return nil }
+                backend.journalMark()
                 return (outgoing, SuiteSnapshot(values: state.values.takeStored(), version: state.values.version))
             }
             guard case (let outgoing, var known)? = taken else { return }

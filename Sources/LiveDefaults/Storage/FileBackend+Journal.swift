@@ -1,0 +1,71 @@
+import Foundation
+
+/// This process's journal of a file suite, made at the first change (docs/design.md, "The journal").
+package struct JournalSlot {
+    var journal: SuiteJournal?
+    /// Making or growing the journal failed (reported once): the suite is written as before journals.
+    var disabled = false
+    /// Where the journal stood when the store took the changes now being written.
+    var mark: Int?
+}
+
+extension FileBackend {
+    package func journal(_ value: PropertyListValue?, forKey key: String) {
+        journaling.withLock { slot in
+            guard let journal = journal(in: &slot) else { return }
+            if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) {
+                slot.disabled = true
+                Self.reportLater(problem)
+            }
+        }
+    }
+
+    package func journalReplacement(_ values: [String: PropertyListValue]) {
+        journaling.withLock { slot in
+            guard let journal = journal(in: &slot) else { return }
+            var problem = journal.append(.clear, key: "", value: nil)
+            for (key, value) in values where problem == nil {
+                problem = journal.append(.set, key: key, value: value)
+            }
+            if let problem {
+                slot.disabled = true
+                Self.reportLater(problem)
+            }
+        }
+    }
+
+    package func journalMark() {
+        journaling.withLock { slot in slot.mark = slot.journal?.mark() }
+    }
+
+    /// Releases the records written by the write that just made the suite file durable.
+    func releaseJournal() {
+        journaling.withLock { slot in
+            if let mark = slot.mark { slot.journal?.release(upTo: mark) }
+            slot.mark = nil
+        }
+    }
+
+    /// The path of this process's journal, if it has one.
+    var ownJournalPath: String? { journaling.withLock { $0.journal?.path } }
+
+    private func journal(in slot: inout JournalSlot) -> SuiteJournal? {
+        if let journal = slot.journal { return journal }
+        guard !slot.disabled else { return nil }
+        do throws(DefaultsError) {
+            slot.journal = try SuiteJournal(suitePath: file.location.path)
+        } catch {
+            slot.disabled = true
+            var error = error
+            error.suite = file.location.name
+            Self.reportLater(error)
+        }
+        return slot.journal
+    }
+
+    /// Reports off the calling thread: changes are journalled under the change lock, where a
+    /// handler that reads a suite would wait on itself.
+    private static func reportLater(_ error: DefaultsError) {
+        DispatchQueue.global().async { DefaultsErrorReporting.report(error) }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import LiveDefaultsWatching
+
+/// This process's journal of one suite (docs/design.md, "The journal: no `set` lost when the
+/// process dies"): an append-only, checksummed log in a file mapped into memory, so that every
+/// `set` is in the page cache, which outlives the process, before `set` returns.
+///
+/// The file is `<directory>/.<suite file>.journals/<pid>-<random>`, created `0600`, and this
+/// process holds an `flock` on it for its lifetime: a journal whose lock can be taken belongs to a
+/// dead process (a reused PID does not matter). Appending is a memory copy under a lock; the file
+/// grows (a system call) by ``JournalFormat/chunk`` at a time.
+///
+/// Format (``JournalFormat``): a 32-byte header (magic, version, a state word holding the
+/// generation and the offset of the first record not yet written to the suite file), then records,
+/// each 8-byte aligned: a word holding the payload's length and the generation, written last in one
+/// aligned store (a record is either whole or absent when the process dies), a CRC-32 of the
+/// payload, and the payload (kind, key, the value's binary property list).
+package final class SuiteJournal: @unchecked Sendable {
+    package let path: String
+    private let descriptor: Int32
+    private let lock = Locked<Mapping>(Mapping())
+
+    private struct Mapping {
+        var base: UnsafeMutableRawPointer?
+        var capacity = 0
+        var end = JournalFormat.headerSize
+        var generation: UInt32 = 1
+        /// Growing failed once: nothing more is appended (the store writes as it did before
+        /// journals), and records already appended stay until the next flush releases them.
+        var failed = false
+    }
+
+    /// The hidden directory holding the journals of the suite file at `suitePath`.
+    package static func directory(forSuiteFile suitePath: String) -> String {
+        SuiteFile.directory(of: suitePath) + "/." + SuiteFile.name(of: suitePath) + ".journals"
+    }
+
+    /// Creates this process's journal for the suite file at `suitePath`.
+    ///
+    /// - Throws: ``DefaultsError`` (`writeFailed`) naming the path when the directory or file cannot
+    ///   be made, locked, sized or mapped.
+    package init(suitePath: String) throws(DefaultsError) {
+        let directory = Self.directory(forSuiteFile: suitePath)
+        let path = directory + "/\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        self.path = path
+        func failure(_ what: String, _ code: Int32) -> DefaultsError {
+            DefaultsError(
+                .writeFailed,
+                "Could not \(what) the journal \(path) (\(String(cString: strerror(code)))). Values set in this process "
+                    + "are written at the next flush as before, but a set made just before the process dies may be lost.",
+                path: path, underlying: SystemError(errno: code, operation: what))
+        }
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw failure("create the directory of", errno) }
+        let opened = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard opened >= 0 else { throw failure("create", errno) }
+        guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(opened)
+            unlink(path)
+            throw failure("lock", code)
+        }
+        let mapped = lock.withLock { mapping -> Int32? in
+            guard let code = Self.grow(&mapping, descriptor: opened, path: path, to: JournalFormat.chunk) else {
+                JournalFormat.writeHeader(mapping.base!, generation: mapping.generation, start: JournalFormat.headerSize)
+                return nil
+            }
+            return code
+        }
+        if let code = mapped {
+            close(opened)
+            unlink(path)
+            throw failure("size and map", code)
+        }
+        descriptor = opened
+    }
+
+    deinit {
+        lock.withLock { mapping in
+            if let base = mapping.base { munmap(base, mapping.capacity) }
+            // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
+            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
+        }
+        close(descriptor)
+    }
+
+    private static func isReleased(_ mapping: Mapping) -> Bool {
+        guard let base = mapping.base else { return true }
+        return JournalFormat.readState(base).start >= mapping.end
+    }
+
+    /// Makes the mapping at least `capacity` bytes: reserves the blocks (so a full disk fails here,
+    /// not as a fault on a later memory copy) and maps the file again. Returns the error, nil on success.
+    private static func grow(_ mapping: inout Mapping, descriptor: Int32, path: String, to capacity: Int) -> Int32? {
+        let reserved = posix_fallocate(descriptor, 0, off_t(capacity))
+        if reserved != 0 { return reserved }
+        if JournalHooks.mappingFails(for: path) { return ENOMEM }
+        let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0)
+        guard let mapped, mapped != MAP_FAILED else { return errno }
+        if let old = mapping.base { munmap(old, mapping.capacity) }
+        mapping.base = mapped
+        mapping.capacity = capacity
+        return nil
+    }
+
+    /// Appends a record. Returns an error to report when the journal could not grow (once: later
+    /// appends do nothing).
+    package func append(_ kind: JournalRecord.Kind, key: String, value: PropertyListValue?) -> DefaultsError? {
+        var payload = JournalFormat.payload(kind, key: key, value: value)
+        return lock.withLock { mapping -> DefaultsError? in
+            guard !mapping.failed else { return nil }
+            let size = JournalFormat.recordSize(payloadCount: payload.count)
+            if mapping.end + size > mapping.capacity {
+                let wanted = (mapping.end + size + JournalFormat.chunk - 1) / JournalFormat.chunk * JournalFormat.chunk
+                if let code = Self.grow(&mapping, descriptor: descriptor, path: path, to: wanted) {
+                    mapping.failed = true
+                    return DefaultsError(
+                        .writeFailed,
+                        "Could not grow the journal \(path) (\(String(cString: strerror(code)))). Values set in this "
+                            + "process are written at the next flush as before, but a set made just before the "
+                            + "process dies may be lost.",
+                        path: path, underlying: SystemError(errno: code, operation: "grow"))
+                }
+            }
+            guard let base = mapping.base else { return nil }
+            payload.withUnsafeMutableBytes { bytes in
+                JournalFormat.writeRecord(
+                    at: base + mapping.end, payload: UnsafeRawBufferPointer(bytes), generation: mapping.generation)
+            }
+            mapping.end += size
+            return nil
+        }
+    }
+
+    /// The offset after the last record appended: records before it are in the changes a flush
+    /// took at the same moment (under the store's state lock).
+    package func mark() -> Int {
+        lock.withLock { $0.end }
+    }
+
+    /// The records before `mark` are in the suite file, durable: they are released. Records
+    /// appended since (during the flush) stay: the state word's start moves to `mark`, or, when
+    /// there are none, the generation moves on and appends start over at the header.
+    package func release(upTo mark: Int) {
+        lock.withLock { mapping in
+            guard let base = mapping.base else { return }
+            if mapping.end == mark {
+                mapping.generation &+= 1
+                if mapping.generation == 0 { mapping.generation = 1 }
+                JournalFormat.writeState(base, generation: mapping.generation, start: JournalFormat.headerSize)
+                mapping.end = JournalFormat.headerSize
+            } else {
+                JournalFormat.writeState(base, generation: mapping.generation, start: mark)
+            }
+        }
+    }
+}
+
+/// Test hooks for the journal (the mapping failing).
+package enum JournalHooks {
+    /// Suite directories whose journals cannot be mapped (ENOMEM, as a process at its mapping
+    /// limit sees): tests of the fallback, and tests that must remount a directory read-only
+    /// (a journal open for writing keeps a file system busy).
+    package static let unmappableDirectories = Locked<Set<String>>([])
+
+    static func mappingFails(for journalPath: String) -> Bool {
+        // <suite directory>/.<suite file>.journals/<name>
+        let suiteDirectory = SuiteFile.directory(of: SuiteFile.directory(of: journalPath))
+        return unmappableDirectories.withLock { $0.isEmpty ? false : $0.contains(suiteDirectory) }
+    }
+}

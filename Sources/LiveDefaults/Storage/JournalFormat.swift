@@ -1,0 +1,172 @@
+import Foundation
+import LiveDefaultsPropertyList
+
+/// One change read back from a journal.
+package struct JournalRecord: Sendable, Equatable {
+    package enum Kind: UInt8, Sendable {
+        /// The key was set to the value.
+        case set = 1
+        /// The key was removed.
+        case remove = 2
+        /// Every key was removed (a replacement of the whole suite: its values follow as sets).
+        case clear = 3
+    }
+
+    package var kind: Kind
+    package var key: String
+    package var value: PropertyListValue?
+}
+
+/// The journal's file format (docs/design.md, "The journal"). All integers little-endian.
+///
+/// Header (32 bytes): magic `LDJOURNL` (8), version (4), reserved (4), state word (8: generation in
+/// the high half, start offset in the low half), reserved (8).
+/// Record (8-byte aligned): head word (8: payload length in the low half, generation in the high
+/// half; stored last), CRC-32 of the payload (4), reserved (4), payload: kind (1), reserved (3),
+/// key length (4), key (UTF-8), value (binary property list; none for removals and clears).
+package enum JournalFormat {
+    package static let magic: [UInt8] = Array("LDJOURNL".utf8)
+    package static let version: UInt32 = 1
+    package static let headerSize = 32
+    package static let recordHeaderSize = 16
+    /// How much the file grows by.
+    package static let chunk = 64 * 1024
+    private static let stateOffset = 16
+
+    static func writeHeader(_ base: UnsafeMutableRawPointer, generation: UInt32, start: Int) {
+        for (index, byte) in magic.enumerated() { base.storeBytes(of: byte, toByteOffset: index, as: UInt8.self) }
+        base.storeBytes(of: version.littleEndian, toByteOffset: 8, as: UInt32.self)
+        writeState(base, generation: generation, start: start)
+    }
+
+    static func writeState(_ base: UnsafeMutableRawPointer, generation: UInt32, start: Int) {
+        let word = UInt64(generation) << 32 | UInt64(UInt32(start))
+        // One aligned 8-byte store: a process dying here leaves the old word or the new one.
+        (base + stateOffset).assumingMemoryBound(to: UInt64.self).pointee = word.littleEndian
+    }
+
+    static func readState(_ base: UnsafeRawPointer) -> (generation: UInt32, start: Int) {
+        let word = UInt64(littleEndian: base.load(fromByteOffset: stateOffset, as: UInt64.self))
+        return (UInt32(word >> 32), Int(UInt32(truncatingIfNeeded: word)))
+    }
+
+    static func recordSize(payloadCount: Int) -> Int {
+        (recordHeaderSize + payloadCount + 7) & ~7
+    }
+
+    /// The payload of a record: kind, key and the value's binary property list.
+    static func payload(_ kind: JournalRecord.Kind, key: String, value: PropertyListValue?) -> [UInt8] {
+        var key = key
+        let encodedValue: Data? = value.flatMap { try? PropertyListCodec.encode($0, format: .binary) }
+        return key.withUTF8 { keyBytes in
+            var payload = [UInt8]()
+            payload.reserveCapacity(8 + keyBytes.count + (encodedValue?.count ?? 0))
+            payload.append(kind.rawValue)
+            payload.append(contentsOf: [0, 0, 0])
+            withUnsafeBytes(of: UInt32(keyBytes.count).littleEndian) { payload.append(contentsOf: $0) }
+            payload.append(contentsOf: keyBytes)
+            if let encodedValue { payload.append(contentsOf: encodedValue) }
+            return payload
+        }
+    }
+
+    /// Writes one record at `destination`: the payload and its checksum first, then the head word
+    /// in one aligned store, so that a record is whole or absent.
+    static func writeRecord(at destination: UnsafeMutableRawPointer, payload: UnsafeRawBufferPointer, generation: UInt32) {
+        let checksum = CRC32.checksum(payload)
+        destination.storeBytes(of: checksum.littleEndian, toByteOffset: 8, as: UInt32.self)
+        destination.storeBytes(of: UInt32(0), toByteOffset: 12, as: UInt32.self)
+        if let source = payload.baseAddress {
+            (destination + recordHeaderSize).copyMemory(from: source, byteCount: payload.count)
+        }
+        let head = UInt64(generation) << 32 | UInt64(UInt32(payload.count))
+        destination.assumingMemoryBound(to: UInt64.self).pointee = head.littleEndian
+    }
+
+    /// What reading a journal found.
+    package struct Contents: Sendable {
+        /// The records not yet released, in the order written.
+        package var records: [JournalRecord] = []
+        /// Why the journal cannot be trusted past `records` (a newer format, a bad magic, a checksum
+        /// that does not match): the journal is kept aside. Nil when it ended cleanly or torn.
+        package var problem: String?
+    }
+
+    /// Reads the records of a journal's bytes. A last record cut short (the file truncated) is
+    /// dropped; a record whose checksum does not match, or a header this version does not know,
+    /// stops the reading with a problem.
+    package static func read(_ bytes: UnsafeRawBufferPointer) -> Contents {
+        var contents = Contents()
+        guard bytes.count >= headerSize else {
+            // A journal is created at its full first chunk: shorter than a header is a torn creation.
+            return contents
+        }
+        guard Array(bytes[0..<8]) == magic else {
+            contents.problem = "does not start with the journal's magic bytes"
+            return contents
+        }
+        let fileVersion = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        guard fileVersion == version else {
+            contents.problem = "is journal format \(fileVersion); this version of LiveDefaults reads format \(version)"
+            return contents
+        }
+        guard let base = bytes.baseAddress else { return contents }
+        let state = readState(base)
+        var offset = headerSize
+        while offset + recordHeaderSize <= bytes.count {
+            let head = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            let count = Int(UInt32(truncatingIfNeeded: head))
+            let generation = UInt32(head >> 32)
+            // A zero word or an older generation: the end of what was written.
+            if count == 0 || generation != state.generation { break }
+            let size = recordSize(payloadCount: count)
+            // Cut short: a torn last record, dropped.
+            if offset + recordHeaderSize + count > bytes.count { break }
+            let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + recordHeaderSize)..<(offset + recordHeaderSize + count)])
+            let checksum = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
+            guard CRC32.checksum(payload) == checksum else {
+                contents.problem = "has a record at byte \(offset) whose checksum does not match"
+                return contents
+            }
+            guard let record = decodePayload(payload) else {
+                contents.problem = "has a record at byte \(offset) that does not decode"
+                return contents
+            }
+            if offset >= state.start { contents.records.append(record) }
+            offset += size
+        }
+        return contents
+    }
+
+    private static func decodePayload(_ payload: UnsafeRawBufferPointer) -> JournalRecord? {
+        guard payload.count >= 8, let kind = JournalRecord.Kind(rawValue: payload[0]) else { return nil }
+        let keyCount = Int(UInt32(littleEndian: payload.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+        guard 8 + keyCount <= payload.count else { return nil }
+        let key = String(decoding: payload[8..<(8 + keyCount)], as: UTF8.self)
+        let rest = payload[(8 + keyCount)...]
+        switch kind {
+        case .set:
+            guard let value = try? PropertyListCodec.decode(Data(rest)).value else { return nil }
+            return JournalRecord(kind: .set, key: key, value: value)
+        case .remove, .clear:
+            return JournalRecord(kind: kind, key: key, value: nil)
+        }
+    }
+}
+
+/// CRC-32 (IEEE 802.3, as zlib computes it).
+package enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        table.withUnsafeBufferPointer { table in
+            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        }
+        return ~crc
+    }
+}
