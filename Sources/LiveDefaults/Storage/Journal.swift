@@ -76,9 +76,9 @@ package final class SuiteJournal: @unchecked Sendable {
 
     deinit {
         lock.withLock { mapping in
-            if let base = mapping.base { munmap(base, mapping.capacity) }
             // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
             if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
+            if let base = mapping.base { munmap(base, mapping.capacity) }
         }
         close(descriptor)
     }

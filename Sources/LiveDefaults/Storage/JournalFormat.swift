@@ -22,7 +22,7 @@ package struct JournalRecord: Sendable, Equatable {
 /// Header (32 bytes): magic `LDJOURNL` (8), version (4), reserved (4), state word (8: generation in
 /// the high half, start offset in the low half), reserved (8).
 /// Record (8-byte aligned): head word (8: payload length in the low half, generation in the high
-/// half; stored last), CRC-32 of the payload (4), reserved (4), payload: kind (1), reserved (3),
+/// half; stored last), CRC-32 of the rest of the record (4), reserved (4), payload: kind (1), reserved (3),
 /// key length (4), key (UTF-8), value (binary property list; none for removals and clears).
 package enum JournalFormat {
     package static let magic: [UInt8] = Array("LDJOURNL".utf8)
@@ -73,12 +73,13 @@ package enum JournalFormat {
     /// Writes one record at `destination`: the payload and its checksum first, then the head word
     /// in one aligned store, so that a record is whole or absent.
     static func writeRecord(at destination: UnsafeMutableRawPointer, payload: UnsafeRawBufferPointer, generation: UInt32) {
-        let checksum = CRC32.checksum(payload)
-        destination.storeBytes(of: checksum.littleEndian, toByteOffset: 8, as: UInt32.self)
         destination.storeBytes(of: UInt32(0), toByteOffset: 12, as: UInt32.self)
         if let source = payload.baseAddress {
             (destination + recordHeaderSize).copyMemory(from: source, byteCount: payload.count)
         }
+        // The checksum covers the reserved word and the payload: every byte after the head word but its own.
+        let checksum = CRC32.checksum(UnsafeRawBufferPointer(start: destination + 12, count: 4 + payload.count))
+        destination.storeBytes(of: checksum.littleEndian, toByteOffset: 8, as: UInt32.self)
         let head = UInt64(generation) << 32 | UInt64(UInt32(payload.count))
         destination.assumingMemoryBound(to: UInt64.self).pointee = head.littleEndian
     }
@@ -122,9 +123,11 @@ package enum JournalFormat {
             let size = recordSize(payloadCount: count)
             // Cut short: a torn last record, dropped.
             if offset + recordHeaderSize + count > bytes.count { break }
-            let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + recordHeaderSize)..<(offset + recordHeaderSize + count)])
+            let payload = UnsafeRawBufferPointer(
+                rebasing: bytes[(offset + recordHeaderSize)..<(offset + recordHeaderSize + count)])
             let checksum = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
-            guard CRC32.checksum(payload) == checksum else {
+            let covered = UnsafeRawBufferPointer(rebasing: bytes[(offset + 12)..<(offset + recordHeaderSize + count)])
+            guard CRC32.checksum(covered) == checksum else {
                 contents.problem = "has a record at byte \(offset) whose checksum does not match"
                 return contents
             }
