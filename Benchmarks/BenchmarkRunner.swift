@@ -116,6 +116,7 @@ struct BenchmarkRunner {
             "write", "set, 1 observer of the key", withObserver, foundation: theirs, target: "≥10× Foundation",
             met: theirs / withObserver >= 10)
         measureConcurrentObservedWrites(defaults, calls: calls, into: &report)
+        measureJournal(calls: calls, into: &report)
     }
 
     /// Eight threads writing distinct values to one observed key: how many of the changes made
