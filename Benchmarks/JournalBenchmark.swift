@@ -22,10 +22,14 @@ extension BenchmarkRunner {
         var times: [Double] = []
         for round in 0..<rounds {
             let name = "bench.replay.\(round)"
-            let location = must("a location for \(name)") { try SuiteLocation(suiteName: name, directory: directory.path) }
+            let location = must("a location for \(name)") {
+                try SuiteLocation(suiteName: name, directory: directory.path)
+            }
             do {
                 let dead = must("a journal for \(name)") { try SuiteJournal(suitePath: location.path) }
-                for index in 0..<1_000 { _ = dead.append(.set, key: "key.\(index % 250)", value: .integer(Int64(index))) }
+                for index in 0..<1_000 {
+                    _ = dead.append(.set, key: "key.\(index % 250)", value: .integer(Int64(index)))
+                }
             }  // closed with its records: as a process that died
             let start = monotonicNanoseconds()
             let load = FileBackend(location: location, operations: SystemFileOperations()).load()
@@ -33,6 +37,7 @@ extension BenchmarkRunner {
             precondition(load.snapshot.values.count == 250, "the replay applied the journal")
         }
         times.sort()
-        report.add("cold load", "open after a dead process's 1,000-change journal (replay + write)", times[times.count / 2])
+        report.add(
+            "cold load", "open after a dead process's 1,000-change journal (replay + write)", times[times.count / 2])
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import LiveDefaults
-import Testing
 import TestSupport
+import Testing
 
 /// A `set` that returned survives the death of its process (docs/design.md, "The journal").
 @Suite struct JournalProcessTests {

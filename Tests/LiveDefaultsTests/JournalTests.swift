@@ -1,7 +1,7 @@
 import Foundation
 import LiveDefaultsPropertyList
-import Testing
 import TestSupport
+import Testing
 
 @testable import LiveDefaults
 
@@ -50,7 +50,8 @@ import TestSupport
     @Test func aJournalCutAnywhereInItsLastRecordGivesTheRecordsBefore() throws {
         let directory = try TemporaryDirectory()
         let path = try Self.deadJournal(
-            directory, [("a", .integer(1)), ("b", .string("two")), ("a", nil), ("c", .array([.bool(true), .real(2.5)]))])
+            directory,
+            [("a", .integer(1)), ("b", .string("two")), ("a", nil), ("c", .array([.bool(true), .real(2.5)]))])
         let bytes = try Self.journalBytes(path)
         let bounds = Self.recordBounds(bytes)
         #expect(bounds.count == 4)
@@ -98,8 +99,9 @@ import TestSupport
         #expect(load.snapshot.values == ["kept": .string("old")])
         #expect(!FileManager.default.fileExists(atPath: path), "the replayed journal is removed")
         // The suite file holds the values, for Foundation and editors.
-        let values = try PropertyListSerialization.propertyList(
-            from: Data(contentsOf: URL(fileURLWithPath: location.path)), format: nil) as? [String: String]
+        let values =
+            try PropertyListSerialization.propertyList(
+                from: Data(contentsOf: URL(fileURLWithPath: location.path)), format: nil) as? [String: String]
         #expect(values == ["kept": "old"])
     }
 
@@ -166,7 +168,8 @@ import TestSupport
 
     /// A store on `location`'s file with its own journal, as another process has.
     static func store(_ location: SuiteLocation) -> SuiteStore {
-        let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: SystemFileOperations()))
+        let store = SuiteStore(
+            location: location, backend: FileBackend(location: location, operations: SystemFileOperations()))
         _ = store.load()
         return store
     }
@@ -232,7 +235,8 @@ import TestSupport
         let location = try Self.location(directory)
         // Something else holds the journals' place (as a read-only directory refuses it).
         #expect(
-            FileManager.default.createFile(atPath: SuiteJournal.directory(forSuiteFile: location.path), contents: Data()))
+            FileManager.default.createFile(
+                atPath: SuiteJournal.directory(forSuiteFile: location.path), contents: Data()))
         try Self.fallsBackWithOneReport(location, directory.path, mentioning: "create")
     }
 
@@ -251,9 +255,11 @@ import TestSupport
         #expect(store.value(forKey: "k0") == .integer(99), "the value stays in memory")
         try store.flush()
         #expect(
-            FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values["k0"] == .integer(99))
+            FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values["k0"]
+                == .integer(99))
         let reports = reported.withLock { $0 }
         #expect(reports.count == 1, "\(reports)")
-        #expect(reports.first?.message.contains(mentioning) == true && reports.first?.path?.contains(".journals") == true)
+        #expect(
+            reports.first?.message.contains(mentioning) == true && reports.first?.path?.contains(".journals") == true)
     }
 }

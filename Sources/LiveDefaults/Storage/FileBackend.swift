@@ -265,7 +265,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                 let encoded: Data
                 do throws(PropertyListError) {
                     if format == .binary {
-                        if !rereads, !replayed, case .changes(let pending) = changes, reusable?.version == known.version,
+                        if !rereads, !replayed, case .changes(let pending) = changes,
+                            reusable?.version == known.version,
                             var reused = reusable?.encoding
                         {
                             reusable = nil  // (`reused` is now the only reference)

@@ -60,11 +60,11 @@ package final class SuiteJournal: @unchecked Sendable {
             throw failure("lock", code)
         }
         let mapped = lock.withLock { mapping -> Int32? in
-            guard let code = Self.grow(&mapping, descriptor: opened, path: path, to: JournalFormat.chunk) else {
-                JournalFormat.writeHeader(mapping.base!, generation: mapping.generation, start: JournalFormat.headerSize)
-                return nil
+            if let code = Self.grow(&mapping, descriptor: opened, path: path, to: JournalFormat.chunk) { return code }
+            if let base = mapping.base {
+                JournalFormat.writeHeader(base, generation: mapping.generation, start: JournalFormat.headerSize)
             }
-            return code
+            return nil
         }
         if let code = mapped {
             close(opened)

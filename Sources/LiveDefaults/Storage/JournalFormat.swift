@@ -10,6 +10,9 @@ package struct JournalRecord: Sendable, Equatable {
         case remove = 2
         /// Every key was removed (a replacement of the whole suite: its values follow as sets).
         case clear = 3
+        /// The key was set to a value that holds no references (a number, a string…), given as the
+        /// one object of a binary property list, without the file's header, offset table and trailer.
+        case setObject = 4
     }
 
     package var kind: Kind
@@ -55,24 +58,50 @@ package enum JournalFormat {
     }
 
     /// The payload of a record: kind, key and the value's binary property list.
+    /// A value that holds no references is written as its one binary object (``JournalRecord/Kind/setObject``),
+    /// a container as a whole binary property list.
     static func payload(_ kind: JournalRecord.Kind, key: String, value: PropertyListValue?) -> [UInt8] {
         var key = key
-        let encodedValue: Data? = value.flatMap { try? PropertyListCodec.encode($0, format: .binary) }
+        var kind = kind
+        var object: [UInt8]?
+        var whole: Data?
+        if kind == .set, let value {
+            object = BinaryPropertyListWriter.objectBytes(value)
+            if object != nil { kind = .setObject } else { whole = BinaryPropertyListWriter.encode(value) }
+        }
         return key.withUTF8 { keyBytes in
             var payload = [UInt8]()
-            payload.reserveCapacity(8 + keyBytes.count + (encodedValue?.count ?? 0))
+            payload.reserveCapacity(8 + keyBytes.count + (object?.count ?? whole?.count ?? 0))
             payload.append(kind.rawValue)
-            payload.append(contentsOf: [0, 0, 0])
+            payload.append(0)
+            payload.append(0)
+            payload.append(0)
             withUnsafeBytes(of: UInt32(keyBytes.count).littleEndian) { payload.append(contentsOf: $0) }
             payload.append(contentsOf: keyBytes)
-            if let encodedValue { payload.append(contentsOf: encodedValue) }
+            if let object { payload.append(contentsOf: object) }
+            if let whole { payload.append(contentsOf: whole) }
             return payload
         }
     }
 
+    /// A binary property list whose one object is `object` (a ``JournalRecord/Kind/setObject`` record's value).
+    static func wrap(object: some Collection<UInt8>) -> Data {
+        var file = Data("bplist00".utf8)
+        file.append(contentsOf: object)
+        let tableOffset = UInt64(file.count)
+        file.append(8)  // the offset table: the object is at byte 8
+        file.append(contentsOf: [0, 0, 0, 0, 0, 0, 1, 1])  // unused, offset size 1, reference size 1
+        for number: UInt64 in [1, 0, tableOffset] {
+            withUnsafeBytes(of: number.bigEndian) { file.append(contentsOf: $0) }
+        }
+        return file
+    }
+
     /// Writes one record at `destination`: the payload and its checksum first, then the head word
     /// in one aligned store, so that a record is whole or absent.
-    static func writeRecord(at destination: UnsafeMutableRawPointer, payload: UnsafeRawBufferPointer, generation: UInt32) {
+    static func writeRecord(
+        at destination: UnsafeMutableRawPointer, payload: UnsafeRawBufferPointer, generation: UInt32
+    ) {
         destination.storeBytes(of: UInt32(0), toByteOffset: 12, as: UInt32.self)
         if let source = payload.baseAddress {
             (destination + recordHeaderSize).copyMemory(from: source, byteCount: payload.count)
@@ -150,6 +179,9 @@ package enum JournalFormat {
         switch kind {
         case .set:
             guard let value = try? PropertyListCodec.decode(Data(rest)).value else { return nil }
+            return JournalRecord(kind: .set, key: key, value: value)
+        case .setObject:
+            guard let value = try? PropertyListCodec.decode(wrap(object: rest)).value else { return nil }
             return JournalRecord(kind: .set, key: key, value: value)
         case .remove, .clear:
             return JournalRecord(kind: kind, key: key, value: nil)

@@ -10,11 +10,14 @@ package struct DeadJournal {
     fileprivate let modified: timespec
 
     /// Applies the records to `values`, in the order written. Returns the keys changed.
-    package func apply(to values: inout [String: PropertyListValue], changed: inout [(key: String, value: PropertyListValue?)]) {
+    package func apply(
+        to values: inout [String: PropertyListValue], changed: inout [(key: String, value: PropertyListValue?)]
+    ) {
         for record in contents.records {
             switch record.kind {
-            case .set:
-                changed.append((record.key, values.updateValue(record.value!, forKey: record.key)))
+            case .set, .setObject:
+                guard let value = record.value else { continue }
+                changed.append((record.key, values.updateValue(value, forKey: record.key)))
             case .remove:
                 changed.append((record.key, values.removeValue(forKey: record.key)))
             case .clear:
@@ -39,7 +42,8 @@ package struct DeadJournal {
                 .corruptFile,
                 "The journal \(path) of a process that ended, for suite \"\(suite)\", \(problem). The "
                     + "\(contents.records.count) change(s) before that point were written to \(suitePath); "
-                    + (moved ? "the journal was kept as \(kept)." : "the journal could not be moved aside and was left."),
+                    + (moved
+                        ? "the journal was kept as \(kept)." : "the journal could not be moved aside and was left."),
                 suite: suite, path: moved ? kept : path))
     }
 
