@@ -203,6 +203,20 @@ import Testing
         #expect(first.values() == final && second.value(forKey: "m") == .string("dead"))
     }
 
+    @Test func aWatchingProcessSeesADeadProcesssWritesOnceTheNextProcessOpensTheSuite() async throws {
+        let directory = try TemporaryDirectory()
+        let location = try Self.location(directory)
+        let watching = try Defaults(suiteName: Self.suite, directory: directory.url, watchesFiles: true)
+        watching.set("here", forKey: "other")
+        try watching.synchronize()
+        _ = try Self.deadJournal(directory, [("k", .string("from the dead"))])
+        #expect(watching.string(forKey: "k") == nil, "not before a replay")
+        // The next process to open the suite (here, a backend of its own) replays the journal.
+        _ = FileBackend(location: location, operations: SystemFileOperations()).load()
+        #expect(await eventually { watching.string(forKey: "k") == "from the dead" }, "the watcher delivers it")
+        #expect(watching.string(forKey: "other") == "here")
+    }
+
     @Test func aFlushReleasesTheJournalAndKeepsRecordsAppendedDuringIt() throws {
         let directory = try TemporaryDirectory()
         let location = try Self.location(directory)
