@@ -17,6 +17,12 @@ import LiveDefaultsPropertyList
 /// idle timeout. A watch message from another cluster, or at a revision below the mirror's (etcd
 /// wiped and started again on the same port), ends the watch too: the next range replaces the
 /// mirror, and observers get the net change per key.
+///
+/// A member that stops answering without closing its connections (frozen, a hung VM, a partition)
+/// sends nothing more on the watch; the follower notices it with a check every
+/// ``StallCheck/interval`` while the watch is open (docs/design.md, "Fleet settings: a stalled
+/// member"): a member that does not answer within ``StallCheck/timeout`` ends the watch as a
+/// disconnect, and the next range, from the next member, gives each member that timeout too.
 final class EtcdSuiteFollower: Sendable {
     /// Where the follower is.
     enum Status: Sendable, Equatable {
@@ -26,6 +32,18 @@ final class EtcdSuiteFollower: Sendable {
         case live(revision: Int64)
         /// etcd is not reachable; the values are those of the last revision seen.
         case offline(since: Date, problem: String)
+    }
+
+    /// How often, and how patiently, the member of an open watch is checked.
+    struct StallCheck: Sendable, Equatable {
+        /// The time between two checks while a watch is open.
+        var interval: TimeInterval
+        /// How long the member may take to answer one check (and each member, the range after a
+        /// stall).
+        var timeout: TimeInterval
+
+        /// FleetSuite's defaults: a check every 2 s, each given 2 s.
+        static let standard = StallCheck(interval: 2, timeout: 2)
     }
 
     private struct State {
@@ -41,6 +59,7 @@ final class EtcdSuiteFollower: Sendable {
         var rangesSent = 0
         var mirrorRange = 0
         var identityChanges = 0
+        var stalls = 0
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
@@ -63,6 +82,7 @@ final class EtcdSuiteFollower: Sendable {
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
     private let reconnectJitter: TimeInterval
+    private let stallCheck: StallCheck?
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (RemoteProblem) -> Void
 
@@ -74,24 +94,28 @@ final class EtcdSuiteFollower: Sendable {
     ///     3× etcd's progress interval.
     ///   - reconnectJitter: The most the follower waits, at random, before it ranges again after a
     ///     watch ended, so that the watchers of one member do not all move at once.
+    ///   - stallCheck: How often the member of an open watch is checked, and how long it may take
+    ///     to answer; nil for no check (only the idle timeout notices a stalled member).
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable (``RemoteProblem/unreachable(_:)``, or
     ///     how else the range failed), and for each unreadable value.
     convenience init(
         client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
+        stallCheck: StallCheck? = .standard,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
         onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
         self.init(
             client: client, mirror: EtcdMirror(prefix: prefix), idleTimeout: idleTimeout,
-            reconnectJitter: reconnectJitter, onChange: onChange, onProblem: onProblem)
+            reconnectJitter: reconnectJitter, stallCheck: stallCheck, onChange: onChange, onProblem: onProblem)
     }
 
     /// A follower that starts from values already read (the `defaults` command's `watch` ranges
     /// the suite to open it): its first range reports only what changed since.
     init(
         client: EtcdClient, mirror: EtcdMirror, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
+        stallCheck: StallCheck? = .standard,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
         onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
@@ -99,6 +123,7 @@ final class EtcdSuiteFollower: Sendable {
         self.state = Locked(State(mirror: mirror))
         self.idleTimeout = idleTimeout
         self.reconnectJitter = max(0, reconnectJitter)
+        self.stallCheck = stallCheck
         self.onChange = onChange
         self.onProblem = onProblem
     }
@@ -110,6 +135,8 @@ final class EtcdSuiteFollower: Sendable {
     /// How many watches were left because a message came from another cluster or went back in
     /// revisions.
     var identityChangeCount: Int { state.withLock { $0.identityChanges } }
+    /// How many watches were left because their member did not answer a check in time.
+    var stallCount: Int { state.withLock { $0.stalls } }
     /// The member the current watch comes from; nil between watches.
     var watchedEndpoint: URL? { state.withLock { $0.watch?.endpoint } }
 
@@ -249,19 +276,45 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
+    /// Waits until `watch` ends, checking its member every ``StallCheck/interval`` meanwhile.
+    ///
+    /// - Returns: Whether the member failed a check (a stall), rather than the watch ending.
+    private func waitForEnd(of watch: EtcdWatch, prefix: Data, run: Int) -> Bool {
+        guard let stallCheck else {
+            _ = watch.waitForEnd()
+            return false
+        }
+        while true {
+            if watch.waitForEnd(until: ContinuousClock.now + .milliseconds(Int64(stallCheck.interval * 1000))) {
+                return false
+            }
+            guard isCurrent(run) else { return false }
+            do {
+                try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
+            } catch {
+                // Ended meanwhile (stopped, or the member closed it): not a stall.
+                return !watch.hasEnded
+            }
+        }
+    }
+
     /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
     /// ``stop()``.
     private func run(_ run: Int) {
         var delay = 0.0
         var quickEnds = 0
         var reportedOffline = false
+        // After a stall, each member gets the check's timeout to answer the range: a second frozen
+        // member must not hold the follower for a whole request timeout.
+        var rangeTimeout: TimeInterval?
         while isCurrent(run) {
             do {
                 let (prefix, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try client.range(prefix: prefix)
+                let (header, kvs) = try client.range(prefix: prefix, timeout: rangeTimeout)
+                rangeTimeout = nil
                 guard isCurrent(run) else { return }
                 let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
@@ -305,12 +358,21 @@ final class EtcdSuiteFollower: Sendable {
                 // An end with an error (killed, hung, leaderless, canceled) is, like a clean end
                 // (etcd stopped politely), a reason to range again — not, by itself, a sign that
                 // etcd is unreachable; the range says that.
-                _ = watch.waitForEnd()
+                let stalled = waitForEnd(of: watch, prefix: prefix, run: run)
                 // Range again, from the next member, after a random moment — longer each time when
                 // watches keep ending at once.
                 watch.cancel()
                 client.avoid(watch.endpoint)
                 state.withLock { $0.watch = nil }
+                guard isCurrent(run) else { return }
+                if stalled, let stallCheck {
+                    // The member went silent, so the values may already be behind: range again at
+                    // once, giving each member the check's timeout.
+                    state.withLock { $0.stalls += 1 }
+                    rangeTimeout = stallCheck.timeout
+                    quickEnds = 0
+                    continue
+                }
                 quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
                 let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
                 guard pause(Double.random(in: 0...ceiling), run: run) else { return }
@@ -326,6 +388,8 @@ final class EtcdSuiteFollower: Sendable {
                     return state.status
                 }
                 if let wentOffline { tellStatus(wentOffline) }
+                // A member that answers nothing within the check's timeout keeps the short one
+                // until a range succeeds; one that refuses at once is left at once anyway.
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
                 guard pause(Double.random(in: delay / 2...delay), run: run) else { return }

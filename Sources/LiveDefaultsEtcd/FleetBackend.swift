@@ -72,6 +72,8 @@ final class FleetBackend: SuiteBackend {
         let relay = Relay()
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
+            stallCheck: .init(
+                interval: suite.stallCheckInterval.timeInterval, timeout: suite.stallCheckTimeout.timeInterval),
             onChange: { _, _ in relay.backend?.mirrorChanged() },
             onProblem: { problem in relay.backend?.report(problem) })
         follower.onStatus { status in relay.backend?.statusChanged(status) }
