@@ -59,8 +59,11 @@ package final class EtcdClient: Sendable {
 
     /// Every key under `prefix` at one revision.
     ///
-    /// - Parameter timeout: How long each member may take to answer; nil for the client's request
-    ///   timeout.
+    /// - Parameters:
+    ///   - prefix: The keys to read: every key that starts with it.
+    ///   - timeout: How long each member may take to answer; nil for the client's request timeout.
+    /// - Returns: The answer's header (its revision) and the keys with their values.
+    /// - Throws: ``EtcdError`` when no member answered, or etcd refused.
     package func range(prefix: Data, timeout: TimeInterval? = nil) throws -> (
         header: EtcdResponseHeader, kvs: [EtcdKeyValue]
     ) {
@@ -313,7 +316,11 @@ package final class EtcdClient: Sendable {
 
     /// Runs one POST on this thread (libcurl blocks), and gives its body and status.
     ///
-    /// - Parameter timeout: The most it may take; nil for the client's request timeout.
+    /// - Parameters:
+    ///   - request: The POST.
+    ///   - timeout: The most it may take; nil for the client's request timeout.
+    /// - Returns: The response's body and status.
+    /// - Throws: ``EtcdError`` (unavailable) when no answer came.
     private func send(_ request: Request, timeout: TimeInterval? = nil) throws -> (Data, Int) {
         var received = Data()
         let post = CurlPost(
