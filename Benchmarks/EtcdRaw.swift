@@ -282,6 +282,7 @@ final class EtcdMember {
     /// of its peers run.
     ///
     /// - Parameter initialCluster: `--initial-cluster` (`name=peerURL,…`); nil for this member alone.
+    /// - Throws: When etcd is not installed or cannot be started.
     func launch(initialCluster: String? = nil) throws {
         guard let binary = Self.binary else { throw RawEtcdConnection.Failure("etcd is not installed") }
         let process = Process()
