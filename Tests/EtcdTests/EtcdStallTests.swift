@@ -95,7 +95,7 @@ struct EtcdStallTests {
         defer { load.stop() }
         // A check every 20 ms for as long as `checks` of them take, while the writes below keep
         // etcd busy too: the follower must range once, never stall, never go offline.
-        let checks = Stress.scaled(2_000, quick: 150)
+        let checks = Stress.scaled(1_000, quick: 150)
         let writer = EtcdClient(endpoints: [server.endpoint])
         let began = ContinuousClock.now
         var written = 0
