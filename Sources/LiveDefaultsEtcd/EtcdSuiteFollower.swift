@@ -19,8 +19,8 @@ import LiveDefaultsPropertyList
 /// mirror, and observers get the net change per key.
 ///
 /// A member that stops answering without closing its connections (frozen, a hung VM, a partition)
-/// sends nothing more on the watch; the follower notices it with a check every
-/// ``StallCheck/interval`` while the watch is open (docs/design.md, "Fleet settings: a stalled
+/// sends nothing more on the watch; the follower notices it with a check after each
+/// ``StallCheck/interval`` of silence on the watch (docs/design.md, "Fleet settings: a stalled
 /// member"): a member that does not answer within ``StallCheck/timeout`` ends the watch as a
 /// disconnect, and the next range, from the next member, gives each member that timeout too.
 final class EtcdSuiteFollower: Sendable {
@@ -36,7 +36,8 @@ final class EtcdSuiteFollower: Sendable {
 
     /// How often, and how patiently, the member of an open watch is checked.
     struct StallCheck: Sendable, Equatable {
-        /// The time between two checks while a watch is open.
+        /// How long a watch may be silent (no message, no answered check) before its member is
+        /// checked.
         var interval: TimeInterval
         /// How long the member may take to answer one check (and each member, the range after a
         /// stall).
@@ -60,6 +61,9 @@ final class EtcdSuiteFollower: Sendable {
         var mirrorRange = 0
         var identityChanges = 0
         var stalls = 0
+        var checks = 0
+        /// When the current watch's member was last heard from: a message, or an answered check.
+        var lastHeard = ContinuousClock.now
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
@@ -137,6 +141,8 @@ final class EtcdSuiteFollower: Sendable {
     var identityChangeCount: Int { state.withLock { $0.identityChanges } }
     /// How many watches were left because their member did not answer a check in time.
     var stallCount: Int { state.withLock { $0.stalls } }
+    /// How many checks were sent.
+    var checkCount: Int { state.withLock { $0.checks } }
     /// The member the current watch comes from; nil between watches.
     var watchedEndpoint: URL? { state.withLock { $0.watch?.endpoint } }
 
@@ -249,6 +255,7 @@ final class EtcdSuiteFollower: Sendable {
         }
         let outcome = state.withLock { state -> Outcome in
             guard state.watchGeneration == generation else { return .stale }
+            state.lastHeard = .now
             if Self.identityProblem(of: message.header, mirror: state.mirror) != nil {
                 state.identityChanges += 1
                 return .otherEtcd
@@ -276,7 +283,9 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
-    /// Waits until `watch` ends, checking its member every ``StallCheck/interval`` meanwhile.
+    /// Waits until `watch` ends, checking its member whenever it has been silent for
+    /// ``StallCheck/interval``: a watch message (an event, a progress notification) shows the member
+    /// answers as well as a check does, so a busy watch costs no check.
     ///
     /// - Returns: Whether the member failed a check (a stall), rather than the watch ending.
     private func waitForEnd(of watch: EtcdWatch, prefix: Data, run: Int) -> Bool {
@@ -284,13 +293,19 @@ final class EtcdSuiteFollower: Sendable {
             _ = watch.waitForEnd()
             return false
         }
+        let interval = Duration.milliseconds(Int64(stallCheck.interval * 1000))
         while true {
-            if watch.waitForEnd(until: ContinuousClock.now + .milliseconds(Int64(stallCheck.interval * 1000))) {
-                return false
+            let due = state.withLock { $0.lastHeard } + interval
+            if ContinuousClock.now < due {
+                if watch.waitForEnd(until: due) { return false }
+                // A message may have come meanwhile: look again.
+                continue
             }
             guard isCurrent(run) else { return false }
+            state.withLock { $0.checks += 1 }
             do {
                 try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
+                state.withLock { $0.lastHeard = .now }
             } catch {
                 // Ended meanwhile (stopped, or the member closed it): not a stall.
                 return !watch.hasEnded
@@ -338,6 +353,7 @@ final class EtcdSuiteFollower: Sendable {
                 // settings: from the bytes to the observer"). This thread only waits for the end.
                 let generation = state.withLock { state -> Int in
                     state.watchGeneration += 1
+                    state.lastHeard = .now
                     return state.watchGeneration
                 }
                 let watch = try client.watch(

@@ -44,8 +44,9 @@ public struct FleetSuite: Sendable, Hashable {
     public let clientCertificate: URL?
     /// The PEM file of ``clientCertificate``'s private key; nil for none.
     public let clientKey: URL?
-    /// How often the member a suite is watched from is checked while the watch is open (2 s by
-    /// default): a one-key serializable range to that member, one request per check.
+    /// How long the watch of a suite may be silent before its member is checked (2 s by default):
+    /// a one-key serializable range to that member, one request per check; a change or a progress
+    /// notification counts as an answer.
     public let stallCheckInterval: Duration
     /// How long that member may take to answer a check (2 s by default) before it counts as stalled
     /// (frozen, hung, cut off): the suite moves to the next member, and goes stale if none answers
@@ -66,8 +67,8 @@ public struct FleetSuite: Sendable, Hashable {
     ///   - clientCertificate: A PEM file of a client certificate, for members started with
     ///     `--client-cert-auth`; give `clientKey` with it.
     ///   - clientKey: The PEM file of the client certificate's private key.
-    ///   - stallCheckInterval: How often the watched member is checked (2 s by default: 30
-    ///     requests a minute per suite and process).
+    ///   - stallCheckInterval: How long the watch may be silent before its member is checked (2 s
+    ///     by default: at most 30 requests a minute per suite and process).
     ///   - stallCheckTimeout: How long it may take to answer (2 s by default). A frozen member is
     ///     left within interval + timeout, and new values come from the next member; when no member
     ///     answers, the suite goes stale within interval + timeout × (1 + the number of endpoints).
