@@ -154,6 +154,23 @@ final class EtcdServer: @unchecked Sendable {
         if let process, process.isRunning { kill(process.processIdentifier, signal) }
     }
 
+    /// Freezes the member (SIGSTOP, by its PID) and waits until the kernel shows it stopped
+    /// (`/proc/<pid>/stat`); resume it with `send(SIGCONT)` (``stop()`` does too).
+    ///
+    /// - Returns: Whether it is stopped within 5 s.
+    func freeze() async -> Bool {
+        guard let process, process.isRunning else { return false }
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        return await eventually(within: 5) {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            // "pid (comm) S …": the state follows the command's closing parenthesis.
+            return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
+        }
+    }
+
     /// Stops the member by its PID and waits for it to exit.
     func stop() {
         guard let process else { return }

@@ -34,16 +34,24 @@ struct EtcdStallTests {
         let writer = EtcdClient(endpoints: cluster.endpoints.filter { $0 != cluster.members[frozen].endpoint })
         try await EtcdClusterTests.writeCounter(writer, 1...5)
         #expect(await eventually(within: 20) { record.news("counter").last == .integer(5) })
-        cluster.members[frozen].send(SIGSTOP)
-        defer { cluster.members[frozen].send(SIGCONT) }
+        let leaderAtFreeze = cluster.leaderIndex()
+        let (resyncsBefore, checksBefore) = (follower.resyncCount, follower.checkCount)
         let frozenAt = ContinuousClock.now
+        defer { cluster.members[frozen].send(SIGCONT) }
+        #expect(await cluster.members[frozen].freeze(), "member \(frozen) was not stopped")
         try await EtcdClusterTests.writeCounter(writer, 6...6)
-        let arrived = await eventually(within: Self.bound - (ContinuousClock.now - frozenAt).seconds) {
+        let written = ContinuousClock.now - frozenAt
+        let arrived = await eventually(within: Self.bound - written.seconds) {
             record.news("counter").last == .integer(6)
         }
-        #expect(arrived, "the value written after the freeze did not arrive within \(Self.bound) s")
-        #expect(follower.stallCount >= 1)
-        #expect(follower.watchedEndpoint != cluster.members[frozen].endpoint)
+        // What the follower did, for a failure's message.
+        let story =
+            "the write took \(written); leader at the freeze: \(String(describing: leaderAtFreeze)), frozen: \(frozen); "
+            + "resyncs \(resyncsBefore) → \(follower.resyncCount), checks \(checksBefore) → \(follower.checkCount), "
+            + "status \(follower.status)"
+        #expect(arrived, "the value written after the freeze did not arrive within \(Self.bound) s; \(story)")
+        #expect(follower.stallCount >= 1, "\(story)")
+        #expect(follower.watchedEndpoint != cluster.members[frozen].endpoint, "\(story)")
         try await EtcdClusterTests.expectConsistent(record, follower, etcd: writer, written: 6)
     }
 
@@ -57,8 +65,8 @@ struct EtcdStallTests {
         let defaults = try Defaults.fleet(suite)
         let connection = try #require(defaults.fleetConnection)
         #expect(await eventually(within: 30) { connection.state.isLive })
-        scenario.server.send(SIGSTOP)
         defer { scenario.server.send(SIGCONT) }
+        #expect(await scenario.server.freeze(), "the member was not stopped")
         let stale = await eventually(within: Self.bound) {
             if case .stale = connection.state { return true }
             return false
