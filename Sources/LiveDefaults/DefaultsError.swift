@@ -50,6 +50,13 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// A description of a suite kept elsewhere that cannot be used (no endpoint, an endpoint
         /// that is not a URL the client can call, a bad root).
         public static let invalidRemote = Code(name: "invalidRemote")
+        /// A change to a key an administrator forces (a managed file, a managed fleet suite): the
+        /// value is kept in the suite, for when the key is released, but reads give the forced
+        /// value. Reported once per key and instance.
+        public static let forcedKey = Code(name: "forcedKey")
+        /// A managed file, or its directory, that a user other than the trusted owner (root) could
+        /// change: it is ignored, and none of its keys are forced.
+        public static let untrustedManagedFile = Code(name: "untrustedManagedFile")
     }
 
     /// The kind of failure.

@@ -127,6 +127,7 @@ extension Defaults {
         }
         guard case .some(let run) = followUp else { return false }
         run?()
+        if position == .beforeSuite { deliverForcingChanges() }
         return true
     }
 
@@ -142,7 +143,10 @@ extension Defaults {
             state.storesAfterSuite.removeAll { $0 === store }
             removed = state.storesBeforeSuite.count + state.storesAfterSuite.count != count
         }
-        if removed { store.removeListener(self) }
+        if removed {
+            store.removeListener(self)
+            deliverForcingChanges()
+        }
         return removed
     }
 

@@ -56,6 +56,9 @@ public final class Defaults: Sendable {
     /// Whether the suite is a file (false for a store given to ``init(primaryStore:watchesFiles:)``).
     let suiteHasFile: Bool
     let global: SuiteStore?
+    /// The administrator's layers (system-wide files, managed files; none for an instance opened
+    /// by path, in memory or on another backend).
+    let administered: AdministeredLayers
     let state: Locked<State>
     /// Where writers wait while the observers' queue is full.
     let backlogGate = BacklogGate()
@@ -76,6 +79,10 @@ public final class Defaults: Sendable {
         /// Stores of other backends searched right after the suite, before added suites (a fleet
         /// suite's defaults), in the order they were added.
         var storesAfterSuite: [SuiteStore] = []
+        /// Managed files that hold values: searched right after the argument domain (forced keys).
+        var forced: [SuiteStore] = []
+        /// System-wide files that hold values: searched after the global domain, before registration.
+        var system: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
         var effective = EffectiveValues()
@@ -97,7 +104,9 @@ public final class Defaults: Sendable {
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
         let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
-        try self.init(location: location, directory: directory?.path, stores: .files(watching: watchesFiles))
+        try self.init(
+            location: location, directory: directory?.path, stores: .files(watching: watchesFiles),
+            administeredSettings: .fromEnvironment())
     }
 
     /// Opens the suite `suiteName` in a new in-memory world: no file is read or written and
@@ -128,7 +137,10 @@ public final class Defaults: Sendable {
         try self.init(location: store.location, directory: nil, stores: .files(watching: watchesFiles), primary: store)
     }
 
-    private init(location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil) throws {
+    init(
+        location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
+        administeredSettings: AdministeredSettings? = nil
+    ) throws {
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores
@@ -146,21 +158,28 @@ public final class Defaults: Sendable {
             self.global =
                 globalLocation.path == location.path ? nil : stores.open(globalLocation)
         }
+        self.administered = AdministeredLayers(
+            settings: administeredSettings ?? .none, suiteName: location.name,
+            excluding: Set([location.path] + [global?.location.path].compactMap { $0 }),
+            watching: stores.watchesFiles)
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.
         ChangeLock.withLock {
             state.withLock { state in
+                (state.forced, state.system) = administered.searched()
                 state.effective = EffectiveValues(
                     Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
             }
             suite.addListener(self)
             global?.addListener(self)
+            for store in administered.stores { store.addListener(self) }
         }
     }
 
     deinit {
         suite.removeListener(self)
         global?.removeListener(self)
+        for store in administered.stores { store.removeListener(self) }
         for added in state.withLock({ $0.addedSuites + $0.storesBeforeSuite + $0.storesAfterSuite }) {
             added.removeListener(self)
         }
@@ -212,6 +231,19 @@ public final class Defaults: Sendable {
     /// The one path every write of a suite value takes.
     @usableFromInline
     func write(_ value: PropertyListValue?, forKey key: String) {
+        if state.withLock({
+            ($0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key)) || !$0.forced.isEmpty
+                || !$0.storesBeforeSuite.isEmpty
+        }) {
+            writeSlowly(value, forKey: key)
+        } else {
+            suite.set(value, forKey: key)
+        }
+    }
+
+    /// A write when observers asked for prior calls, or when keys may be forced.
+    private func writeSlowly(_ value: PropertyListValue?, forKey key: String) {
+        noteWriteIfForced(key)
         if state.withLock({ $0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key) }) {
             // Queued in the same step as the change, so it comes right before it, with its old value.
             suite.set(value, forKey: key) { self.queuePrior(of: key, suiteValue: value) }
@@ -262,11 +294,14 @@ public final class Defaults: Sendable {
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
         if let value = state.arguments[key] { return value }
-        for domain in state.volatileDomains {
-            if let value = domain.values[key] { return value }
+        for store in state.forced {
+            if let value = store.value(forKey: key) { return value }
         }
         for store in state.storesBeforeSuite {
             if let value = store.value(forKey: key) { return value }
+        }
+        for domain in state.volatileDomains {
+            if let value = domain.values[key] { return value }
         }
         if let value = suiteValue ?? suite.value(forKey: key) { return value }
         for store in state.storesAfterSuite {
@@ -276,6 +311,9 @@ public final class Defaults: Sendable {
             if let value = added.value(forKey: key) { return value }
         }
         if let value = global?.value(forKey: key) { return value }
+        for store in state.system {
+            if let value = store.value(forKey: key) { return value }
+        }
         return state.registration[key]
     }
 
@@ -292,12 +330,14 @@ public final class Defaults: Sendable {
                 values.merge(layer) { _, upper in upper }
             }
         }
+        for store in state.system.reversed() { lay(store.values()) }
         if let global { lay(global.values()) }
         for added in state.addedSuites.reversed() { lay(added.values()) }
         for store in state.storesAfterSuite.reversed() { lay(store.values()) }
         lay(suite.values())
-        for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
+        for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
+        for store in state.forced.reversed() { lay(store.values()) }
         lay(state.arguments)
         return values
     }
@@ -412,6 +452,7 @@ public final class Defaults: Sendable {
             let old = state.effective[HashedKey(key)]
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
                 || state.storesBeforeSuite.contains(where: { $0.value(forKey: key) != nil })
+                || state.forced.contains(where: { $0.value(forKey: key) != nil })
             {
                 return
             }
@@ -419,7 +460,8 @@ public final class Defaults: Sendable {
                 suiteValue
                 ?? state.storesAfterSuite.lazy.compactMap { $0.value(forKey: key) }.first
                 ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first
-                ?? global?.value(forKey: key) ?? state.registration[key]
+                ?? global?.value(forKey: key)
+                ?? state.system.lazy.compactMap { $0.value(forKey: key) }.first ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
@@ -459,13 +501,16 @@ extension Defaults: SuiteStoreListener {
     ) -> (() -> Void)? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
+        if store !== suite, let followUp = refreshAdministered(store, .one(key), origin: origin) { return followUp }
+        return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
     package func suiteStore(
         _ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin
     ) -> (() -> Void)? {
-        applyRefresh(.many(Set(changes.lazy.map(\.key))), origin: origin)
+        let keys = ChangedKeys.many(Set(changes.lazy.map(\.key)))
+        if store !== suite, let followUp = refreshAdministered(store, keys, origin: origin) { return followUp }
+        return applyRefresh(keys, origin: origin)
     }
 }
 

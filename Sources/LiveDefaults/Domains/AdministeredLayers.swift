@@ -1,0 +1,88 @@
+import Foundation
+
+/// The administered layers one ``Defaults`` searches (docs/design.md, "Administered settings"): the
+/// managed files that force keys and the system-wide files, each a read-only ``SuiteStore``.
+///
+/// Every file whose directory exists is opened and watched (a candidate); only those that hold
+/// values are in the search list (`Defaults.State.forced` and `.system`), so a layer with no file
+/// costs nothing on the read or write path. ``searched(from:)`` recomputes which are, whenever a
+/// candidate changes.
+final class AdministeredLayers: Sendable {
+    let settings: AdministeredSettings
+    /// Managed files, the one that wins first: the suite's, then the global domain's.
+    let managed: [SuiteStore]
+    /// System-wide files, the one that wins first: the suite's in each directory, then the global
+    /// domain's in each directory.
+    let system: [SuiteStore]
+    /// Keys whose forced set was already reported (once per key and instance).
+    let reportedForcedWrites = Locked<Set<String>>([])
+    /// Who observes keys becoming forced or released.
+    let forcedObservers = Locked<ForcedObservers>(ForcedObservers())
+
+    /// Opens the candidates of suite `suiteName`.
+    ///
+    /// - Parameters:
+    ///   - settings: Where the files are.
+    ///   - suiteName: The suite.
+    ///   - excluded: Paths never opened here (the suite's and the global domain's own files).
+    ///   - watching: Whether the files are followed live.
+    init(settings: AdministeredSettings, suiteName: String, excluding excluded: Set<String>, watching: Bool) {
+        self.settings = settings
+        let names = suiteName == Defaults.globalDomain ? [suiteName] : [suiteName, Defaults.globalDomain]
+        var managed: [SuiteStore] = []
+        if let directory = settings.managedDirectory?.path, Self.isDirectory(directory) {
+            for name in names {
+                guard let location = try? SuiteLocation(suiteName: name, directory: directory),
+                    !excluded.contains(location.path)
+                else { continue }
+                let store = SuiteStore(
+                    location: location, backend: ManagedFileBackend(location: location, trustedOwner: settings.trustedOwner))
+                for problem in store.load() { DefaultsErrorReporting.report(problem) }
+                if watching { store.startWatching() }
+                managed.append(store)
+            }
+        }
+        var system: [SuiteStore] = []
+        let directories = settings.systemDirectories.map(\.path).filter(Self.isDirectory)
+        for name in names {
+            for directory in directories {
+                guard let location = try? SuiteLocation(suiteName: name, directory: directory),
+                    !excluded.contains(location.path)
+                else { continue }
+                system.append(SuiteStore.open(location, watching: watching))
+            }
+        }
+        self.managed = managed
+        self.system = system
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    /// Every candidate.
+    var stores: [SuiteStore] { managed + system }
+
+    /// Whether `store` is one of the candidates.
+    func contains(_ store: SuiteStore) -> Bool {
+        managed.contains { $0 === store } || system.contains { $0 === store }
+    }
+
+    /// The candidates that hold values, in search order: the ones the search list holds.
+    func searched() -> (forced: [SuiteStore], system: [SuiteStore]) {
+        (managed.filter { !$0.values().isEmpty }, system.filter { !$0.values().isEmpty })
+    }
+}
+
+/// Observers of keys becoming forced or released, and what each key was last told.
+struct ForcedObservers {
+    struct Entry {
+        let key: String
+        let handler: @Sendable (Bool) -> Void
+        var isForced: Bool
+    }
+
+    var entries: [UInt64: Entry] = [:]
+    var nextID: UInt64 = 0
+}
