@@ -18,6 +18,13 @@ package protocol CommandDomain: AnyObject, Sendable {
     /// token is released.
     func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
         -> any AnyObject & Sendable
+    /// The managed file (or managed fleet suite) that forces `key`, nil when nothing does.
+    func forcingSource(ofKey key: String) -> String?
+}
+
+extension CommandDomain {
+    /// Nothing forces keys of a domain that has no administered layers.
+    package func forcingSource(ofKey key: String) -> String? { nil }
 }
 
 /// One change seen by ``CommandDomain/watchChanges(queue:_:)``.

@@ -186,11 +186,13 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .write(let domain, let key, let operation):
             let store = try openForWriting(domain)
+            try refuseForced([key], in: store, domain)
             store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
             let store = try openForWriting(domain)
+            try refuseForced(values.keys.sorted(), in: store, domain)
             store.replacePersistentValues(values)
             try save(store, domain)
 
@@ -235,6 +237,17 @@ package struct DefaultsCommandRunner: Sendable {
             return .watching(try watch(domain, keys: Set(keys), json: json))
         }
         return .exit(Self.success)
+    }
+
+    /// Refuses a write of keys an administrator forces: reads would not show it (docs/design.md,
+    /// "Administered settings: forced keys").
+    private func refuseForced(_ keys: [String], in store: any CommandDomain, _ domain: DomainReference) throws {
+        for key in keys {
+            guard let source = store.forcingSource(ofKey: key) else { continue }
+            throw CommandFailure(
+                "defaults: the key \(key) of domain \(domain.displayName) is forced by the administrator in "
+                    + "\(source); nothing was written.\n")
+        }
     }
 
     /// The value `operation` leaves at `key`; `-array-add`/`-dict-add` need the current one.
