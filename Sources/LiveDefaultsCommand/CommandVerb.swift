@@ -48,9 +48,18 @@ package struct CommandVerb: Sendable {
             [
                 ("", "shows all defaults"), ("<domain>", "shows defaults for given domain"),
                 ("<domain> <key>", "shows defaults for given domain, key"),
+                ("--system <domain> [<key>]", "shows the domain's system-wide defaults ($XDG_CONFIG_DIRS)"),
             ]
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             if cursor.isAtEnd { return .readAll }
+            if cursor.peek == "--system" || cursor.peek == "-system" {
+                cursor.index += 1
+                let domain = try cursor.domain()
+                if cursor.isAtEnd { return .readSystemWide(domain, key: nil) }
+                let key = try cursor.key()
+                try cursor.expectEnd()
+                return .readSystemWide(domain, key: key)
+            }
             let domain = try cursor.domain()
             if cursor.isAtEnd { return .read(domain, key: nil) }
             let key = try cursor.key()
@@ -156,6 +165,18 @@ package struct CommandVerb: Sendable {
                 }
             }
             return .watch(domain, keys: keys, json: json)
+        },
+        CommandVerb(
+            "explain",
+            [("<domain> <key> [--json]", "shows every layer that holds the key, and which one wins")]
+        ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
+            let arguments = cursor.rest()
+            let json = arguments.contains("--json") || arguments.contains("-json")
+            var rest = ArgumentCursor(arguments: arguments.filter { $0 != "--json" && $0 != "-json" }, usage: cursor.usage)
+            let domain = try rest.domain()
+            let key = try rest.key()
+            try rest.expectEnd()
+            return .explain(domain, key: key, json: json)
         },
         CommandVerb("help", [("", "print this help")]) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             try cursor.expectEnd()

@@ -64,6 +64,10 @@ package enum DefaultsCommand: Hashable, Sendable {
     /// `destination` is a file path (binary plist), or `-` for standard output (XML plist).
     case exportDomain(DomainReference, destination: String)
     case watch(DomainReference, keys: [String], json: Bool)
+    /// `read --system`: the domain's system-wide files (`$XDG_CONFIG_DIRS`).
+    case readSystemWide(DomainReference, key: String?)
+    /// `explain`: every layer that holds the key, the winner marked.
+    case explain(DomainReference, key: String, json: Bool)
 }
 
 /// Bad command-line input, found before any domain is opened.

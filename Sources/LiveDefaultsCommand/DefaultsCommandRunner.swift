@@ -235,6 +235,22 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))
+
+        case .readSystemWide(let domain, let key):
+            let values = try openForReading(domain).systemWideValues()
+            guard let key else {
+                guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
+                print(.dictionary(values))
+                break
+            }
+            guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
+            print(value)
+
+        case .explain(let domain, let key, let json):
+            let sources = try openForReading(domain).sources(forKey: key)
+            guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            let report = ExplainReport(domain: domain.displayName, key: key, sources: sources)
+            io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
         }
         return .exit(Self.success)
     }

@@ -39,7 +39,7 @@ package struct WatchReport: Sendable, Hashable {
             + "\"new\":\(Self.json(newValue)),\"origin\":\(Self.json(origin))}"
     }
 
-    private static func json(_ value: PropertyListValue?) -> String {
+    static func json(_ value: PropertyListValue?) -> String {
         guard let value else { return "null" }
         switch value {
         case .string(let string): return json(string)
@@ -62,7 +62,7 @@ package struct WatchReport: Sendable, Hashable {
         return "\(real)"
     }
 
-    private static func json(_ string: String) -> String {
+    static func json(_ string: String) -> String {
         var output = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -93,3 +93,31 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+@Suite struct ValueSourcesTests {
+    @Test func sourcesListEveryLayerThatHoldsTheKeyInSearchOrderWithTheWinnerFirst() throws {
+        let world = try AdministeredWorld()
+        var kept: [Defaults] = []
+        for layer in SearchLayer.allCases { try layer.putFile("k", in: world) }
+        let defaults = try world.defaults(watching: false)
+        try defaults.addSuite(named: "com.example.added")
+        for layer in SearchLayer.allCases { kept += [try layer.set("k", in: defaults)].compactMap { $0 } }
+
+        let sources = defaults.sources(forKey: "k")
+        #expect(sources.map(\.value) == SearchLayer.allCases.map { .string($0.rawValue) })
+        #expect(
+            sources.map(\.layer) == [
+                .argumentDomain, .managed, .managed, .managedFleet, .volatileDomain, .suite, .fleetDefaults,
+                .addedSuite, .globalDomain, .systemWide, .systemWide, .systemWide, .systemWide, .registrationDomain,
+            ])
+        #expect(sources.map(\.wins) == [true] + Array(repeating: false, count: sources.count - 1))
+        #expect(sources[1].location == world.managed.appendingPathComponent("com.example.admin.plist").path)
+        #expect(sources[2].location == world.managed.appendingPathComponent("NSGlobalDomain.plist").path)
+        #expect(sources[4].domain == "session")
+        #expect(sources[4].location == nil)
+        #expect(sources[5].location == world.user.appendingPathComponent("com.example.admin.plist").path)
+        #expect(sources[11].location == world.system[0].appendingPathComponent("NSGlobalDomain.plist").path)
+        #expect(defaults.sources(forKey: "absent").isEmpty)
+        withExtendedLifetime(kept) {}
+    }
+}
