@@ -118,7 +118,7 @@ extension DefaultsCommand {
     /// - Throws: ``CommandLineError`` naming the problem and the usage.
     package static func parse(_ arguments: [String]) throws(CommandLineError) -> DefaultsCommand {
         var remaining = arguments[...]
-        // Hosts do not exist here: one machine, one set of files. Accept macOS's host options and ignore them.
+        // The host options select the domains' ByHost files; the runner reads them (`HostOption`).
         if remaining.first == "-currentHost" {
             remaining.removeFirst()
         } else if remaining.first == "-host" {

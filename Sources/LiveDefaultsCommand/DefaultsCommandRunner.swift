@@ -78,6 +78,9 @@ package struct DefaultsCommandRunner: Sendable {
             }
             return .exit(error.status)
         }
+        if let host = HostOption.host(in: arguments, environment: ProcessInfo.processInfo.environment) {
+            return DefaultsCommandRunner(domains: domains.forHost(host), io: io).execute(command)
+        }
         return execute(command)
     }
 

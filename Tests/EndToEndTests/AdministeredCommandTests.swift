@@ -111,3 +111,23 @@ struct AdministeredCommandTests {
         #expect(missing.status == 1)
     }
 }
+
+@Suite struct ByHostCommandTests {
+    @Test func currentHostWritesAndReadsThisMachinesByHostFile() throws {
+        let directory = try TemporaryDirectory()
+        let machineID = directory.file("machine-id")
+        try "feedface\n".write(to: machineID, atomically: true, encoding: .utf8)
+        let runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: [
+                "XDG_CONFIG_HOME": directory.path, "HOME": directory.path,
+                "LIVEDEFAULTS_MACHINE_ID_FILE": machineID.path,
+            ])
+        #expect(try runner.run(["-currentHost", "write", "com.example.app", "scale", "-float", "2"]).status == 0)
+        let file = directory.file("ByHost/com.example.app.feedface.plist")
+        #expect(try PropertyListCodec.decode(Data(contentsOf: file)).value == ["scale": .real(2)])
+        #expect(try runner.run(["-currentHost", "read", "com.example.app", "scale"]).standardOutput == "2\n")
+        #expect(try runner.run(["read", "com.example.app"]).status == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("com.example.app.plist").path))
+    }
+}

@@ -9,7 +9,7 @@ import Testing
 /// Every layer of the search list, in the order it is searched (docs/design.md, "Administered
 /// settings: the search list"), with how a test gives it a value of a key.
 enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
-    case argument, managed, managedGlobal, managedFleet, volatile, suite, fleetDefaults, added, global
+    case argument, managed, managedGlobal, managedFleet, volatile, currentHost, suite, fleetDefaults, added, global
     case system1, system2, systemGlobal1, systemGlobal2, registration
 
     var description: String { rawValue }
@@ -19,6 +19,11 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         let value: [String: PropertyListValue] = [key: .string(rawValue)]
         switch self {
         case .managed: try world.put(value, in: world.managed)
+        case .currentHost:
+            // This machine's ByHost file, which an instance opened by name searches.
+            let byHost = world.user.appendingPathComponent("ByHost", isDirectory: true)
+            try FileManager.default.createDirectory(at: byHost, withIntermediateDirectories: true)
+            try world.put(value, in: byHost, "com.example.admin." + Defaults.Host.current.identifier)
         case .managedGlobal: try world.put(value, in: world.managed, Defaults.globalDomain)
         case .added: try world.put(value, in: world.user, "com.example.added")
         case .global: try world.put(value, in: world.user, Defaults.globalDomain)
@@ -107,7 +112,8 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         #expect(sources.map(\.value) == SearchLayer.allCases.map { .string($0.rawValue) })
         #expect(
             sources.map(\.layer) == [
-                .argumentDomain, .managed, .managed, .managedFleet, .volatileDomain, .suite, .fleetDefaults,
+                .argumentDomain, .managed, .managed, .managedFleet, .volatileDomain, .currentHost, .suite,
+                .fleetDefaults,
                 .addedSuite, .globalDomain, .systemWide, .systemWide, .systemWide, .systemWide, .registrationDomain,
             ])
         #expect(sources.map(\.wins) == [true] + Array(repeating: false, count: sources.count - 1))
@@ -115,8 +121,8 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         #expect(sources[2].location == world.managed.appendingPathComponent("NSGlobalDomain.plist").path)
         #expect(sources[4].domain == "session")
         #expect(sources[4].location == nil)
-        #expect(sources[5].location == world.user.appendingPathComponent("com.example.admin.plist").path)
-        #expect(sources[11].location == world.system[0].appendingPathComponent("NSGlobalDomain.plist").path)
+        #expect(sources[6].location == world.user.appendingPathComponent("com.example.admin.plist").path)
+        #expect(sources[12].location == world.system[0].appendingPathComponent("NSGlobalDomain.plist").path)
         #expect(defaults.sources(forKey: "absent").isEmpty)
         withExtendedLifetime(kept) {}
     }

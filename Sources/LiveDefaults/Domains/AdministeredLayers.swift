@@ -14,6 +14,9 @@ final class AdministeredLayers: Sendable {
     /// System-wide files, the one that wins first: the suite's in each directory, then the global
     /// domain's in each directory.
     let system: [SuiteStore]
+    /// The suite's ByHost file searched before the suite (`isAnyHost` false), or, for an instance
+    /// whose suite is a ByHost file, the suite's file for any host searched after it.
+    let host: (store: SuiteStore, isAnyHost: Bool)?
     /// Keys whose forced set was already reported (once per key and instance).
     let reportedForcedWrites = Locked<Set<String>>([])
     /// Who observes keys becoming forced or released.
@@ -25,9 +28,14 @@ final class AdministeredLayers: Sendable {
     ///   - settings: Where the files are.
     ///   - suiteName: The suite.
     ///   - excluded: Paths never opened here (the suite's and the global domain's own files).
+    ///   - host: The host layer (``host``), if any.
     ///   - watching: Whether the files are followed live.
-    init(settings: AdministeredSettings, suiteName: String, excluding excluded: Set<String>, watching: Bool) {
+    init(
+        settings: AdministeredSettings, suiteName: String, excluding excluded: Set<String>,
+        host: (SuiteStore, Bool)?, watching: Bool
+    ) {
         self.settings = settings
+        self.host = host.map { (store: $0.0, isAnyHost: $0.1) }
         let names = suiteName == Defaults.globalDomain ? [suiteName] : [suiteName, Defaults.globalDomain]
         var managed: [SuiteStore] = []
         if let directory = settings.managedDirectory?.path, Self.isDirectory(directory) {
@@ -62,16 +70,25 @@ final class AdministeredLayers: Sendable {
     }
 
     /// Every candidate.
-    var stores: [SuiteStore] { managed + system }
+    var stores: [SuiteStore] { managed + system + [host?.store].compactMap { $0 } }
 
     /// Whether `store` is one of the candidates.
     func contains(_ store: SuiteStore) -> Bool {
-        managed.contains { $0 === store } || system.contains { $0 === store }
+        managed.contains { $0 === store } || system.contains { $0 === store } || host?.store === store
     }
 
-    /// The candidates that hold values, in search order: the ones the search list holds.
-    func searched() -> (forced: [SuiteStore], system: [SuiteStore]) {
-        (managed.filter { !$0.values().isEmpty }, system.filter { !$0.values().isEmpty })
+    /// Puts the candidates that hold values in the search list, in search order (the suite's file
+    /// for any host, searched by a ByHost instance, always).
+    func updateSearchList(_ state: inout Defaults.State) {
+        state.forced = managed.filter { !$0.values().isEmpty }
+        state.system = system.filter { !$0.values().isEmpty }
+        if let host {
+            if host.isAnyHost {
+                state.anyHost = [host.store]
+            } else {
+                state.currentHost = host.store.values().isEmpty ? [] : [host.store]
+            }
+        }
     }
 }
 

@@ -133,7 +133,7 @@ extension Defaults {
         let isManagedFleet = !isCandidate && state.withLock { $0.storesBeforeSuite.contains { $0 === store } }
         guard isCandidate || isManagedFleet else { return nil }
         let followUp = applyRefresh(keys, origin: origin) { state in
-            if isCandidate { (state.forced, state.system) = administered.searched() }
+            if isCandidate { administered.updateSearchList(&state) }
         }
         let calls = forcingChanges()
         if calls.isEmpty { return .some(followUp) }

@@ -98,7 +98,9 @@ extension Defaults {
             for store in state.forced { add(.managed, store) }
             for store in state.storesBeforeSuite { add(.managedFleet, store) }
             for domain in state.volatileDomains { add(.volatileDomain, domain.name, domain.values[key]) }
-            add(.suite, suite)
+            for store in state.currentHost { add(.currentHost, store) }
+            add(administered.host?.isAnyHost == true ? .currentHost : .suite, suite)
+            for store in state.anyHost { add(.suite, store) }
             for store in state.storesAfterSuite { add(.fleetDefaults, store) }
             for store in state.addedSuites { add(.addedSuite, store) }
             add(.globalDomain, global)

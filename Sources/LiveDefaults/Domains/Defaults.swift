@@ -83,6 +83,10 @@ public final class Defaults: Sendable {
         var forced: [SuiteStore] = []
         /// System-wide files that hold values: searched after the global domain, before registration.
         var system: [SuiteStore] = []
+        /// This machine's file of the suite (ByHost), when it holds values: searched right before the suite.
+        var currentHost: [SuiteStore] = []
+        /// The suite's file for any host, for an instance whose suite is a ByHost file: right after it.
+        var anyHost: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
         var effective = EffectiveValues()
@@ -139,13 +143,14 @@ public final class Defaults: Sendable {
 
     init(
         location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
-        administeredSettings: AdministeredSettings? = nil
+        administeredSettings: AdministeredSettings? = nil, host: Host? = nil
     ) throws {
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores
         self.watchesFiles = stores.watchesFiles
-        self.suite = primary ?? stores.open(location)
+        let hostLayer = try Self.hostLayer(of: location, host: host, searchesCurrentHost: administeredSettings != nil)
+        self.suite = try primary ?? stores.open(host.map { try location.byHost($0) } ?? location)
         self.suiteHasFile = primary == nil
         if primary != nil {
             self.global = nil
@@ -161,12 +166,12 @@ public final class Defaults: Sendable {
         self.administered = AdministeredLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,
             excluding: Set([location.path] + [global?.location.path].compactMap { $0 }),
-            watching: stores.watchesFiles)
+            host: hostLayer.map { (stores.open($0.location), $0.isAnyHost) }, watching: stores.watchesFiles)
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.
         ChangeLock.withLock {
             state.withLock { state in
-                (state.forced, state.system) = administered.searched()
+                administered.updateSearchList(&state)
                 state.effective = EffectiveValues(
                     Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
             }
@@ -303,7 +308,13 @@ public final class Defaults: Sendable {
         for domain in state.volatileDomains {
             if let value = domain.values[key] { return value }
         }
+        for store in state.currentHost {
+            if let value = store.value(forKey: key) { return value }
+        }
         if let value = suiteValue ?? suite.value(forKey: key) { return value }
+        for store in state.anyHost {
+            if let value = store.value(forKey: key) { return value }
+        }
         for store in state.storesAfterSuite {
             if let value = store.value(forKey: key) { return value }
         }
@@ -334,7 +345,9 @@ public final class Defaults: Sendable {
         if let global { lay(global.values()) }
         for added in state.addedSuites.reversed() { lay(added.values()) }
         for store in state.storesAfterSuite.reversed() { lay(store.values()) }
+        for store in state.anyHost { lay(store.values()) }
         lay(suite.values())
+        for store in state.currentHost { lay(store.values()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
         for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
         for store in state.forced.reversed() { lay(store.values()) }
@@ -453,15 +466,16 @@ public final class Defaults: Sendable {
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
                 || state.storesBeforeSuite.contains(where: { $0.value(forKey: key) != nil })
                 || state.forced.contains(where: { $0.value(forKey: key) != nil })
+                || state.currentHost.contains(where: { $0.value(forKey: key) != nil })
             {
                 return
             }
+            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
+                stores.lazy.compactMap { $0.value(forKey: key) }.first
+            }
             let new =
-                suiteValue
-                ?? state.storesAfterSuite.lazy.compactMap { $0.value(forKey: key) }.first
-                ?? state.addedSuites.lazy.compactMap { $0.value(forKey: key) }.first
-                ?? global?.value(forKey: key)
-                ?? state.system.lazy.compactMap { $0.value(forKey: key) }.first ?? state.registration[key]
+                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
+                ?? global?.value(forKey: key) ?? first(state.system) ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
