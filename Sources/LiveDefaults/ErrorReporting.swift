@@ -29,7 +29,9 @@ public enum DefaultsErrorReporting {
         let box = Locked(0)
         let id = ObjectIdentifier(box)
         listeners.withLock { $0[id] = listener }
-        return ObservationToken { _ = box; listeners.withLock { _ = $0.removeValue(forKey: id) } }
+        return ObservationToken {
+            _ = box; listeners.withLock { _ = $0.removeValue(forKey: id) }
+        }
     }
 
     /// Reports `error` to the installed handler.

@@ -172,7 +172,8 @@ package struct CommandVerb: Sendable {
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let arguments = cursor.rest()
             let json = arguments.contains("--json") || arguments.contains("-json")
-            var rest = ArgumentCursor(arguments: arguments.filter { $0 != "--json" && $0 != "-json" }, usage: cursor.usage)
+            var rest = ArgumentCursor(
+                arguments: arguments.filter { $0 != "--json" && $0 != "-json" }, usage: cursor.usage)
             let domain = try rest.domain()
             let key = try rest.key()
             try rest.expectEnd()

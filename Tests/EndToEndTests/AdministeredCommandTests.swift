@@ -32,7 +32,8 @@ private final class AdministeredFixture {
     }
 
     func put(_ values: [String: PropertyListValue], _ directory: String, _ name: String = "com.example.app") throws {
-        try PropertyListCodec.encode(.dictionary(values), format: .binary).write(to: URL(fileURLWithPath: path(directory, name)))
+        try PropertyListCodec.encode(.dictionary(values), format: .binary).write(
+            to: URL(fileURLWithPath: path(directory, name)))
         chmod(path(directory, name), 0o644)
     }
 
@@ -40,7 +41,8 @@ private final class AdministeredFixture {
     func defaults(_ arguments: String...) throws -> CommandResult { try runner.run(arguments) }
 }
 
-@Suite(.enabled(if: geteuid() == 0, "the managed files this test makes count only when root owns them (CI runs as root)"))
+@Suite(
+    .enabled(if: geteuid() == 0, "the managed files this test makes count only when root owns them (CI runs as root)"))
 struct AdministeredCommandTests {
     @Test func writeRefusesAForcedKeyNamingTheManagedFileAndLeavesEverythingUntouched() throws {
         let world = try AdministeredFixture()
@@ -103,7 +105,8 @@ struct AdministeredCommandTests {
             try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
         #expect(document["value"] as? String == "https://intranet")
         let layers = try #require(document["layers"] as? [[String: Any]])
-        #expect(layers.map { $0["layer"] as? String } == ["managed", "suite", "globalDomain", "systemWide", "systemWide"])
+        #expect(
+            layers.map { $0["layer"] as? String } == ["managed", "suite", "globalDomain", "systemWide", "systemWide"])
         #expect(layers.map { $0["wins"] as? Bool } == [true, false, false, false, false])
         #expect(layers[3]["location"] as? String == world.path("xdg1"))
 

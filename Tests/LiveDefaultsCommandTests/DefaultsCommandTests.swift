@@ -358,13 +358,15 @@ private struct DefaultsFixture: ~Copyable {
         let written = try PropertyListCodec.decode(Data(contentsOf: byHost)).value
         #expect(written == ["idleTime": 0])
         #expect(try fixture.values("com.apple.screensaver") == ["idleTime": 300, "moduleName": "Flurry"])
-        #expect(try fixture.succeed("-host", "other-box", "read", "com.apple.screensaver") == "{\n    idleTime = 0;\n}\n")
+        #expect(
+            try fixture.succeed("-host", "other-box", "read", "com.apple.screensaver") == "{\n    idleTime = 0;\n}\n")
         #expect(try fixture.succeed("read", "com.apple.screensaver", "idleTime") == "300\n")
         // The explanation of a ByHost domain shows the file for any host under it.
         let explained = try fixture.succeed("-host", "other-box", "explain", "com.apple.screensaver", "idleTime")
         #expect(
             explained
-                == "* currentHost  \(byHost.path)  0\n  suite        \(fixture.file("com.apple.screensaver").path)  300\n")
+                == "* currentHost  \(byHost.path)  0\n  suite        \(fixture.file("com.apple.screensaver").path)  300\n"
+        )
         #expect(try fixture.defaults("-host", "a/b", "read", "com.apple.screensaver").status == 1)
     }
 

@@ -76,7 +76,8 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
     }
 
     /// Takes `layer`'s value of `key` away (a file layer: through the same store, reloaded).
-    private func take(_ layer: SearchLayer, _ key: String, from defaults: Defaults, in world: AdministeredWorld) throws {
+    private func take(_ layer: SearchLayer, _ key: String, from defaults: Defaults, in world: AdministeredWorld) throws
+    {
         switch layer {
         case .argument: defaults.removeVolatileDomain(forName: Defaults.argumentDomain)
         case .volatile: defaults.removeVolatileDomain(forName: "session")

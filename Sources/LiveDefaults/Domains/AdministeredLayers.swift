@@ -44,7 +44,8 @@ final class AdministeredLayers: Sendable {
                     !excluded.contains(location.path)
                 else { continue }
                 let store = SuiteStore(
-                    location: location, backend: ManagedFileBackend(location: location, trustedOwner: settings.trustedOwner))
+                    location: location,
+                    backend: ManagedFileBackend(location: location, trustedOwner: settings.trustedOwner))
                 for problem in store.load() { DefaultsErrorReporting.report(problem) }
                 if watching { store.startWatching() }
                 managed.append(store)

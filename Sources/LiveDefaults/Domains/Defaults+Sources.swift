@@ -81,7 +81,8 @@ extension Defaults {
         var sources: [ValueSource] = []
         func add(_ layer: ValueSource.Layer, _ domain: String, _ value: PropertyListValue?) {
             guard let value else { return }
-            sources.append(ValueSource(layer: layer, domain: domain, location: nil, value: value, wins: sources.isEmpty))
+            sources.append(
+                ValueSource(layer: layer, domain: domain, location: nil, value: value, wins: sources.isEmpty))
         }
         func add(_ layer: ValueSource.Layer, _ store: SuiteStore?) {
             guard let store, let value = store.value(forKey: key) else { return }

@@ -113,7 +113,9 @@ package struct ManagedFileTrust: Sendable {
         }
         let directory = (path as NSString).deletingLastPathComponent
         guard stat(directory, &info) == 0 else { return nil }
-        if let problem = Self.problem(info, what: "directory \(directory) of the managed file \(path)", owner: trustedOwner) {
+        if let problem = Self.problem(
+            info, what: "directory \(directory) of the managed file \(path)", owner: trustedOwner)
+        {
             return error(problem)
         }
         return nil
