@@ -69,6 +69,11 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         let kept = try [upper, lower].compactMap { try $0.set("k", in: defaults) }
         #expect(defaults.string(forKey: "k") == upper.rawValue, "\(upper) over \(lower)")
         #expect(defaults.dictionaryRepresentation()["k"] as? String == upper.rawValue)
+        // One key through the search list (a change's path), as the whole list (a load's) gave it.
+        let resolved = defaults.state.withLock {
+            Defaults.resolve("k", $0, suite: defaults.suite, global: defaults.global)
+        }
+        #expect(resolved == .string(upper.rawValue))
         // Taking the upper layer's value away shows the lower one's.
         try take(upper, "k", from: defaults, in: world)
         #expect(defaults.string(forKey: "k") == lower.rawValue, "\(lower) once \(upper) is gone")
