@@ -415,10 +415,10 @@ struct BenchmarkRunner {
         report.notes.append("external change: Foundation's UserDefaults never notices (no observation on Linux).")
     }
 
-    /// Blocks each side's changes come in: the two sides alternate (LiveDefaults first in even
-    /// blocks, dconf in odd ones), so that whatever the machine does meanwhile (writeback of files
-    /// written by earlier groups, a daemon waking) falls on both alike rather than on one side's
-    /// whole run.
+    /// Blocks each side's changes come in: the sides alternate (LiveDefaults, the floor, dconf in
+    /// even blocks; the other way round in odd ones), so that whatever the machine does meanwhile
+    /// (writeback of files written by earlier groups, a daemon waking) falls on all alike rather
+    /// than on one side's whole run.
     static let externalBlocks = 5
 
     func measureExternalChanges(spacing: Int, label: String, into report: inout Report) {
@@ -432,20 +432,44 @@ struct BenchmarkRunner {
         // writer's fsync to wait behind.
         sync()
         let defaults = open(name, watching: true)
+        // The floor's suite, written by the same writer, in a directory of its own (so that our
+        // watcher, which watches the suite's directory, does not see its changes).
+        let floorDirectory = directory.appendingPathComponent("floor.\(spacing)")
+        try? FileManager.default.createDirectory(at: floorDirectory, withIntermediateDirectories: true)
         let blocks = Self.externalBlocks
         let perBlock = max(1, options.externalChanges / blocks)
         var ours: [Double] = []
+        var floor: [Double] = []
         var theirs: [Double] = []
+        var floorFailed = false
         var dconfFailed = false
         for block in 0..<blocks {
-            for side in block.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+            for side in block.isMultiple(of: 2) ? [0, 1, 2] : [2, 1, 0] {
                 if side == 0 {
-                    guard let samples = externalChanges(to: defaults, suite: name, count: perBlock, spacing: spacing)
-                    else {
+                    let samples = externalChanges(in: directory, suite: name, count: perBlock, spacing: spacing) {
+                        seen in
+                        let token = defaults.observe("stamp") { change in
+                            if case .integer(let stamp) = change.newValue { seen(stamp) }
+                        }
+                        return { token.cancel() }
+                    }
+                    guard let samples else {
                         report.notes.append("external change: could not start the replacing process")
                         return
                     }
                     ours += samples.map { Double($0) }
+                } else if side == 1 {
+                    guard !floorFailed else { continue }
+                    let samples = externalChanges(in: floorDirectory, suite: name, count: perBlock, spacing: spacing) {
+                        seen in
+                        let watch = OutsideChangeFloor(directory: floorDirectory, fileName: name + ".plist") { value in
+                            if case .dictionary(let entries) = value, case .integer(let stamp)? = entries["stamp"] {
+                                seen(stamp)
+                            }
+                        }
+                        return watch.map { watch in { watch.stop() } }
+                    }
+                    if let samples, !samples.isEmpty { floor += samples.map { Double($0) } } else { floorFailed = true }
                 } else if let dconf, !dconfFailed {
                     // dconf: another process's dconf_client_write_fast → the watching client's
                     // `changed` signal, paced the same way (the next change after the callback,
@@ -466,24 +490,41 @@ struct BenchmarkRunner {
             report.notes.append("external change: no change reached the observer (is file watching available?)")
             return
         }
+        if floorFailed {
+            report.notes.append("external change (\(label)): the floor's inotify watch could not run")
+            floor = []
+        }
         let p50 = percentile(ours, 0.5)
         let p99 = percentile(ours, 0.99)
-        // dconf's side, when it ran.
+        // dconf's side and the floor, when they ran.
         func dconfAt(_ fraction: Double) -> Double? { theirs.isEmpty ? nil : percentile(theirs, fraction) }
+        func floorAt(_ fraction: Double) -> Double? { floor.isEmpty ? nil : percentile(floor, fraction) }
+        // The limit column holds the floor: a bare inotify watch that reads and decodes the file on
+        // its rename, then calls back (OutsideChangeFloor), timed from the same writer.
+        let floorP50 = floorAt(0.5)
+        let floorP99 = floorAt(0.99)
         report.add(
             "external change",
             "\(label): p50 (\(ours.count) changes\(theirs.isEmpty ? "" : ", dconf \(theirs.count)"))",
-            p50, dconf: dconfAt(0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
+            p50, limit: floorP50, target: "≤1.5× the floor", met: floorP50.map { p50 / $0 <= 1.5 },
+            dconf: dconfAt(0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
         report.add(
-            "external change", "\(label): p99", p99, target: "< 15 ms", met: p99 < 15_000_000,
+            "external change", "\(label): p99", p99, limit: floorP99, target: "< 15 ms, ≤2× the floor",
+            met: p99 < 15_000_000 && floorP99.map { p99 / $0 <= 2 } ?? true,
             dconf: dconfAt(0.99), dconfTarget: "lower", dconfMet: { p99 < $0 })
-        report.add("external change", "\(label): max", percentile(ours, 1), dconf: dconfAt(1))
+        report.add("external change", "\(label): max", percentile(ours, 1), limit: floorAt(1), dconf: dconfAt(1))
     }
 
-    /// Another process replaces the suite file `count` times, each after the observer saw the last
-    /// (`spacing` ms later); the latencies from each replace's stamp to the observer, or nil when
-    /// the replacing process could not start.
-    func externalChanges(to defaults: Defaults, suite: String, count: Int, spacing: Int) -> [UInt64]? {
+    /// Another process replaces the suite file in `directory` `count` times, each after the last was
+    /// seen (`spacing` ms later); the latencies from each replace's stamp to its being seen, or nil
+    /// when the replacing process or the watch could not start.
+    ///
+    /// `watch` starts the side measured: it calls its argument with each stamp it sees, and returns
+    /// how to stop (nil when it could not start).
+    func externalChanges(
+        in directory: URL, suite: String, count: Int, spacing: Int,
+        watch: (@escaping @Sendable (Int64) -> Void) -> (() -> Void)?
+    ) -> [UInt64]? {
         // The latencies, and whether the pipe to the child is still open: a callback still running
         // when the measurement ends must not write to the pipe once it is closed (Foundation's
         // FileHandle stops the process on that), so the two go under one lock.
@@ -493,8 +534,7 @@ struct BenchmarkRunner {
         child.arguments = ["--child", "replace", directory.path, suite, String(count), String(spacing)]
         let toChild = Pipe()
         child.standardInput = toChild
-        let token = defaults.observe("stamp") { change in
-            guard case .integer(let stamp) = change.newValue else { return }
+        let seen: @Sendable (Int64) -> Void = { stamp in
             let now = monotonicNanoseconds()
             state.withLock { state in
                 state.latencies.append(now - UInt64(stamp))
@@ -502,16 +542,18 @@ struct BenchmarkRunner {
                 if state.pipeOpen { try? toChild.fileHandleForWriting.write(contentsOf: Data([0x0A])) }
             }
         }
+        guard let stop = watch(seen) else { return nil }
         do {
             try child.run()
         } catch {
+            stop()
             return nil
         }
         let deadline = Date().addingTimeInterval(Double(count) * (0.2 + Double(spacing) / 1000) + 10)
         while state.withLock({ $0.latencies.count }) < count && Date() < deadline && child.isRunning {
             usleep(1_000)  // the main thread idles while the watcher delivers; this is not synchronisation
         }
-        token.cancel()
+        stop()
         state.withLock { state in
             state.pipeOpen = false
             try? toChild.fileHandleForWriting.close()

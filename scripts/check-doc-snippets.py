@@ -8,7 +8,8 @@ so blocks may reuse names. scripts/doc-snippets/<document>.prelude.swift, when p
 the examples take as given (a `defaults`, the functions they call); a DocC article without one
 takes docc.prelude.swift. Warnings fail the check, except
 unused values (examples show results without using them). A block that contains
-`import PackageDescription` is a manifest and is skipped.
+`import PackageDescription` is a manifest and is skipped. Demo/OnboardingKit is type-checked too, as a
+module of another package: it must use LiveDefaults' public API only, as an app that copies it would.
 
 Usage: scripts/check-doc-snippets.py [build directory, default .build/debug]
 Needs `swift build --target LiveDefaults --target LiveDefaultsEtcd` first (the fleet examples import the etcd product). Exits non-zero when an example does not compile.
@@ -20,7 +21,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, sys.argv[1] if len(sys.argv) > 1 else ".build/debug")
-DECLARATION = re.compile(r"^(@MainActor\s+)?(public\s+)?(final\s+)?(extension|enum|struct|class|actor)\s")
+DECLARATION = re.compile(r"^(@\w+\s+)*(public\s+)?(final\s+)?(extension|enum|struct|class|actor)\s")
 
 
 def blocks(text):
@@ -117,6 +118,23 @@ def main():
             print(f"{document}: its Swift examples do not compile cleanly:\n{output}", file=sys.stderr)
         else:
             print(f"{document}: {count} Swift examples compile")
+    # The demo is an example too: an app that copies Demo/OnboardingKit must compile, so it is
+    # type-checked here as a module of another package, which sees only LiveDefaults' public API.
+    demo = os.path.join(ROOT, "Demo", "OnboardingKit")
+    sources = sorted(os.path.join(demo, f) for f in os.listdir(demo) if f.endswith(".swift"))
+    command = [
+        "swiftc", "-typecheck", "-swift-version", "6", "-parse-as-library", "-module-name", "OnboardingKit",
+        "-I", os.path.join(BUILD, "Modules"), "-I", os.path.join(ROOT, "Sources", "CInotifyTools"),
+        "-I", os.path.join(ROOT, "Sources", "CTimerFD"),
+        "-module-cache-path", os.path.join(scratch, "ModuleCache"),
+    ] + sources
+    result = subprocess.run(command, capture_output=True, text=True)
+    output = (result.stdout + result.stderr).strip()
+    if result.returncode != 0 or re.search(r"(error|warning):", output):
+        failed = True
+        print(f"Demo/OnboardingKit: does not compile with LiveDefaults' public API alone:\n{output}", file=sys.stderr)
+    else:
+        print(f"Demo/OnboardingKit: {len(sources)} files compile with LiveDefaults' public API alone")
     sys.exit(1 if failed else 0)
 
 

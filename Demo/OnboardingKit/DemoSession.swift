@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LiveDefaults
+import Synchronization
 
 /// One run of the demo: records the launch, shows the screens, takes the answers and decides when
 /// to exit. The executable feeds it lines, the end of input and signals; everything it prints and
@@ -40,7 +41,7 @@ public final class DemoSession: Sendable {
     private let renderer: ScreenRenderer
     private let queue: DispatchQueue
     private let output: Output
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     /// A session that has not started yet.
     ///
@@ -110,8 +111,8 @@ public final class DemoSession: Sendable {
         }
     }
 
-    /// Standard input ended. During onboarding that is an error (exit 1; the answers so far are not
-    /// written). On the main screen of a terminal (Ctrl-D) it quits; with `--live` on piped input
+    /// Standard input ended. During onboarding that is an error (exit 1; the launch stays counted,
+    /// the answers so far are not written). On the main screen of a terminal (Ctrl-D) it quits; with `--live` on piped input
     /// the session keeps running until a signal.
     public func inputEnded() {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -167,10 +168,18 @@ public final class DemoSession: Sendable {
         }
     }
 
+    /// Standard input ended with questions unanswered. The launch was counted when it began, as an
+    /// app counts every launch (docs/demo.md, "Without a terminal"); the message says what was saved.
     private func failForMissingAnswers() {
+        let launches = defaults[.launchCount]
+        let version = defaults[.lastVersion] ?? OnboardingSuite.version
+        let cause =
+            "standard input ended before onboarding was finished" + (interactive ? "" : " (it is not a terminal)")
         output.writeError(
-            "onboarding-demo: standard input ended before onboarding was finished; your answers were not saved. "
-                + "Give three answers, one a line: name, theme (system/light/dark), notifications (yes/no).")
+            "onboarding-demo: \(cause). Saved: this launch (launch_count \(launches), last_version \(version)), "
+                + "as every launch is. Not saved: your answers; onboarding starts again at the next launch. "
+                + "Run it in a terminal, or pipe three answers, one a line: name, theme (system/light/dark), "
+                + "notifications (yes/no): printf 'Anna\\ndark\\nyes\\n' | swift run onboarding-demo")
         stop(status: 1)
     }
 }

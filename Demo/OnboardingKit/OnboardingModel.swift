@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LiveDefaults
+import Synchronization
 
 /// The demo's state: a snapshot of the settings kept current by observing the suite, and this run's
 /// onboarding progress. The screen is a function of the two (``Screen/init(settings:progress:)``);
@@ -32,8 +33,8 @@ public final class OnboardingModel: Sendable {
 
     /// The suite the model observes and writes.
     public let defaults: Defaults
-    private let state: Locked<State>
-    private let token = Locked<ObservationToken?>(nil)
+    private let state: Mutex<State>
+    private let token = Mutex<ObservationToken?>(nil)
     private let onChange: @Sendable (Screen) -> Void
 
     /// Starts observing the demo's keys in `defaults`.
@@ -47,7 +48,7 @@ public final class OnboardingModel: Sendable {
         self.defaults = defaults
         self.onChange = onChange
         let settings = Settings(reading: defaults)
-        state = Locked(State(settings: settings, screen: Screen(settings: settings, progress: .start)))
+        state = Mutex(State(settings: settings, screen: Screen(settings: settings, progress: .start)))
         // Observe first, then take the snapshot again: a change made in between is then either in
         // the snapshot or delivered after it, and both carry the latest value.
         let observation = defaults.observe(Settings.keys, queue: queue) { [weak self] change in

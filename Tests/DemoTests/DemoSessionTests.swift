@@ -65,7 +65,9 @@ import Testing
         #expect(recorder.exitStatus == nil, "--live stays on the main screen")
     }
 
-    @Test func theEndOfInputDuringOnboardingFailsAndSavesNoAnswer() async throws {
+    /// The decision (docs/demo.md, "Without a terminal"): a launch that ends before onboarding is
+    /// finished still counts, as every launch of an app does; the message says what was saved and what not.
+    @Test func theEndOfInputDuringOnboardingCountsTheLaunchSavesNoAnswerAndSaysSo() async throws {
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
@@ -76,11 +78,26 @@ import Testing
 
         #expect(await eventually { recorder.exitStatus != nil })
         #expect(recorder.exitStatus == 1)
-        #expect(recorder.errors.first?.contains("standard input ended before onboarding was finished") == true)
+        #expect(recorder.errors.count == 1)
+        let message = try #require(recorder.errors.first)
+        #expect(message.contains("ended before onboarding was finished"), "\(message)")
+        #expect(message.contains("Saved: this launch (launch_count 1, last_version 1.0.0)"), "\(message)")
+        #expect(message.contains("Not saved: your answers"), "\(message)")
         #expect(defaults.propertyList(forKey: "username") == nil)
         #expect(defaults.propertyList(forKey: "theme") == nil)
         #expect(defaults.propertyList(forKey: "has_seen_onboarding") == nil)
         #expect(defaults[.launchCount] == 1)
+        #expect(defaults[.lastVersion] == "1.0.0")
+
+        // The next launch counts too, and asks again from the start.
+        let next = Recorder()
+        let again = self.session(defaults, next)
+        queue.sync { again.start() }
+        feed(again, ["Anna", "dark", "yes"], thenEnd: true)
+        #expect(await eventually { next.exitStatus != nil })
+        #expect(next.exitStatus == 0)
+        #expect(next.frames.first?.hasPrefix("==== Welcome (1/4) ====") == true)
+        #expect(next.frames.last?.contains("Launches       2") == true)
     }
 
     @Test func aLaterLaunchSkipsOnboarding() async throws {

@@ -141,12 +141,16 @@ import Testing
             recorder.record(screen)
         }
         for count in 1...20 { writer[.launchCount] = count }
-        #expect(await eventually { model.settings.launchCount == 20 })
-        let counts = recorder.screens.compactMap { screen -> Int? in
-            if case .main(let main) = screen { return main.launchCount }
-            return nil
+        let counts = {
+            recorder.screens.compactMap { screen -> Int? in
+                if case .main(let main) = screen { return main.launchCount }
+                return nil
+            }
         }
-        #expect(counts == Array(1...20))
+        // Waits for the screens, not for the model's settings: those change before the model calls back.
+        #expect(await eventually { counts().last == 20 })
+        #expect(model.settings.launchCount == 20)
+        #expect(counts() == Array(1...20))
     }
 
     @Test func aLaunchIsCountedAndResetKeepsTheCountAndChoices() throws {

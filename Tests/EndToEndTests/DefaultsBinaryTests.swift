@@ -45,6 +45,17 @@ private struct DefaultsFixture: ~Copyable {
     }
 }
 
+/// The struct of docs/defaults-command.md's nested example.
+private struct NestedRollout: Codable, Sendable, Equatable {
+    var percent: Int
+    var regions: [String]
+}
+
+extension Defaults.Keys {
+    fileprivate static let nestedRollout = Defaults.Key<NestedRollout>(
+        "rollout", default: NestedRollout(percent: 0, regions: []))
+}
+
 /// The `defaults` binary itself: what only a process shows (its exit status, its standard streams, standard
 /// input, a write one process makes and another reads, `watch` running until stopped). Everything the command
 /// does is tested in process through its seam, in LiveDefaultsCommandTests.
@@ -98,6 +109,32 @@ private struct DefaultsFixture: ~Copyable {
         let result = try fixture.runner.run(arguments)
         #expect(result.status == 255, "\(result)")
         #expect(result.standardOutput == help, "\(result)")
+    }
+
+    // MARK: nested values
+
+    /// A struct with an array inside, written with `defaults write` in each form docs/defaults-command.md
+    /// shows, and read back through a typed key; `-dict` cannot nest, as on macOS.
+    @Test(arguments: [
+        "{ percent = 40; regions = (eu, us); }",
+        "<dict><key>percent</key><integer>40</integer>"
+            + "<key>regions</key><array><string>eu</string><string>us</string></array></dict>",
+    ])
+    func aNestedValueWrittenByTheCommandDecodesThroughATypedKey(literal: String) throws {
+        let fixture = try DefaultsFixture()
+        try fixture.succeed("write", "com.example.app", "rollout", literal)
+        let defaults = try Defaults(suiteName: "com.example.app", directory: fixture.directory.url, watchesFiles: false)
+        #expect(defaults.decodingError(for: .nestedRollout) == nil)
+        #expect(defaults[.nestedRollout] == NestedRollout(percent: 40, regions: ["eu", "us"]))
+    }
+
+    @Test func dictCannotNestAndSaysSo() throws {
+        let fixture = try DefaultsFixture()
+        let result = try fixture.defaults(
+            "write", "com.example.app", "rollout", "-dict", "percent", "-int", "40", "regions", "-array", "eu", "us")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("Cannot nest composite types"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.file("com.example.app").path))
     }
 
     // MARK: watch

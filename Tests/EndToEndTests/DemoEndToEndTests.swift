@@ -102,6 +102,7 @@ import Testing
 
         #expect(result.status == 1)
         #expect(result.standardError.contains("standard input ended before onboarding was finished"))
+        #expect(result.standardError.contains("Saved: this launch (launch_count 1, last_version 1.0.0)"))
         let file = try suiteFile(in: directory)
         #expect(file["has_seen_onboarding"] == nil)
         #expect(file["username"] == nil)

@@ -160,7 +160,8 @@ final class LiveSuite {
         process.arguments = ["-c", script]
         try process.run()
         process.waitUntilExit()
-        #expect(await eventually { defaults.string(forKey: "theme") == "light" })
+        // The observer's record, not a read: a read can see the new value before the observer has run.
+        #expect(await eventually { !log.all.isEmpty })
         #expect(log.all == Self.themeToLight)
         #expect(
             try FileManager.default.destinationOfSymbolicLink(atPath: config.path + "/com.example.link.plist")
@@ -214,6 +215,7 @@ final class LiveSuite {
         close(descriptor)
         #expect(await eventually { suite.defaults.string(forKey: "theme") == "blue" })
         #expect(suite.defaults.lastError == nil)
+        try await suite.drain()
         #expect(
             suite.changes == [
                 ChangeLog.Entry(key: "theme", old: "dark", new: "light", origin: .external),
@@ -230,6 +232,8 @@ final class LiveSuite {
         )
         #expect(await eventually { suite.defaults.integer(forKey: "counter") == 299 })
         #expect(await eventually { tokenLast.withLock { $0 } == 299 }, "the observer's last value is the final one")
+        // The log's observer is another one, which may be called after the first.
+        #expect(await eventually { suite.log.of("counter").last?.newValue == 299 })
         // Every delivered change moved forward: reloads were applied in order.
         let values = suite.log.all.filter { $0.key == "counter" }.compactMap { change -> Int? in
             if case .integer(let value) = change.newValue { return Int(value) }
@@ -327,9 +331,9 @@ final class LiveSuite {
         .enabled(
             if: mayChangeMachineSettings,
             "changes a machine-wide setting: runs as root, alone, with LIVEDEFAULTS_MACHINE_SETTINGS=1 (.ci/run)"))
-    func queueOverflowRescansToTheRightFinalState() throws {
-        // A kernel queue of 16 events (fixed when the watcher's inotify instance is made) overflows
-        // under a burst of thousands; the rescan must still land on the final content.
+    func queueOverflowRescansToTheRightFinalState() async throws {
+        // A kernel queue of 16 events (fixed when an inotify instance is made) overflows under a
+        // burst of thousands; the rescan must still land on the final content.
         let setting = "/proc/sys/fs/inotify/max_queued_events"
         let original = try String(contentsOfFile: setting, encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines)
@@ -337,6 +341,7 @@ final class LiveSuite {
         try replace(directory, "{'n': -1}")
         try "16".write(toFile: setting, atomically: false, encoding: .utf8)
         let watcher: RunningCommand
+        let probe: OverflowProbe
         do {
             defer { try? original.write(toFile: setting, atomically: false, encoding: .utf8) }
             watcher = try watch(directory)
@@ -344,8 +349,17 @@ final class LiveSuite {
             // The first change proves the watcher's inotify instance (with the small queue) exists.
             try replace(directory, "{'n': 0}")
             try watcher.waitForLine(on: .output, where: { $0.contains(#""new":0"#) }, describedAs: "the first change")
+            // An instance of the test's own with the same queue, on the same directory, read only
+            // after the burst: it shows that the burst overflowed such a queue.
+            probe = try OverflowProbe(directory: directory.path)
         }
         defer { watcher.terminate() }
+        // The watcher is stopped during the burst, so that it cannot drain its queue as the events
+        // come: its queue overflows as the probe's does, and the last save is among the dropped events.
+        let pid = watcher.process.processIdentifier
+        try #require(kill(pid, SIGSTOP) == 0)
+        defer { kill(pid, SIGCONT) }
+        #expect(await eventually { Self.isStopped(pid) }, "the watcher stopped")
         let burst = Process()
         burst.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let path = directory.file("com.example.watched.plist").path
@@ -362,9 +376,21 @@ final class LiveSuite {
         try burst.run()
         burst.waitUntilExit()
         #expect(burst.terminationStatus == 0)
+        // The scenario ran: the queue overflowed, and the watcher had stayed stopped throughout.
+        try #require(probe.overflowed(), "the burst overflowed a 16-event queue")
+        try #require(Self.isStopped(pid), "the watcher was stopped during the burst")
+        try #require(kill(pid, SIGCONT) == 0)
         let last = try watcher.waitForLine(
             on: .output, timeout: .seconds(20), where: { $0.contains(#""new":2000"#) }, describedAs: "the final value")
         #expect(last.contains(#""key":"n""#))
+    }
+
+    /// Whether process `pid` is stopped (state `T` in `/proc/<pid>/stat`).
+    static func isStopped(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let afterName = stat.range(of: ") ", options: .backwards)
+        else { return false }
+        return stat[afterName.upperBound...].hasPrefix("T")
     }
 }
 
@@ -479,6 +505,9 @@ final class LiveSuite {
             arrived = round
         }
         #expect(arrived == round, "\(replacement): the value of every round arrived")
+        // Changes reach the observer in order, and after a read can see them: once it has the last
+        // round's value, it has heard every removal there was.
+        #expect(await eventually { log.of("theme").last?.newValue == .string("flick-\(arrived)") })
         #expect(round - slowRounds.count >= Self.rounds / 2, "enough rounds were quick enough to test")
         // A removal reports the value of the round before the one it happened in.
         let removals = log.all.filter { $0.newValue == nil }
@@ -551,13 +580,17 @@ final class LiveSuite {
         try ln.run()
         ln.waitUntilExit()
         try #require(ln.terminationStatus == 0)
-        #expect(await eventually { defaults.string(forKey: "theme") == "r2" }, "the swap was seen")
+        // Waits for the observer, not for a read: a read can see the new value before the observer
+        // has run.
+        #expect(await eventually { swapSeen.withLock { $0 } != nil }, "the swap was seen")
+        #expect(defaults.string(forKey: "theme") == "r2")
         // Not a speed target: a swap nothing watches for is noticed, if at all, by the once-a-second
         // check that armed directories are still in place, a second or more late.
         let latency = try #require(swapSeen.withLock { $0 }) - swapped
         #expect(latency < .milliseconds(500))
         timer.cancel()
         #expect(await eventually { defaults.object(forKey: "only-r1") == nil })
+        #expect(await eventually { log.all.count >= 2 }, "the observer heard both keys")
         // The net change per key: `size` is the same in both targets and is not reported.
         #expect(
             Set(log.all.map(\.description)) == [
@@ -571,5 +604,36 @@ final class LiveSuite {
             try FileManager.default.destinationOfSymbolicLink(atPath: middlePath) == newDestination,
             "the links are left as they are")
         token.cancel()
+    }
+}
+
+/// An inotify instance of the test's own on a directory, with the queue size instances made at that
+/// moment get, read only when asked.
+final class OverflowProbe {
+    private let descriptor: Int32
+
+    init(directory: String) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
+        try #require(descriptor >= 0)
+        let mask = UInt32(IN_CREATE) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)
+        try #require(inotify_add_watch(descriptor, directory, mask) >= 0)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Reads every queued event, and says whether the kernel dropped some (`IN_Q_OVERFLOW`).
+    func overflowed() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var overflowed = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { return overflowed }
+            var offset = 0
+            while offset < count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true }
+                offset += MemoryLayout<inotify_event>.size + Int(event.len)
+            }
+        }
     }
 }

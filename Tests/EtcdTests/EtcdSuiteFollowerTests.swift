@@ -84,6 +84,8 @@ struct EtcdSuiteFollowerTests {
         #expect(record.last("übersicht") == true)
         _ = try await Self.put(writer, [:], delete: ["theme"])
         #expect(await eventually { follower.values["theme"] == nil })
+        // The follower updates its values before it calls back: wait for the record too.
+        #expect(await eventually { record.news("theme").last == .some(nil) })
         #expect(record.brokenChains.isEmpty)
         #expect(follower.values == (try await Self.etcdValues(writer)))
     }
@@ -142,6 +144,7 @@ struct EtcdSuiteFollowerTests {
         }
         _ = try await Self.put(writer, ["after": "restart"])
         #expect(await eventually(within: 30) { follower.values["after"] == "restart" })
+        #expect(await eventually { record.last("after") == "restart" }, "the record, which comes after the values")
         #expect(record.brokenChains.isEmpty, "chains broke for \(record.brokenChains)")
         #expect(follower.values == (try await Self.etcdValues(writer)))
         #expect(follower.resyncCount >= 4)

@@ -82,6 +82,7 @@ struct EtcdTLSTests {
         #expect(try await scenario.etcdValues()["theme"] == "dark")
         try await scenario.put(["fontSize": 14])
         #expect(await eventually { defaults.integer(forKey: "fontSize") == 14 })
+        #expect(await eventually { log.of("fontSize").last?.newValue == 14 }, "the observer, after the read")
         #expect(log.brokenChains().isEmpty)
         #expect(connection.lastError == nil)
     }

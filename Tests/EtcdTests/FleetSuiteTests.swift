@@ -122,12 +122,13 @@ struct FleetSuiteTests {
         let marker = try await scenario.put(["marker": true])
         #expect(await connection.caughtUp(to: marker))
         #expect(await eventually { defaults.bool(forKey: "marker") })
+        // Observers are called just after the change step that made the value readable, and in order:
+        // once the marker has reached the log, so has any echo before it.
+        #expect(await eventually { log.of("marker").map(\.origin) == [.external] })
         let changes = log.of("k")
         #expect(changes.count == 20)
         #expect(changes.allSatisfy { $0.origin == .local })
         #expect(changes.map(\.newValue) == (1...20).map { .integer(Int64($0)) })
-        // Observers are called just after the change step that made the value readable.
-        #expect(await eventually { log.of("marker").map(\.origin) == [.external] })
         #expect(defaults.persistentValues() == (try await scenario.etcdValues()))
     }
 
@@ -395,6 +396,8 @@ struct FleetSuiteOfflineTests {
         #expect(await eventually(within: 10) { connection.state.isLive })
         #expect(await eventually { defaults.propertyList(forKey: "theme") == "light" })
         #expect(await eventually { defaults.propertyList(forKey: "gone") == nil })
+        // The observer runs after a read can see the change: wait for the log too.
+        #expect(await eventually { log.current["theme"] == "light" && log.current["gone"] == nil })
         #expect(connection.lastError == nil)
         #expect(log.brokenChains().isEmpty)
         #expect(connection.values == (try await scenario.etcdValues()))
@@ -500,6 +503,7 @@ struct FleetSuiteOfflineTests {
         )
         #expect(await connection.caughtUp(to: revision))
         #expect(await eventually { admin.bool(forKey: "fromOther") })
+        #expect(await eventually { log.of("fromOther").last?.newValue == true }, "the observer, after the read")
         #expect(log.brokenChains().isEmpty)
         #expect(admin.integer(forKey: "k") == 2)
     }

@@ -341,25 +341,59 @@ enum RandomPropertyList {
         #expect(value == .array([string, string, string, array, array, array, data, data, data]))
     }
 
-    @Test func everyTruncationAndByteFlipIsHandled() throws {
+    /// A strict prefix of a whole document is an error, never a value made from part of the file (XML
+    /// cut only in the whitespace after `</plist>` is still the whole document, and reads as it); a
+    /// flipped byte gives an error or a value, never a crash. (Every error is a `PropertyListError`:
+    /// the codec throws only that type.)
+    @Test(arguments: [PropertyListFormat.binary, .xml])
+    func everyTruncationAndByteFlipIsHandled(format: PropertyListFormat) throws {
         var generator = SeededGenerator(state: 7)
         var entries: [String: PropertyListValue] = [:]
         for _ in 0..<6 {
             entries[RandomPropertyList.string(&generator)] = RandomPropertyList.value(
                 &generator, wholeSecondDates: true)
         }
-        for format in [PropertyListFormat.binary, .xml] {
-            let bytes = Array(try PropertyListCodec.encode(.dictionary(entries), format: format))
-            for length in 0..<bytes.count {
-                // Never a crash; truncated files are errors (or, rarely for XML, still whole).
-                _ = try? PropertyListCodec.decode(Data(bytes[0..<length]))
-            }
-            for _ in 0..<2_000 {
-                var mutated = bytes
-                mutated[Int.random(in: 0..<mutated.count, using: &generator)] = UInt8.random(
-                    in: 0...255, using: &generator)
-                _ = try? PropertyListCodec.decode(Data(mutated))
+        let value = PropertyListValue.dictionary(entries)
+        let bytes = Array(try PropertyListCodec.encode(value, format: format))
+        var whole = bytes.count
+        if format == .xml {
+            let text = String(decoding: bytes, as: UTF8.self)
+            let end = try #require(text.range(of: "</plist>", options: .backwards)).upperBound
+            whole = text.utf8.distance(from: text.startIndex, to: end)
+        }
+        var readAsAValue: [Int] = []
+        var checked = 0
+        for length in 0..<bytes.count {
+            let prefix = Data(bytes[0..<length])
+            // The first bytes of a binary file ("bplist"), or the "<" of XML, are not yet that format:
+            // the codec reads them as old-style text, which a bare word or nothing is.
+            guard PropertyListCodec.detectFormat(of: prefix) == format else { continue }
+            checked += 1
+            do {
+                let decoded = try PropertyListCodec.decode(prefix).value
+                if length < whole || decoded != value { readAsAValue.append(length) }
+            } catch {
+                if length >= whole {
+                    Issue.record("the whole document cut after </plist> (\(length) bytes) was refused: \(error)")
+                }
             }
         }
+        #expect(checked >= bytes.count - 6, "every prefix from the format's mark on was checked")
+        #expect(
+            readAsAValue.isEmpty, "\(format) prefixes of these lengths (of \(bytes.count)) were read: \(readAsAValue)")
+
+        var refused = 0
+        for _ in 0..<2_000 {
+            var mutated = bytes
+            mutated[Int.random(in: 0..<mutated.count, using: &generator)] = UInt8.random(
+                in: 0...255, using: &generator)
+            do {
+                _ = try PropertyListCodec.decode(Data(mutated))
+            } catch {
+                refused += 1
+            }
+        }
+        // The flips reach the checks: many are refused (a flip inside a string's text may still read).
+        #expect(refused > 200, "\(refused) of 2,000 flipped documents refused")
     }
 }

@@ -1,5 +1,4 @@
 import LiveDefaults
-import Synchronization
 
 /// Every change an observer of all keys received, in the order it received them: for comparing exact
 /// sequences, checking each key's chain of old → new values, and what the observer believes now.
@@ -33,8 +32,10 @@ public final class ChangeLog: Sendable {
         }
     }
 
-    private let entries = Mutex<[Entry]>([])
-    private let token = Mutex<ObservationToken?>(nil)
+    // `Locked`, not `Mutex`: the thread sanitizer sees its pthread lock (`LIVEDEFAULTS_PTHREAD_LOCKS`),
+    // not a futex.
+    private let entries = Locked<[Entry]>([])
+    private let token = Locked<ObservationToken?>(nil)
     /// The effective values when the log started (empty for a log made with ``init()``).
     public let initial: [String: PropertyListValue]
 
@@ -57,7 +58,12 @@ public final class ChangeLog: Sendable {
 
     /// Adds `change` to the log.
     public func record(_ change: DefaultsChange<PropertyListValue?>) {
-        entries.withLock { $0.append(Entry(change)) }
+        record(Entry(change))
+    }
+
+    /// Adds `entry` to the log (for observers whose changes are not of property-list values).
+    public func record(_ entry: Entry) {
+        entries.withLock { $0.append(entry) }
     }
 
     /// Every change so far, in the order received.

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -11,27 +12,13 @@ import Testing
     /// 10,000 in CI, 2,000 in a quick run (``Stress``).
     static let writesPerThread = Stress.scaled(10_000, quick: 2_000)
 
-    /// The new values an observer received, and whether each old value was the previous new value.
-    final class Chain: Sendable {
-        private let state = Locked<(values: [Int], broken: Int, last: Int?)>(([], 0, nil))
-
-        func record(old: Int?, new: Int?) {
-            state.withLock { state in
-                if old != state.last { state.broken += 1 }
-                if let new { state.values.append(new) }
-                state.last = new
-            }
-        }
-
-        var values: [Int] { state.withLock { $0.values } }
-        var brokenLinks: Int { state.withLock { $0.broken } }
-        var last: Int? { state.withLock { $0.last } }
-    }
-
     static func integer(_ value: PropertyListValue?) -> Int? {
         if case .integer(let number)? = value { return Int(number) }
         return nil
     }
+
+    /// The new values an observer received, in order.
+    static func values(_ log: ChangeLog) -> [Int] { log.all.compactMap { integer($0.newValue) } }
 
     /// Writes distinct values from real threads (the task pool of a 2-core machine would run only two).
     static func writeConcurrently(_ write: @escaping @Sendable (Int) -> Void) async -> Bool {
@@ -46,14 +33,16 @@ import Testing
         return await wait(for: group, within: 300)
     }
 
-    /// Checks one observer's record against the changes made.
-    static func expectComplete(_ chain: Chain, stored: Int?, _ name: String) {
-        let values = chain.values
+    /// Checks one observer's record against the changes made: every change once, each old value the
+    /// previous new value, ending on the stored value.
+    static func expectComplete(_ log: ChangeLog, stored: Int?, _ name: String) {
+        let values = values(log)
         let total = threads * writesPerThread
+        let last = integer(log.all.last?.newValue)
         #expect(values.count == total, "\(name): \(values.count) of \(total) changes delivered")
         #expect(Set(values).count == values.count, "\(name): a change was delivered twice")
-        #expect(chain.brokenLinks == 0, "\(name): \(chain.brokenLinks) old values were not the previous new value")
-        #expect(chain.last == stored, "\(name): ends on \(chain.last as Any), the store holds \(stored as Any)")
+        #expect(log.brokenChains().isEmpty, "\(name): an old value was not the previous new value")
+        #expect(last == stored, "\(name): ends on \(last as Any), the store holds \(stored as Any)")
         // Each writer's own values arrive in the order it wrote them.
         var lastPerThread = [Int: Int]()
         var outOfOrder = 0
@@ -70,32 +59,28 @@ import Testing
         let defaults = try Defaults(suiteName: "com.example.writers", directory: directory.url, watchesFiles: false)
         let counter = Defaults.Key<Int>("counter", default: 0)
 
-        let direct = Chain()
-        let directToken = defaults.observe("counter") {
-            direct.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue))
-        }
-        let queued = Chain()
+        let direct = ChangeLog()
+        let directToken = defaults.observe("counter") { direct.record($0) }
+        let queued = ChangeLog()
         let queue = DispatchQueue(label: "queued-observer")
-        let queuedToken = defaults.observe("counter", queue: queue) {
-            queued.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue))
-        }
-        let typed = Chain()
-        // The typed key reads absence as its default, 0: the first old value is then 0, not nil.
-        typed.record(old: nil, new: nil)
+        let queuedToken = defaults.observe("counter", queue: queue) { queued.record($0) }
+        let typed = ChangeLog()
         let typedToken = defaults.observe(counter) { change in
-            typed.record(old: change.oldValue == 0 ? nil : change.oldValue, new: change.newValue)
+            // The typed key reads absence as its default, 0: the first old value is then 0, not nil.
+            typed.record(
+                ChangeLog.Entry(
+                    key: change.key, old: change.oldValue == 0 ? nil : .integer(Int64(change.oldValue)),
+                    new: .integer(Int64(change.newValue)), origin: change.origin))
         }
-        let everyKey = Chain()
-        let everyKeyToken = defaults.observeAll {
-            everyKey.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue))
-        }
-        let streamed = Chain()
+        let everyKey = ChangeLog()
+        let everyKeyToken = defaults.observeAll { everyKey.record($0) }
+        let streamed = ChangeLog()
         let total = Self.threads * Self.writesPerThread
         let stream = defaults.changes(of: "counter")
         let consumer = Task {
             var received = 0
             for await change in stream {
-                streamed.record(old: Self.integer(change.oldValue), new: Self.integer(change.newValue))
+                streamed.record(change)
                 received += 1
                 if received == total { break }
             }
@@ -103,7 +88,7 @@ import Testing
 
         #expect(await Self.writeConcurrently { defaults.set($0, forKey: "counter") })
         // Every change was made: delivery to the queue and the stream may still be under way.
-        #expect(await eventually(within: 60) { queued.values.count >= total && streamed.values.count >= total })
+        #expect(await eventually(within: 60) { queued.all.count >= total && streamed.all.count >= total })
         // Ends the stream's loop should a change be missing (it would otherwise wait for it forever).
         consumer.cancel()
         _ = await consumer.value
@@ -123,16 +108,13 @@ import Testing
         let directory = try TemporaryDirectory()
         let first = try Defaults(suiteName: "com.example.shared", directory: directory.url, watchesFiles: false)
         let second = try Defaults(suiteName: "com.example.shared", directory: directory.url, watchesFiles: false)
-        let chains = (Chain(), Chain())
-        let tokens = [
-            first.observe("k") { chains.0.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue)) },
-            second.observe("k") { chains.1.record(old: Self.integer($0.oldValue), new: Self.integer($0.newValue)) },
-        ]
+        let logs = (ChangeLog(), ChangeLog())
+        let tokens = [first.observe("k") { logs.0.record($0) }, second.observe("k") { logs.1.record($0) }]
         #expect(await Self.writeConcurrently { value in (value % 2 == 0 ? first : second).set(value, forKey: "k") })
         let stored = first.integer(forKey: "k")
         #expect(second.integer(forKey: "k") == stored)
-        Self.expectComplete(chains.0, stored: stored, "first instance")
-        Self.expectComplete(chains.1, stored: stored, "second instance")
+        Self.expectComplete(logs.0, stored: stored, "first instance")
+        Self.expectComplete(logs.1, stored: stored, "second instance")
         tokens.forEach { $0.cancel() }
     }
 
@@ -179,11 +161,11 @@ import Testing
         let defaults = try Defaults(suiteName: "com.example.backlog", directory: directory.url, watchesFiles: false)
         let limit = 64
         defaults.setObservationBacklogLimit(limit)
-        let chain = Chain()
+        let log = ChangeLog()
         let release = DispatchSemaphore(value: 0)
         let blocked = Locked(false)
         let token = defaults.observe("k") { change in
-            chain.record(old: Self.integer(change.oldValue), new: Self.integer(change.newValue))
+            log.record(change)
             if blocked.withLock({ state in
                 defer { state = true }; return !state
             }) {
@@ -208,9 +190,9 @@ import Testing
         release.signal()
         #expect(await wait(for: writers, within: 60))
         #expect(await wait(for: first, within: 60))
-        #expect(chain.values.count == 801)
-        #expect(chain.brokenLinks == 0)
-        #expect(chain.last == defaults.integer(forKey: "k"))
+        #expect(Self.values(log).count == 801)
+        #expect(log.brokenChains().isEmpty)
+        #expect(Self.integer(log.all.last?.newValue) == defaults.integer(forKey: "k"))
         token.cancel()
     }
 
@@ -219,12 +201,10 @@ import Testing
         let defaults = try Defaults(suiteName: "com.example.backlogq", directory: directory.url, watchesFiles: false)
         let limit = 32
         defaults.setObservationBacklogLimit(limit)
-        let chain = Chain()
+        let log = ChangeLog()
         let queue = DispatchQueue(label: "stalled-observer")
         queue.suspend()
-        let token = defaults.observe("k", queue: queue) { change in
-            chain.record(old: Self.integer(change.oldValue), new: Self.integer(change.newValue))
-        }
+        let token = defaults.observe("k", queue: queue) { log.record($0) }
         let completed = Locked(0)
         let writers = Self.startWriters(defaults, writers: 4, count: 100, completed: completed)
         // The deliverer waits for the stalled queue; then the observers' queue fills and writers wait.
@@ -236,9 +216,9 @@ import Testing
         #expect(completed.withLock { $0 } <= 3 * limit + 2 * 4)
         queue.resume()
         #expect(await wait(for: writers, within: 60))
-        #expect(await eventually(within: 30) { chain.values.count == 400 })
-        #expect(chain.brokenLinks == 0)
-        #expect(chain.last == defaults.integer(forKey: "k"))
+        #expect(await eventually(within: 30) { log.all.count == 400 })
+        #expect(log.brokenChains().isEmpty)
+        #expect(Self.integer(log.all.last?.newValue) == defaults.integer(forKey: "k"))
         token.cancel()
     }
 }

@@ -84,8 +84,28 @@ enum KeyCoding {
             }
             return value
         } catch {
-            guard let value = try? LenientValueDecoder.decode(Value.self, from: stored) else { throw error }
+            guard let value = try? LenientValueDecoder.decode(Value.self, from: stored) else {
+                throw (error as? DecodingError).map(withoutWrapper) ?? error
+            }
             return value
+        }
+    }
+
+    /// A decoding error's path as the user's value has it: without the `[0]` of the array the
+    /// value is wrapped in above, so a bad field reads `Path: percent`, not `Path: [0].percent`.
+    static func withoutWrapper(_ error: DecodingError) -> DecodingError {
+        func unwrapped(_ context: DecodingError.Context) -> DecodingError.Context {
+            guard context.codingPath.first?.intValue == 0 else { return context }
+            return DecodingError.Context(
+                codingPath: Array(context.codingPath.dropFirst()), debugDescription: context.debugDescription,
+                underlyingError: context.underlyingError)
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return .typeMismatch(type, unwrapped(context))
+        case .valueNotFound(let type, let context): return .valueNotFound(type, unwrapped(context))
+        case .keyNotFound(let key, let context): return .keyNotFound(key, unwrapped(context))
+        case .dataCorrupted(let context): return .dataCorrupted(unwrapped(context))
+        @unknown default: return error
         }
     }
 
@@ -93,8 +113,9 @@ enum KeyCoding {
     {
         DefaultsError(
             .decodingFailed,
-            "The value of key \"\(key)\" in suite \"\(suite)\" (\(stored.typeName) \(stored)) cannot be read as the key's type; "
-                + "its default is used. Write a value of the right type or remove the key.",
+            "The value of key \"\(key)\" in suite \"\(suite)\" (\(stored.typeName) \(stored)) cannot be read as the key's type, "
+                + "so the key reads as its default; the stored value is left as it is. "
+                + "Write a value of the right type or remove the key.",
             suite: suite, underlying: SendableDescription(cause))
     }
 }
