@@ -13,8 +13,9 @@ import Synchronization
 /// ```
 ///
 /// Lookups follow the search list, first match wins: the argument domain (`-key value` in the
-/// process's arguments), volatile domains (in the order they were set), the suite, added suites
-/// (in the order they were added), the global domain (`NSGlobalDomain`), the registration domain.
+/// process's arguments), keys an administrator forces, volatile domains (in the order they were
+/// set), this machine's file of the suite, the suite, added suites (in the order they were added),
+/// the global domain (`NSGlobalDomain`), system-wide defaults, the registration domain.
 ///
 /// Reads take one short lock and look up one dictionary; they never touch the disk. Writes change
 /// memory at once, notify observers, and are written by a coalesced background flush (and at
