@@ -41,7 +41,7 @@ final class AdministeredLayers: Sendable {
         if let directory = settings.managedDirectory?.path, Self.isDirectory(directory) {
             for name in names {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),
-                    !excluded.contains(location.path)
+                    !excluded.contains(location.path), watching || Self.exists(location.path)
                 else { continue }
                 let store = SuiteStore(
                     location: location,
@@ -56,13 +56,19 @@ final class AdministeredLayers: Sendable {
         for name in names {
             for directory in directories {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),
-                    !excluded.contains(location.path)
+                    !excluded.contains(location.path), watching || Self.exists(location.path)
                 else { continue }
                 system.append(SuiteStore.open(location, watching: watching))
             }
         }
         self.managed = managed
         self.system = system
+    }
+
+    /// Whether there is a file at `path`. An instance that does not follow files opens no store
+    /// for a file that is not there: it could never see one appear.
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
     }
 
     private static func isDirectory(_ path: String) -> Bool {

@@ -58,7 +58,13 @@ public struct AdministeredSettings: Sendable, Hashable {
     ///
     /// - Returns: The settings, with root as the trusted owner.
     public static func fromEnvironment() -> AdministeredSettings {
-        fromEnvironment(ProcessInfo.processInfo.environment)
+        // Two variables read directly: building the whole environment as a dictionary took a
+        // good part of opening a small suite.
+        var environment: [String: String] = [:]
+        for name in ["XDG_CONFIG_DIRS", "LIVEDEFAULTS_MANAGED_DIR"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return fromEnvironment(environment)
     }
 
     /// The settings `environment` gives (``fromEnvironment()``).

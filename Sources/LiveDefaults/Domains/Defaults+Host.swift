@@ -70,9 +70,10 @@ extension Defaults {
 
     /// The host layer of an instance of the suite at `location`: for a ByHost instance, the
     /// suite's file for any host (searched after the ByHost file); otherwise this machine's ByHost
-    /// file, when its directory exists and `searchesCurrentHost` (an instance opened by name).
+    /// file, when its directory exists and `searchesCurrentHost` (an instance opened by name), and
+    /// the file exists unless `watching`.
     static func hostLayer(
-        of location: SuiteLocation, host: Host?, searchesCurrentHost: Bool
+        of location: SuiteLocation, host: Host?, searchesCurrentHost: Bool, watching: Bool
     ) throws -> (location: SuiteLocation, isAnyHost: Bool)? {
         if host != nil { return (location, true) }
         guard searchesCurrentHost else { return nil }
@@ -80,7 +81,8 @@ extension Defaults {
         guard FileManager.default.fileExists(atPath: location.byHostDirectory, isDirectory: &isDirectory),
             isDirectory.boolValue
         else { return nil }
-        return (try location.byHost(.current), false)
+        let byHost = try location.byHost(.current)
+        return watching || AdministeredLayers.exists(byHost.path) ? (byHost, false) : nil
     }
 }
 

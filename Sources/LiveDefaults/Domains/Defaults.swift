@@ -150,7 +150,8 @@ public final class Defaults: Sendable {
         self.directory = directory
         self.stores = stores
         self.watchesFiles = stores.watchesFiles
-        let hostLayer = try Self.hostLayer(of: location, host: host, searchesCurrentHost: administeredSettings != nil)
+        let hostLayer = try Self.hostLayer(
+            of: location, host: host, searchesCurrentHost: administeredSettings != nil, watching: stores.watchesFiles)
         self.suite = try primary ?? stores.open(host.map { try location.byHost($0) } ?? location)
         self.suiteHasFile = primary == nil
         if primary != nil {
