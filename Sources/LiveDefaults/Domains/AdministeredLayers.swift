@@ -71,9 +71,10 @@ final class AdministeredLayers: Sendable {
         access(path, F_OK) == 0
     }
 
-    private static func isDirectory(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    /// Whether `path` is a directory (one `stat`: `FileManager` took several microseconds more).
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     /// Every candidate.

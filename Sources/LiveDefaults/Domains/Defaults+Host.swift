@@ -77,10 +77,7 @@ extension Defaults {
     ) throws -> (location: SuiteLocation, isAnyHost: Bool)? {
         if host != nil { return (location, true) }
         guard searchesCurrentHost else { return nil }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: location.byHostDirectory, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        else { return nil }
+        guard AdministeredLayers.isDirectory(location.byHostDirectory) else { return nil }
         let byHost = try location.byHost(.current)
         return watching || AdministeredLayers.exists(byHost.path) ? (byHost, false) : nil
     }
