@@ -35,14 +35,23 @@ let package = Package(
         .target(
             name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching", "CTimerFD"],
             path: "Sources/LiveDefaults"),
-        // Fleet settings: suites kept in etcd, through its JSON gateway; only apps that import it link libcurl.
+        // The etcd client: libcurl's POST, the v3 JSON gateway's wire format and watch-line reader, unary calls
+        // and watches; synchronous (libcurl blocks; it is loaded at the first call: Sources/CCurl/shim.h).
+        // Knows nothing of suites; not a product.
         .target(
-            name: "LiveDefaultsEtcd", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "CCurl"],
+            name: "LiveDefaultsEtcdClient", dependencies: ["LiveDefaultsLocking", "CCurl"],
+            path: "Sources/LiveDefaultsEtcdClient"),
+        // Fleet settings: suites kept in etcd (the mirror, its follower, the store's backend, the offline cache,
+        // the connection), over the etcd client.
+        .target(
+            name: "LiveDefaultsEtcd",
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcdClient"],
             path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
         // Remote suites (`etcd://…` domains) go through LiveDefaultsEtcd, so the `defaults` command links libcurl.
         .target(
-            name: "LiveDefaultsCommand", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
+            name: "LiveDefaultsCommand",
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
             path: "Sources/LiveDefaultsCommand"),
         // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
         .executableTarget(
@@ -88,12 +97,14 @@ let package = Package(
         // The onboarding demo's tests, in process.
         .testTarget(
             name: "DemoTests", dependencies: ["OnboardingKit", "LiveDefaults", "TestSupport"], path: "Tests/DemoTests"),
-        // The etcd client and fleet settings against real etcd members on loopback (skipped without etcd).
+        // The etcd client and fleet settings against real etcd members on loopback (skipped without etcd); one
+        // target, as the fleet tests start the same members and share their helpers.
         .testTarget(
             // `defaults` is a dependency so that `swift test` builds it before the binary's tests run.
             name: "EtcdTests",
             dependencies: [
-                "LiveDefaultsEtcd", "LiveDefaultsCommand", "LiveDefaults", "LiveDefaultsTestHelpers", "TestSupport",
+                "LiveDefaultsEtcd", "LiveDefaultsEtcdClient", "LiveDefaultsCommand", "LiveDefaults",
+                "LiveDefaultsTestHelpers", "TestSupport",
                 "defaults",
             ],
             path: "Tests/EtcdTests"),

@@ -18,11 +18,23 @@ final class DconfPeer {
     private let session: Process
     private let commands: FileHandle
     private let answers: Int32
+    /// The session's scratch environment (HOME, XDG_*, DCONF_PROFILE), without the bus address.
+    let environment: [String: String]
 
-    private init(session: Process, commands: FileHandle, answers: Int32) {
+    private init(session: Process, commands: FileHandle, answers: Int32, environment: [String: String]) {
         self.session = session
         self.commands = commands
         self.answers = answers
+        self.environment = environment
+    }
+
+    /// The private session bus's address, for programs started outside the session (`dconf` itself).
+    func busAddress() -> String? {
+        guard (try? commands.write(contentsOf: Data("bus\n".utf8))) != nil else { return nil }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(answers, &byte, 1) == 1, byte != 0x0A { line.append(byte) }
+        return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
     }
 
     /// Sends one command and returns the numbers of its one-line answer (nil if the peer failed).
@@ -126,7 +138,8 @@ final class DconfPeer {
             return .failure(Unavailable("dbus-run-session did not start: \(error)"))
         }
         let answers = dup(fromPeer.fileHandleForReading.fileDescriptor)
-        let peer = DconfPeer(session: session, commands: toPeer.fileHandleForWriting, answers: answers)
+        let peer = DconfPeer(
+            session: session, commands: toPeer.fileHandleForWriting, answers: answers, environment: environment)
         // The first change activates dconf-service; it must answer before anything is measured.
         guard peer.ask("populate 10") != nil else {
             let reason = (try? String(contentsOf: log, encoding: .utf8))?.suffix(500) ?? ""

@@ -9,6 +9,8 @@ struct BenchmarkOptions {
     var noDconf = false
     /// Run only these groups (`--only codec,read`); all when empty. `etcd` names every etcd group.
     var only: Set<String> = []
+    /// The `defaults` binary the command rows measure (`--command PATH`; CommandBenchmark.swift).
+    var commandBinary: String?
 
     init(_ arguments: [String]) {
         var remaining = arguments[...]
@@ -19,9 +21,11 @@ struct BenchmarkOptions {
             case "--quick": quick = true
             case "--json": json = true
             case "--no-dconf": noDconf = true
+            case "--command": commandBinary = remaining.popFirst()
             case "--help", "-h":
-                Swift.print("usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…]")
-                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory,")
+                Swift.print(
+                    "usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…] [--command PATH]")
+                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory, command,")
                 Swift.print("        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume)")
                 exit(0)
             default:

@@ -4,6 +4,7 @@
 //   swift run -c release livedefaults-bench --quick    small sizes and counts (CI's smoke test)
 //   … --json                                          one JSON document instead of the table
 //   … --only etcd                                     the etcd rows alone (a member of its own on loopback)
+//   … --only command [--command PATH]                 the `defaults` command against `dconf read`/`write`
 //
 // The same executable plays the other processes of some measurements (`--child …`).
 import Foundation
@@ -40,7 +41,7 @@ var report = Report(options: options)
 var dconf: DconfPeer? = nil
 if options.noDconf {
     report.notes.append("dconf: columns skipped (--no-dconf).")
-} else if ["read", "write", "flush", "external"].contains(where: options.runs) {
+} else if ["read", "write", "flush", "external", "command"].contains(where: options.runs) {
     switch DconfPeer.start(in: workspace.directory) {
     case .success(let peer): dconf = peer
     case .failure(let unavailable): report.notes.append("dconf: columns skipped: \(unavailable.reason).")
@@ -51,6 +52,8 @@ let groups: [(String, (inout Report) -> Void)] = [
     ("read", runner.measureReads), ("write", runner.measureWrites), ("flush", runner.measureFlushes),
     ("cold", runner.measureColdLoads), ("codec", runner.measureCodec), ("external", runner.measureExternalChanges),
     ("fanout", runner.measureFanOut), ("memory", runner.measureMemory),
+    // The `defaults` command against dconf's command line, whole processes (CommandBenchmark.swift).
+    ("command", runner.measureCommand),
 ]
 for (name, measure) in groups where options.runs(name) {
     measure(&report)

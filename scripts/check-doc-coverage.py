@@ -2,6 +2,7 @@
 """Checks the public API's documentation before docc builds it.
 
 Usage: scripts/check-doc-coverage.py <symbol-graph directory> <catalog directory>
+(the catalog is Sources/<Module>/<Module>.docc; its root page, <Module>.md)
 
 Fails, naming each symbol, when a public symbol has no doc comment of its own (one inherited from
 a protocol in another module, such as `description`'s, does not count; members the compiler
@@ -15,9 +16,11 @@ import os
 import re
 import sys
 
-OWN_MODULES = {"LiveDefaults", "LiveDefaultsPropertyList"}
+OWN_MODULES = {"LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"}
 
 graphs, catalog = sys.argv[1], sys.argv[2]
+# The catalog's module: Sources/<Module>/<Module>.docc, whose root page is <Module>.md.
+MODULE = os.path.basename(os.path.normpath(catalog)).removesuffix(".docc")
 symbols = []
 for path in sorted(glob.glob(os.path.join(graphs, "*.symbols.json"))):
     with open(path) as handle:
@@ -34,7 +37,7 @@ def links(path):
         text = handle.read()
     found = set()
     for link in re.findall(r"``([^`]+)``", text):
-        link = link.removeprefix("LiveDefaults/")
+        link = link.removeprefix(MODULE + "/")
         found.add(re.sub(r"-(\(.*\)|[0-9a-z]+)$", "", link))
     return found
 
@@ -44,20 +47,20 @@ for symbol in symbols:
     if "location" not in symbol:
         continue  # synthesized by the compiler (an enum's init(rawValue:)): no source to document
     comment = symbol.get("docComment")
-    if not comment or comment.get("module", "LiveDefaults") not in OWN_MODULES:
+    if not comment or comment.get("module", MODULE) not in OWN_MODULES:
         location = symbol["location"]["uri"].split("/Sources/")[-1]
         problems.append(f"{name(symbol)} ({location}) has no doc comment of its own")
 
-root = links(os.path.join(catalog, "LiveDefaults.md"))
+root = links(os.path.join(catalog, MODULE + ".md"))
 graph_names = {name(symbol) for symbol in symbols}
 for symbol in symbols:
     path = symbol["pathComponents"]
     if len(path) == 1 and path[0] not in root:
-        problems.append(f"{path[0]} is not in the Topics of LiveDefaults.md")
+        problems.append(f"{path[0]} is not in the Topics of {MODULE}.md")
 
 for page in glob.glob(os.path.join(catalog, "Extensions", "*.md")):
     with open(page) as handle:
-        title = re.search(r"^# ``(?:LiveDefaults/)?([^`]+)``", handle.read(), re.M)
+        title = re.search(r"^# ``(?:" + MODULE + r"/)?([^`]+)``", handle.read(), re.M)
     if not title:
         continue
     owner = title.group(1).split("/")

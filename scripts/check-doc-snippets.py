@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Type-checks the Swift examples in README.md, docs/*.md and the DocC catalog's articles
-(Sources/LiveDefaults/LiveDefaults.docc/*.md) against the built LiveDefaults module.
+"""Type-checks the Swift examples in README.md, docs/*.md and the DocC catalogs' articles
+(Sources/LiveDefaults/LiveDefaults.docc/*.md, Sources/LiveDefaultsEtcd/LiveDefaultsEtcd.docc/*.md)
+against the built LiveDefaults and LiveDefaultsEtcd modules.
 
 Each ```swift block of a document becomes part of one main file: type and extension declarations
 at the start of a line are moved to file scope; everything else runs in a `do { }` scope of its own,
@@ -88,10 +89,12 @@ def generate(document):
 
 
 def main():
-    catalog = os.path.join("Sources", "LiveDefaults", "LiveDefaults.docc")
+    catalogs = [os.path.join("Sources", module, module + ".docc") for module in ("LiveDefaults", "LiveDefaultsEtcd")]
     documents = ["README.md"] + sorted(
-        os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md")) + sorted(
-        os.path.join(catalog, f) for f in os.listdir(os.path.join(ROOT, catalog)) if f.endswith(".md"))
+        os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    for catalog in catalogs:
+        documents += sorted(
+            os.path.join(catalog, f) for f in os.listdir(os.path.join(ROOT, catalog)) if f.endswith(".md"))
     scratch = os.path.join(ROOT, ".build", "doc-snippets")
     os.makedirs(scratch, exist_ok=True)
     failed = False

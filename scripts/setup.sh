@@ -7,8 +7,9 @@
 # Needs root (or sudo) only when something is missing. Safe to run again.
 #
 #   scripts/setup.sh --bench   also what the benchmark needs to measure dconf side by side (its C
-#                              library, dconf-service, a private session bus, a C compiler). Only
-#                              the benchmark uses them; the library and its tests never do.
+#                              library, dconf-service, a private session bus, a C compiler;
+#                              dconf-cli and eatmydata for the command rows). Only the benchmark
+#                              uses them; the library and its tests never do.
 set -euo pipefail
 
 bench=false
@@ -32,6 +33,8 @@ dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
 if $bench; then
     dpkg -s libdconf-dev >/dev/null 2>&1 || missing+=(libdconf-dev)
     dpkg -s dconf-service >/dev/null 2>&1 || missing+=(dconf-service)
+    command -v dconf >/dev/null 2>&1 || missing+=(dconf-cli)
+    command -v eatmydata >/dev/null 2>&1 || missing+=(eatmydata)
     command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus-daemon)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)

@@ -272,7 +272,11 @@ int main(int argc, char **argv) {
         else if (strcmp(command, "write-fast") == 0) peer_write_fast(first);
         else if (strcmp(command, "write-sync") == 0) peer_write_sync();
         else if (strcmp(command, "external") == 0) peer_external(first, second);
-        else if (strcmp(command, "quit") == 0) break;
+        else if (strcmp(command, "bus") == 0) {
+            // The private session's address, for dconf's own command line (Benchmarks/CommandBenchmark.swift).
+            const char *address = getenv("DBUS_SESSION_BUS_ADDRESS");
+            printf("%s\n", address ? address : "");
+        } else if (strcmp(command, "quit") == 0) break;
         else printf("error unknown command %s\n", command);
     }
     g_object_unref(peer_client);

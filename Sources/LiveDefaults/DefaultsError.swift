@@ -47,6 +47,10 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// A suite kept elsewhere refused a write (a role that may only read, a value too large):
         /// the message names the keys, whose unwritten changes were dropped.
         public static let remoteRejected = Code(name: "remoteRejected")
+        /// Not a failure: a suite kept elsewhere that was reported ``remoteUnavailable`` answers
+        /// again. Reported once per outage, through the same channel as the loss, with how long the
+        /// outage lasted and how many keys changed meanwhile.
+        public static let remoteRecovered = Code(name: "remoteRecovered")
         /// A description of a suite kept elsewhere that cannot be used (no endpoint, an endpoint
         /// that is not a URL the client can call, a bad root).
         public static let invalidRemote = Code(name: "invalidRemote")

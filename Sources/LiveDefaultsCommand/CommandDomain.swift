@@ -12,6 +12,16 @@ package protocol CommandDomain: AnyObject, Sendable {
     func set(_ value: PropertyListValue?, forKey key: String)
     /// Replaces the whole domain; nil deletes it.
     func replacePersistentValues(_ values: [String: PropertyListValue]?)
+    /// Gets what `access` needs before the domain is read or changed: a remote domain reads etcd
+    /// here, so that a failure names the operation ("cannot write key …"); a local one read its file
+    /// at open, and does nothing.
+    ///
+    /// - Throws: ``DefaultsError`` (`readFailed` for a read, `writeFailed` for a change).
+    func prepare(for access: CommandDomainAccess) throws
+    /// Keys whose stored value is not a property list, with what is wrong with each: a remote
+    /// domain keeps one document per key, and reads such a key as absent so that the others can be
+    /// read and the bad one repaired (a local file is one document: a corrupt one is ``lastError``).
+    var unreadableValues: [String: String] { get }
     /// Writes pending changes now (lock, re-read, merge, atomic replace).
     func synchronize() throws
     /// Calls `handler` on `queue` for every change of an effective value of the domain, until the returned
@@ -33,6 +43,20 @@ extension CommandDomain {
     package func sources(forKey key: String) -> [ValueSource] { [] }
     /// A domain with no system-wide files.
     package func systemWideValues() -> [String: PropertyListValue] { [:] }
+}
+
+extension CommandDomain {
+    package func prepare(for access: CommandDomainAccess) throws {}
+    package var unreadableValues: [String: String] { [:] }
+}
+
+/// What the command is about to do with a domain, so that a failure names it.
+package enum CommandDomainAccess: Sendable, Equatable {
+    /// Reading it (`read`, `read-type`, `export`, `find`, `watch`).
+    case read
+    /// Changing it: the verb ("write", "delete", "rename", "import") and the keys it changes (nil:
+    /// the whole domain).
+    case change(verb: String, keys: [String]?)
 }
 
 /// One change seen by ``CommandDomain/watchChanges(queue:_:)``.
@@ -57,22 +81,41 @@ package struct CommandDomains: Sendable {
     /// Opens a domain; `watching` asks for live reload (for `watch`).
     package var open:
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
+    /// Opens a local domain only to read it (``SuiteFileSnapshot``), or nil to use ``open``: set when ``open``
+    /// is the store's.
+    package var openForReading:
+        (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
 
+    /// - Parameters:
+    ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
+    ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
         directory: URL? = nil,
-        open: @escaping @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = Self.openStore
+        open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
     ) {
         self.directory = directory ?? Self.defaultDirectory()
-        self.open = open
+        self.open = open ?? Self.openStore
+        if open == nil {
+            self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory.path) }
+        } else {
+            self.openForReading = nil
+        }
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
     /// suites on Linux).
+    /// (The two variables are read with getenv: `ProcessInfo.processInfo.environment` builds a dictionary of the
+    /// whole environment, about a tenth of a one-shot command's start-up; docs/design.md, "The `defaults`
+    /// command's start-up".)
     package static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(".config")
+    }
+
+    private static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 
     /// The file of a named domain.

@@ -170,13 +170,14 @@ package struct CommandVerb: Sendable {
             "explain",
             [("<domain> <key> [--json]", "shows every layer that holds the key, and which one wins")]
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
-            let arguments = cursor.rest()
-            let json = arguments.contains("--json") || arguments.contains("-json")
-            var rest = ArgumentCursor(
-                arguments: arguments.filter { $0 != "--json" && $0 != "-json" }, usage: cursor.usage)
-            let domain = try rest.domain()
-            let key = try rest.key()
-            try rest.expectEnd()
+            // `--json` may come anywhere after the verb, as for `watch`.
+            let isFlag = { (argument: String) in argument == "--json" || argument == "-json" }
+            let json = cursor.arguments[cursor.index...].contains(where: isFlag)
+            cursor.arguments = Array(cursor.arguments[..<cursor.index])
+                + cursor.arguments[cursor.index...].filter { !isFlag($0) }
+            let domain = try cursor.domain()
+            let key = try cursor.key()
+            try cursor.expectEnd()
             return .explain(domain, key: key, json: json)
         },
         CommandVerb("help", [("", "print this help")]) { (cursor: inout ArgumentCursor) throws(CommandLineError) in

@@ -64,6 +64,10 @@ package enum DefaultsCommand: Hashable, Sendable {
     /// `destination` is a file path (binary plist), or `-` for standard output (XML plist).
     case exportDomain(DomainReference, destination: String)
     case watch(DomainReference, keys: [String], json: Bool)
+    /// `--version`: prints ``CommandVersion/text``.
+    case version
+    /// The hidden `__complete <word> …` of the shell completions (``CommandCompletion``).
+    case complete([String])
     /// `read --system`: the domain's system-wide files (`$XDG_CONFIG_DIRS`).
     case readSystemWide(DomainReference, key: String?)
     /// `explain`: every layer that holds the key, the winner marked.
@@ -118,6 +122,13 @@ extension DefaultsCommand {
     /// - Throws: ``CommandLineError`` naming the problem and the usage.
     package static func parse(_ arguments: [String]) throws(CommandLineError) -> DefaultsCommand {
         var remaining = arguments[...]
+        if remaining.first == "--version" {
+            guard remaining.count == 1 else {
+                throw CommandLineError("unexpected argument '\(remaining[1])'", usage: "defaults --version")
+            }
+            return .version
+        }
+        if remaining.first == CommandCompletion.verb { return .complete(Array(remaining.dropFirst())) }
         // The host options select the domains' ByHost files; the runner reads them (`HostOption`).
         if remaining.first == "-currentHost" {
             remaining.removeFirst()
@@ -144,12 +155,14 @@ extension DefaultsCommand {
 package struct ArgumentCursor {
     var arguments: [String]
     var index = 0
-    /// The usage quoted in errors.
-    let usage: String
+    /// The usage quoted in errors, made only when there is an error: joining a verb's forms costs a
+    /// one-shot command's start-up (docs/design.md, "The `defaults` command's start-up").
+    private let makeUsage: @Sendable () -> String
+    var usage: String { makeUsage() }
 
-    init(arguments: [String], usage: String) {
+    init(arguments: [String], usage: @autoclosure @escaping @Sendable () -> String) {
         self.arguments = arguments
-        self.usage = usage
+        self.makeUsage = usage
     }
 
     var isAtEnd: Bool { index == arguments.count }

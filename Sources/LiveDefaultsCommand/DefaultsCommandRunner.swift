@@ -24,12 +24,33 @@ package struct CommandIO: Sendable {
         self.readStandardInput = readStandardInput
     }
 
-    /// The process's standard streams.
+    /// The process's standard streams. Output is written with write(2), not FileHandle, whose first use
+    /// initialises CoreFoundation: a share of a one-shot command's start-up (docs/design.md, "The `defaults`
+    /// command's start-up").
     package static let standard = CommandIO(
-        standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
-        standardError: { FileHandle.standardError.write(Data($0.utf8)) },
-        writeStandardOutputData: { FileHandle.standardOutput.write($0) },
+        standardOutput: { writeAll(1, Array($0.utf8)) },
+        standardError: { writeAll(2, Array($0.utf8)) },
+        writeStandardOutputData: { writeAll(1, Array($0)) },
         readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() })
+
+    /// Writes all of `bytes` to a descriptor, as FileHandle's write does (a closed pipe ends the process
+    /// with SIGPIPE, as it would).
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, start + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
 }
 
 /// How a run of the command ends.
@@ -116,22 +137,53 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func open(_ domain: DomainReference, watching: Bool = false) throws -> any CommandDomain {
-        try domains.open(domain, domains.directory, watching)
+    private func open(_ domain: DomainReference, for access: CommandDomainAccess, watching: Bool = false) throws
+        -> any CommandDomain
+    {
+        let store = try domains.open(domain, domains.directory, watching)
+        try store.prepare(for: access)
+        return store
     }
 
     /// Opens a domain to read it: a corrupt file is an error, not an empty domain.
-    private func openForReading(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+    ///
+    /// A remote domain's value that is not a property list is skipped, and said so on standard
+    /// error (``unreadable(_:in:problem:)``), unless `key` is that key: then it is the error.
+    /// `searchList` asks for the store with its whole search list (`explain`, `read --system`),
+    /// never the suite file alone.
+    private func openForReading(
+        _ domain: DomainReference, key: String? = nil, searchList: Bool = false
+    ) throws -> any CommandDomain {
+        let snapshot = searchList ? nil : try domains.openForReading?(domain, domains.directory)
+        let store = try snapshot ?? open(domain, for: .read)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
+        }
+        let unreadable = store.unreadableValues
+        if let key, let problem = unreadable[key] {
+            throw CommandFailure("defaults: cannot read \(Self.unreadable(key, in: domain, problem: problem))\n")
+        }
+        for (skipped, problem) in unreadable.sorted(by: { $0.key < $1.key }) where key == nil {
+            io.standardError("defaults: skipped \(Self.unreadable(skipped, in: domain, problem: problem))\n")
         }
         return store
     }
 
-    /// Opens a domain to change it; a corrupt file is reported (the store keeps it aside before replacing it).
-    private func openForWriting(_ domain: DomainReference) throws -> any CommandDomain {
-        let store = try open(domain)
+    /// A key whose stored value is not a property list, what is wrong, and how to repair it.
+    private static func unreadable(_ key: String, in domain: DomainReference, problem: String) -> String {
+        let name = domain.displayName
+        let quotedKey = key.debugDescription
+        return
+            "key \(quotedKey) of \(name): \(problem). Write a value with `defaults write \(name) \(quotedKey) <value>`, "
+            + "or remove the key with `defaults delete \(name) \(quotedKey)`"
+    }
+
+    /// Opens a domain to change it with `verb`, at `keys` (nil: the whole domain); a corrupt file is
+    /// reported (the store keeps it aside before replacing it).
+    private func openForWriting(_ domain: DomainReference, _ verb: String, keys: [String]?) throws
+        -> any CommandDomain
+    {
+        let store = try open(domain, for: .change(verb: verb, keys: keys))
         if let error = store.lastError, error.code == .corruptFile {
             io.standardError("defaults: warning: \(error.message)\n")
         }
@@ -172,7 +224,7 @@ package struct DefaultsCommandRunner: Sendable {
             print(.dictionary(all))
 
         case .read(let domain, let key):
-            let values = try openForReading(domain).persistentValues()
+            let values = try openForReading(domain, key: key).persistentValues()
             guard let key else {
                 guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
                 print(.dictionary(values))
@@ -182,25 +234,25 @@ package struct DefaultsCommandRunner: Sendable {
             print(value)
 
         case .readType(let domain, let key):
-            guard let value = try openForReading(domain).persistentValues()[key] else {
+            guard let value = try openForReading(domain, key: key).persistentValues()[key] else {
                 throw CommandFailure.missingPair(domain, key)
             }
             io.standardOutput("Type is \(value.typeName)\n")
 
         case .write(let domain, let key, let operation):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "write", keys: [key])
             try refuseForced([key], in: store, domain)
             store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "write", keys: nil)
             try refuseForced(values.keys.sorted(), in: store, domain)
             store.replacePersistentValues(values)
             try save(store, domain)
 
         case .rename(let domain, let old, let new):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "rename", keys: [old, new])
             guard let value = store.persistentValues()[old] else {
                 throw CommandFailure(
                     "Key \(old) does not exist in domain \(domain.displayName); leaving defaults unchanged\n")
@@ -212,13 +264,18 @@ package struct DefaultsCommandRunner: Sendable {
             }
 
         case .delete(let domain, let key):
-            let store = try openForWriting(domain)
+            let store = try openForWriting(domain, "delete", keys: key.map { [$0] })
             let values = store.persistentValues()
             if let key {
-                guard values[key] != nil else { throw CommandFailure.notDeleted(domain) }
+                // A value that is not a property list reads as absent, and is removed all the same.
+                guard values[key] != nil || store.unreadableValues[key] != nil else {
+                    throw CommandFailure.notDeleted(domain)
+                }
                 store.set(nil, forKey: key)
             } else {
-                guard !values.isEmpty else { throw CommandFailure.notDeleted(domain) }
+                guard !values.isEmpty || !store.unreadableValues.isEmpty else {
+                    throw CommandFailure.notDeleted(domain)
+                }
                 store.replacePersistentValues(nil)
             }
             try save(store, domain)
@@ -236,11 +293,17 @@ package struct DefaultsCommandRunner: Sendable {
         case .exportDomain(let domain, let destination):
             try exportDomain(domain, to: destination)
 
+        case .version:
+            io.standardOutput("defaults (LiveDefaults) \(CommandVersion.text)\n")
+
+        case .complete(let words):
+            io.standardOutput(CommandCompletion.candidates(words, domains: domains).map { $0 + "\n" }.joined())
+
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))
 
         case .readSystemWide(let domain, let key):
-            let values = try openForReading(domain).systemWideValues()
+            let values = try openForReading(domain, searchList: true).systemWideValues()
             guard let key else {
                 guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
                 print(.dictionary(values))
@@ -250,7 +313,7 @@ package struct DefaultsCommandRunner: Sendable {
             print(value)
 
         case .explain(let domain, let key, let json):
-            let sources = try openForReading(domain).sources(forKey: key)
+            let sources = try openForReading(domain, searchList: true).sources(forKey: key)
             guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
             let report = ExplainReport(domain: domain.displayName, key: key, sources: sources)
             io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
@@ -355,7 +418,7 @@ package struct DefaultsCommandRunner: Sendable {
                     + "Defaults have not been changed.\n")
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
-        let store = try openForWriting(domain)
+        let store = try openForWriting(domain, "import", keys: Array(values.keys))
         for (key, value) in values { store.set(value, forKey: key) }
         try save(store, domain)
     }
@@ -376,7 +439,10 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     private func watch(_ domain: DomainReference, keys: Set<String>, json: Bool) throws -> AnyObject {
-        let store = try open(domain, watching: true)
+        let store = try open(domain, for: .read, watching: true)
+        for (skipped, problem) in store.unreadableValues.sorted(by: { $0.key < $1.key }) {
+            io.standardError("defaults: skipped \(Self.unreadable(skipped, in: domain, problem: problem))\n")
+        }
         let io = io
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in

@@ -26,6 +26,8 @@ extension CommandDomains {
     package func forHost(_ host: Defaults.Host) -> CommandDomains {
         let fallback = open
         var domains = self
+        // The reading verbs' snapshot reads the file for any host: the ByHost store reads instead.
+        domains.openForReading = nil
         domains.open = { domain, directory, watching in
             switch domain {
             case .global:

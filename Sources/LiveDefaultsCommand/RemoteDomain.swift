@@ -121,7 +121,10 @@ package struct RemoteSuiteAddress: Hashable, Sendable {
 /// ``EtcdRemoteSuite``, in the library's layout, so that the remote store reads what it writes.
 package final class RemoteCommandDomain: CommandDomain {
     private struct State {
-        var snapshot: EtcdRemoteSuite.Snapshot
+        /// The suite as read by ``prepare(for:)``; nil before.
+        var snapshot: EtcdRemoteSuite.Snapshot?
+        /// What the command does with the domain (a failure of `synchronize()` names its verb).
+        var action = EtcdRemoteSuite.Action.read
         /// Changes not yet written: nil removes.
         var pending: [String: PropertyListValue?] = [:]
     }
@@ -130,15 +133,15 @@ package final class RemoteCommandDomain: CommandDomain {
     private let address: RemoteSuiteAddress
     private let state: Locked<State>
     private let onProblem: @Sendable (String) -> Void
-    package let lastError: DefaultsError?
 
-    /// Opens the suite and reads it.
+    /// Opens the suite; ``prepare(for:)`` reads it.
     ///
     /// - Parameters:
     ///   - address: The suite's `etcd://` address.
     ///   - environment: Where the endpoints (with no host in the address) and the credentials come from.
     ///   - onProblem: A sentence when etcd becomes unreachable while watching.
-    /// - Throws: ``DefaultsError`` (`readFailed`) naming the endpoint, the user, and what to do.
+    /// - Throws: ``DefaultsError`` (`readFailed`) naming what is wrong with the address or the
+    ///   environment.
     package init(
         _ address: RemoteSuiteAddress, environment: [String: String],
         onProblem: @escaping @Sendable (String) -> Void = { _ in }
@@ -149,21 +152,37 @@ package final class RemoteCommandDomain: CommandDomain {
             suite = EtcdRemoteSuite(
                 endpoints: try address.endpoints(environment: environment), root: address.root, suite: address.suite,
                 credentials: try Self.credentials(from: environment),
-                certificateAuthorities: try Self.certificateAuthorities(from: environment))
+                certificateAuthorities: try Self.certificateAuthorities(from: environment),
+                clientCertificate: try Self.clientCertificate(from: environment))
         } catch {
             throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
         }
-        let snapshot: EtcdRemoteSuite.Snapshot
-        do {
-            snapshot = try suite.read()
-        } catch {
-            throw DefaultsError(.readFailed, error.message, suite: address.suite)
+        state = Locked(State())
+    }
+
+    /// Reads the suite for `access`: a failure names the operation, the endpoints and the keys
+    /// ("cannot write key \"theme\" of /livedefaults/v1/app/: no etcd endpoint answered (…)").
+    ///
+    /// - Throws: ``DefaultsError``: `readFailed` for a read, `writeFailed` for a change.
+    package func prepare(for access: CommandDomainAccess) throws {
+        let action: EtcdRemoteSuite.Action
+        switch access {
+        case .read: action = .read
+        case .change(let verb, let keys): action = .change(verb: verb, keys: keys)
         }
-        state = Locked(State(snapshot: snapshot))
-        lastError = snapshot.unreadable.first.map {
-            DefaultsError(.corruptFile, "\(address.text): \($0)", suite: address.suite)
+        state.withLock { $0.action = action }
+        do {
+            let snapshot = try suite.read(for: action)
+            state.withLock { $0.snapshot = snapshot }
+        } catch {
+            throw DefaultsError(access == .read ? .readFailed : .writeFailed, error.message, suite: address.suite)
         }
     }
+
+    /// Nil: a value that is not a property list concerns its key alone (``unreadableValues``).
+    package var lastError: DefaultsError? { nil }
+
+    package var unreadableValues: [String: String] { state.withLock { $0.snapshot?.unreadable ?? [:] } }
 
     /// The etcd user, as `etcdctl` takes it: `ETCDCTL_USER=<name>:<password>`, or `ETCDCTL_USER=<name>`
     /// with `ETCDCTL_PASSWORD`; nil when unset.
@@ -192,9 +211,30 @@ package final class RemoteCommandDomain: CommandDomain {
         return path
     }
 
+    /// The client certificate and its key, as `etcdctl` takes them: `ETCDCTL_CERT` and
+    /// `ETCDCTL_KEY` (PEM files); nil when neither is set.
+    package static func clientCertificate(from environment: [String: String])
+        throws(RemoteSuiteAddress.AddressError) -> (certificate: String, key: String)?
+    {
+        let certificate = environment["ETCDCTL_CERT"].flatMap { $0.isEmpty ? nil : $0 }
+        let key = environment["ETCDCTL_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        guard let certificate, let key else {
+            if certificate == nil && key == nil { return nil }
+            throw .init(
+                certificate == nil
+                    ? "ETCDCTL_KEY is set without ETCDCTL_CERT: set both, the client certificate and its key"
+                    : "ETCDCTL_CERT is set without ETCDCTL_KEY: set both, the client certificate and its key")
+        }
+        for (variable, path) in [("ETCDCTL_CERT", certificate), ("ETCDCTL_KEY", key)]
+        where !FileManager.default.isReadableFile(atPath: path) {
+            throw .init("\(variable) names \"\(path)\", which is not a readable file")
+        }
+        return (certificate, key)
+    }
+
     package func persistentValues() -> [String: PropertyListValue] {
         state.withLock { state in
-            var values = state.snapshot.values
+            var values = state.snapshot?.values ?? [:]
             for (key, value) in state.pending { values[key] = value }
             return values
         }
@@ -205,9 +245,10 @@ package final class RemoteCommandDomain: CommandDomain {
     }
 
     package func replacePersistentValues(_ values: [String: PropertyListValue]?) {
-        let current = persistentValues()
+        // The keys whose values are not property lists go too: the domain is replaced whole.
+        let current = Set(persistentValues().keys).union(unreadableValues.keys)
         state.withLock { state in
-            for key in current.keys where values?[key] == nil { state.pending[key] = .some(nil) }
+            for key in current where values?[key] == nil { state.pending[key] = .some(nil) }
             for (key, value) in values ?? [:] { state.pending[key] = .some(value) }
         }
     }
@@ -216,17 +257,17 @@ package final class RemoteCommandDomain: CommandDomain {
     ///
     /// - Throws: ``DefaultsError`` (`writeFailed`): unreachable, permission denied, … in a sentence.
     package func synchronize() throws {
-        let pending = state.withLock { $0.pending }
+        let (pending, action) = state.withLock { ($0.pending, $0.action) }
         guard !pending.isEmpty else { return }
         let sets = pending.compactMapValues { $0 }
         let removals = pending.filter { $0.value == nil }.map(\.key)
         do {
-            try suite.commit(set: sets, remove: removals)
+            try suite.commit(set: sets, remove: removals, verb: action.verb)
         } catch {
             throw DefaultsError(.writeFailed, error.message, suite: address.suite)
         }
         state.withLock { state in
-            for (key, value) in pending { state.snapshot.values[key] = value }
+            for (key, value) in pending { state.snapshot?.values[key] = value }
             state.pending = [:]
         }
     }
@@ -236,7 +277,8 @@ package final class RemoteCommandDomain: CommandDomain {
     package func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
         -> any AnyObject & Sendable
     {
-        let snapshot = state.withLock { $0.snapshot }
+        let snapshot = state.withLock { $0.snapshot } ?? suite.emptySnapshot
+        let prefix = String(decoding: suite.prefix, as: UTF8.self)
         return suite.follow(
             from: snapshot,
             onChange: { changes in
@@ -247,6 +289,13 @@ package final class RemoteCommandDomain: CommandDomain {
                         )
                     }
                 }
-            }, onProblem: onProblem)
+            },
+            onProblem: { [onProblem, prefix] problem in
+                switch problem {
+                case .unreachable: onProblem("etcd is not reachable: \(problem)")
+                case .unreadableValue: onProblem("\(problem)")
+                default: onProblem("cannot follow \(prefix): \(problem)")
+                }
+            })
     }
 }

@@ -8,8 +8,10 @@ extension Defaults {
     /// one etcd transaction reaches observers as one burst.
     ///
     /// The values are at once the last known ones (the offline cache), then etcd's. When etcd
-    /// cannot be reached, one ``DefaultsError/Code/remoteUnavailable`` is reported and the suite
-    /// follows etcd again once it answers (``FleetConnection/state``).
+    /// cannot be reached, one `DefaultsError.Code.remoteUnavailable` is reported and the suite
+    /// follows etcd again once it answers (``FleetConnection/state``), which one
+    /// `DefaultsError.Code.remoteRecovered` reports, with the outage's length and how many keys
+    /// changed meanwhile.
     ///
     /// Adding a suite that is already searched (at either placement) does nothing but return its
     /// connection.
@@ -44,7 +46,7 @@ extension Defaults {
     /// ```
     ///
     /// A write etcd refuses (a role that may only read) is dropped and reported as
-    /// ``DefaultsError/Code/remoteRejected``: reads show etcd's value again. A write while etcd is
+    /// `DefaultsError.Code.remoteRejected`: reads show etcd's value again. A write while etcd is
     /// unreachable stays pending and is sent again until it lands.
     public static func fleet(_ suite: FleetSuite) throws -> Defaults {
         try Defaults(primaryStore: FleetStores.open(suite).store)
@@ -136,7 +138,7 @@ enum FleetStores {
                                 + "not written. Write them again once etcd answers.", suite: backend.suite.name))
                 }
             }
-            for store in stores { (store.backend as? FleetBackend)?.saveCacheNow() }
+            for store in stores { (store.backend as? FleetBackend)?.cache.saveNow() }
         }
     }()
 }

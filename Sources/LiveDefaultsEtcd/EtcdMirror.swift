@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 
 /// One suite's values as etcd holds them, at one revision: the pure part of a fleet suite

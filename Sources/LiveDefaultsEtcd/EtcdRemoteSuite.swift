@@ -1,19 +1,27 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 
 /// One remote suite for tools: read it once, commit changes, follow it — the layout of the library's
 /// fleet suites (`<root>/<suite>/<key>`, NFC keys, one property-list document per value), so that
 /// what a tool writes the remote store reads exactly (docs/design.md, "Fleet settings: the
 /// `defaults` command"). The `defaults` command is its user.
 ///
-/// Its calls block the calling thread: they run on a thread of their own (``blocking(_:)``), not on
-/// Swift's cooperative pool, so a synchronous tool can call them from anywhere.
+/// Its calls block the calling thread until etcd answers or the request timeout passes, as the
+/// client's do.
 package final class EtcdRemoteSuite: Sendable {
     /// A failure, in a sentence that names the endpoint or the user and what to do.
     package struct Failure: Error, Sendable, CustomStringConvertible {
         package var message: String
+        /// What went wrong, classified as the fleet backend classifies it.
+        package var problem: RemoteProblem
         /// etcd refused for lack of permission (a read-only role writing, a user without access).
-        package var isPermissionDenied: Bool
+        package var isPermissionDenied: Bool {
+            switch problem {
+            case .permissionDenied, .authenticationRequired, .authenticationFailed: true
+            default: false
+            }
+        }
         package var description: String { message }
     }
 
@@ -21,8 +29,9 @@ package final class EtcdRemoteSuite: Sendable {
     package struct Snapshot: Sendable {
         package var values: [String: PropertyListValue]
         package var revision: Int64
-        /// Values that are not property lists: the sentence naming the key and revision.
-        package var unreadable: [String]
+        /// Values that are not property lists, by key: what is wrong with each ("the value at
+        /// revision 7 is not a property list: …"). They read as absent.
+        package var unreadable: [String: String]
         fileprivate var mirror: EtcdMirror
     }
 
@@ -31,6 +40,32 @@ package final class EtcdRemoteSuite: Sendable {
         package var key: String
         package var old: PropertyListValue?
         package var new: PropertyListValue?
+    }
+
+    /// What a call is for, as its failure names it: "cannot read /livedefaults/v1/app/", "cannot
+    /// delete key "theme" of /livedefaults/v1/app/".
+    package enum Action: Sendable, Equatable {
+        /// Reading the suite to show it.
+        case read
+        /// Changing it: the command's verb ("write", "delete", "rename", "import") and the keys it
+        /// changes (nil: the whole suite). Reading the suite first is part of the change.
+        case change(verb: String, keys: [String]?)
+
+        package var verb: String {
+            switch self {
+            case .read: "read"
+            case .change(let verb, _): verb
+            }
+        }
+
+        /// What the action is done to: the suite, or some of its keys.
+        func target(_ suite: String) -> String {
+            guard case .change(_, let keys?) = self, !keys.isEmpty else { return suite }
+            let sorted = keys.sorted()
+            let listed =
+                sorted.prefix(10).map(\.debugDescription).joined(separator: ", ") + (sorted.count > 10 ? ", …" : "")
+            return "\(sorted.count == 1 ? "key" : "keys") \(listed) of \(suite)"
+        }
     }
 
     /// The default root, under which each suite is `<root><suite>/`.
@@ -47,13 +82,15 @@ package final class EtcdRemoteSuite: Sendable {
     ///   - credentials: An etcd user; from the environment, never from a suite file.
     ///   - requestTimeout: How long one call may wait for a member's answer.
     ///   - certificateAuthorities: A PEM file TLS trusts; nil for the system's trust store.
+    ///   - clientCertificate: PEM files of a client certificate and its key; nil for none.
     package init(
         endpoints: [URL], root: String, suite: String, credentials: (user: String, password: String)?,
-        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil
+        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil,
+        clientCertificate: (certificate: String, key: String)? = nil
     ) {
         client = EtcdClient(
             endpoints: endpoints, credentials: credentials, requestTimeout: requestTimeout,
-            certificateAuthorities: certificateAuthorities)
+            certificateAuthorities: certificateAuthorities, clientCertificate: clientCertificate)
         user = credentials?.user
         prefix = Self.prefix(root: root, suite: suite)
     }
@@ -68,43 +105,51 @@ package final class EtcdRemoteSuite: Sendable {
     package var endpoints: [URL] { client.endpoints }
 
     /// Every key of the suite, at one revision.
-    package func read() throws(Failure) -> Snapshot {
-        let (client, prefix) = (client, prefix)
-        let (header, kvs) = try blocking(doing: "read") { try await client.range(prefix: prefix) }
+    ///
+    /// - Parameter action: What the values are read for (a change reads first); its failure says so.
+    /// - Returns: The values, their revision, and the values that are not property lists.
+    /// - Throws: ``Failure``, a sentence with the action's verb, the endpoints and the keys.
+    package func read(for action: Action = .read) throws(Failure) -> Snapshot {
+        let (header, kvs) = try attempt(action) { try client.range(prefix: prefix) }
         var mirror = EtcdMirror(prefix: prefix)
         let result = mirror.resync(header: header, kvs: kvs)
         return Snapshot(
             values: mirror.values, revision: mirror.revision,
-            unreadable: result.unreadable.map {
-                "the value of \"\($0.key)\" at revision \($0.revision) is not a property list: \($0.problem)"
-            }, mirror: mirror)
+            unreadable: Dictionary(
+                result.unreadable.map {
+                    ($0.key, "the value at revision \($0.revision) is not a property list: \($0.problem)")
+                }, uniquingKeysWith: { _, last in last }), mirror: mirror)
+    }
+
+    /// No values, at no revision: where following starts when nothing was read.
+    package var emptySnapshot: Snapshot {
+        Snapshot(values: [:], revision: 0, unreadable: [:], mirror: EtcdMirror(prefix: prefix))
     }
 
     /// Sets and removes keys in one transaction (split past etcd's 128 operations).
     ///
+    /// - Parameters:
+    ///   - set: The keys to set, with their values.
+    ///   - remove: The keys to remove.
+    ///   - verb: The operation, as a failure names it ("write", "delete", …).
     /// - Returns: The revision of the (last) transaction.
+    /// - Throws: ``Failure``, a sentence with the verb, the endpoints and the keys.
     @discardableResult
-    package func commit(set: [String: PropertyListValue], remove: [String]) throws(Failure) -> Int64 {
+    package func commit(set: [String: PropertyListValue], remove: [String], verb: String = "write") throws(Failure)
+        -> Int64
+    {
         let prefix = prefix
         var puts: [(key: Data, value: Data)] = []
         for (key, value) in set.sorted(by: { $0.key < $1.key }) {
             do {
                 puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
             } catch {
-                throw Failure(message: "the value of \"\(key)\" cannot be encoded: \(error)", isPermissionDenied: false)
+                throw Failure(message: "the value of \"\(key)\" cannot be encoded: \(error)", problem: .failed(error))
             }
         }
         let deletes = remove.sorted().map { EtcdMirror.etcdKey($0, prefix: prefix) }
-        let client = client
-        let sendable = puts.map { SendablePut(key: $0.key, value: $0.value) }
-        return try blocking(doing: "write") {
-            try await client.commit(puts: sendable.map { ($0.key, $0.value) }, deletes: deletes)
-        }
-    }
-
-    private struct SendablePut: Sendable {
-        var key: Data
-        var value: Data
+        let action = Action.change(verb: verb, keys: Array(set.keys) + remove)
+        return try attempt(action) { try client.commit(puts: puts, deletes: deletes) }
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,
@@ -112,7 +157,7 @@ package final class EtcdRemoteSuite: Sendable {
     /// Following stops when the returned object is released.
     package func follow(
         from snapshot: Snapshot, onChange: @escaping @Sendable ([Change]) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void
+        onProblem: @escaping @Sendable (RemoteProblem) -> Void
     ) -> AnyObject & Sendable {
         let follower = EtcdSuiteFollower(
             client: client, mirror: snapshot.mirror,
@@ -122,51 +167,39 @@ package final class EtcdRemoteSuite: Sendable {
         return follower
     }
 
-    /// Runs `body` to its end outside Swift's cooperative pool (``blocking(within:_:)``), so a
-    /// synchronous caller may wait for it even where every pool thread is busy.
-    private func blocking<T: Sendable>(doing action: String, _ body: @escaping @Sendable () async throws -> T)
-        throws(Failure) -> T
-    {
+    /// Runs `body`, and turns its failure into a sentence for `action`.
+    private func attempt<T>(_ action: Action, _ body: () throws -> T) throws(Failure) -> T {
         do {
-            return try LiveDefaultsEtcd.blocking(body)
+            return try body()
         } catch {
-            throw failure(error, doing: action)
+            throw failure(RemoteProblem(error), doing: action)
         }
     }
 
-    /// A sentence for an error of `action` ("read", "write").
-    private func failure(_ error: any Error, doing action: String) -> Failure {
+    /// A sentence for a failure of `action`, with its verb, naming the endpoints and what it was
+    /// done to.
+    private func failure(_ problem: RemoteProblem, doing action: Action) -> Failure {
         let suite = String(decoding: prefix, as: UTF8.self)
         let endpoints = client.endpoints.map(\.absoluteString).joined(separator: ", ")
-        guard let error = error as? EtcdError else {
-            return Failure(
-                message: "cannot \(action) \(suite) in etcd at \(endpoints): \(error)", isPermissionDenied: false)
-        }
-        switch error.kind {
-        case .unavailable:
-            return Failure(
-                message: "cannot \(action) \(suite): no etcd endpoint answered (\(endpoints)); \(error.message)",
-                isPermissionDenied: false)
-        case .rejected(let code)
-        where code == EtcdError.permissionDenied || error.message.contains("permission denied"):
+        let (verb, target) = (action.verb, action.target(suite))
+        let message: String
+        switch problem {
+        case .unreachable(let error):
+            message = "cannot \(verb) \(target): no etcd endpoint answered (\(endpoints)); \(error.message)"
+        case .permissionDenied:
             let who = user.map { "etcd user \"\($0)\"" } ?? "this etcd user"
-            return Failure(
-                message: "permission denied: \(who) may not \(action) \(suite) (etcd at \(endpoints))",
-                isPermissionDenied: true)
-        case .rejected where error.message.contains("user name is empty"):
-            return Failure(
-                message:
-                    "etcd at \(endpoints) has authentication on: set ETCDCTL_USER=<name>:<password> "
-                    + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(action) \(suite)",
-                isPermissionDenied: true)
-        case .rejected where error.message.contains("authentication failed"):
-            return Failure(
-                message: "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER)",
-                isPermissionDenied: true)
-        default:
-            return Failure(
-                message: "cannot \(action) \(suite) in etcd at \(endpoints): \(error.message)",
-                isPermissionDenied: false)
+            message = "permission denied: \(who) may not \(verb) \(target) (etcd at \(endpoints))"
+        case .authenticationRequired:
+            message =
+                "etcd at \(endpoints) has authentication on: set ETCDCTL_USER=<name>:<password> "
+                + "(or ETCDCTL_USER and ETCDCTL_PASSWORD) to \(verb) \(target)"
+        case .authenticationFailed:
+            message =
+                "etcd at \(endpoints) refused user \"\(user ?? "")\": wrong name or password (ETCDCTL_USER); "
+                + "cannot \(verb) \(target)"
+        case .refused, .failed, .unreadableValue:
+            message = "cannot \(verb) \(target) in etcd at \(endpoints): \(problem)"
         }
+        return Failure(message: message, problem: problem)
     }
 }

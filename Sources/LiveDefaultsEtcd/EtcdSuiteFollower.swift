@@ -1,5 +1,7 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
+import LiveDefaultsPropertyList
 
 /// Keeps an ``EtcdMirror`` of one suite current: range at revision R, watch from R + 1, and after
 /// every end of the watch a new range and the net change per key (docs/design.md, "Fleet settings:
@@ -29,7 +31,9 @@ final class EtcdSuiteFollower: Sendable {
     private struct State {
         var mirror: EtcdMirror
         var status = Status.starting
-        var task: Task<Void, Never>?
+        /// Whether the loop runs, and the number of its run: ``stop()`` moves the number on, which
+        /// ends the run, and a run whose number is no longer current stops at its next step.
+        var loop = Loop.stopped(lastRun: 0)
         var watch: EtcdWatch?
         var resyncs = 0
         /// Ranges sent so far, and the number of the one the mirror was last filled from: a range
@@ -42,12 +46,25 @@ final class EtcdSuiteFollower: Sendable {
         var watchGeneration = 0
     }
 
+    /// The follower's loop: running (run number n), or stopped (after run n).
+    private enum Loop: Equatable {
+        case running(Int)
+        case stopped(lastRun: Int)
+
+        /// The run's number: the current one, or the last one.
+        var number: Int {
+            switch self {
+            case .running(let run), .stopped(let run): run
+            }
+        }
+    }
+
     let client: EtcdClient
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
     private let reconnectJitter: TimeInterval
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
-    private let onProblem: @Sendable (String) -> Void
+    private let onProblem: @Sendable (RemoteProblem) -> Void
 
     /// - Parameters:
     ///   - client: The etcd client to read and watch with.
@@ -59,11 +76,12 @@ final class EtcdSuiteFollower: Sendable {
     ///     watch ended, so that the watchers of one member do not all move at once.
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
-    ///   - onProblem: Called once when etcd becomes unreachable, and for each unreadable value.
+    ///   - onProblem: Called once when etcd becomes unreachable (``RemoteProblem/unreachable(_:)``, or
+    ///     how else the range failed), and for each unreadable value.
     convenience init(
         client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void = { _ in }
+        onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
         self.init(
             client: client, mirror: EtcdMirror(prefix: prefix), idleTimeout: idleTimeout,
@@ -75,7 +93,7 @@ final class EtcdSuiteFollower: Sendable {
     init(
         client: EtcdClient, mirror: EtcdMirror, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
-        onProblem: @escaping @Sendable (String) -> Void = { _ in }
+        onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
         self.client = client
         self.state = Locked(State(mirror: mirror))
@@ -123,6 +141,22 @@ final class EtcdSuiteFollower: Sendable {
 
     private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
 
+    /// The mirror's revision and the number of the loop's run, for threads that wait for a
+    /// revision (``waitForRevision(_:until:)``) and for the loop's back-off (which ``stop()`` cuts
+    /// short).
+    private let progress = ConditionValue<(revision: Int64, run: Int)>((0, 0))
+
+    /// Waits until the mirror holds `revision` (or a later one), or until `deadline`.
+    ///
+    /// - Returns: Whether the mirror got there in time.
+    func waitForRevision(_ revision: Int64, until deadline: ContinuousClock.Instant) -> Bool {
+        progress.wait(until: deadline) { $0.revision >= revision } != nil
+    }
+
+    private func mirrorMoved(to revision: Int64) {
+        progress.update { $0.revision = revision }
+    }
+
     /// Calls `handler` after every range (live, whether or not anything changed) and once when
     /// etcd becomes unreachable (offline). Set it before ``start()``.
     func onStatus(_ handler: @escaping @Sendable (Status) -> Void) {
@@ -133,29 +167,47 @@ final class EtcdSuiteFollower: Sendable {
         statusHandler.withLock { $0 }?(status)
     }
 
-    /// Starts following (idempotent).
+    /// Starts following (idempotent), on a thread of its own: its calls block, and an app whose
+    /// cooperative pool is busy (two threads on a 2-core machine) must not stop its fleet suites
+    /// from following etcd.
     func start() {
-        state.withLock { state in
-            guard state.task == nil else { return }
-            // On Dispatch's threads, not Swift's cooperative pool: an app whose pool threads are
-            // blocked (two on a 2-core machine) must not stop its fleet suites from following etcd.
-            state.task = Task(executorPreference: DispatchTaskExecutor.shared) { [weak self] in await self?.run() }
+        let run = state.withLock { state -> Int? in
+            guard case .stopped(let last) = state.loop else { return nil }
+            state.loop = .running(last + 1)
+            return last + 1
         }
+        guard let run else { return }
+        progress.update { $0.run = run }
+        Thread.detachNewThread { [weak self] in self?.run(run) }
     }
 
-    /// Stops following; the values stay as they are.
+    /// Stops following; the values stay as they are. A call in flight ends at its timeout and is
+    /// not applied.
     func stop() {
-        let (task, watch) = state.withLock { state in
+        let watch = state.withLock { state in
             defer {
-                state.task = nil
+                state.loop = .stopped(lastRun: state.loop.number + 1)
                 state.watch = nil
                 // A message being read now is not applied.
                 state.watchGeneration += 1
             }
-            return (state.task, state.watch)
+            return state.watch
         }
-        task?.cancel()
+        let run = state.withLock { $0.loop.number }
+        progress.update { $0.run = run }
         watch?.cancel()
+    }
+
+    /// Whether run number `run` of the loop is still the current one.
+    private func isCurrent(_ run: Int) -> Bool { state.withLock { $0.loop == .running(run) } }
+
+    /// Waits `seconds`, or less if ``stop()`` ends run number `run` meanwhile.
+    ///
+    /// - Returns: Whether the run goes on.
+    private func pause(_ seconds: Double, run: Int) -> Bool {
+        let deadline = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
+        _ = progress.wait(until: deadline) { $0.run != run }
+        return isCurrent(run)
     }
 
     deinit { stop() }
@@ -188,27 +240,29 @@ final class EtcdSuiteFollower: Sendable {
         case .progress:
             return true
         case .applied(let changes, let unreadable, let revision):
+            mirrorMoved(to: revision)
             for value in unreadable {
-                onProblem(
-                    "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
-                )
+                onProblem(.unreadableValue(key: value.key, revision: value.revision, problem: value.problem))
             }
             if !changes.isEmpty { onChange(changes, revision) }
             return true
         }
     }
 
-    private func run() async {
+    /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
+    /// ``stop()``.
+    private func run(_ run: Int) {
         var delay = 0.0
         var quickEnds = 0
         var reportedOffline = false
-        while !Task.isCancelled {
+        while isCurrent(run) {
             do {
                 let (prefix, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try await client.range(prefix: prefix)
+                let (header, kvs) = try client.range(prefix: prefix)
+                guard isCurrent(run) else { return }
                 let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
                     // A full replacement: whatever etcd this is, the mirror becomes its state.
@@ -218,10 +272,9 @@ final class EtcdSuiteFollower: Sendable {
                     state.mirrorRange = rangeNumber
                     return (result.changes, result.unreadable)
                 }
+                mirrorMoved(to: header.revisionValue)
                 for value in unreadable {
-                    onProblem(
-                        "the value of \"\(value.key)\" at revision \(value.revision) is not a property list: \(value.problem)"
-                    )
+                    onProblem(.unreadableValue(key: value.key, revision: value.revision, problem: value.problem))
                 }
                 if !changes.isEmpty { onChange(changes, header.revisionValue) }
                 tellStatus(.live(revision: header.revisionValue))
@@ -229,18 +282,18 @@ final class EtcdSuiteFollower: Sendable {
                 reportedOffline = false
                 // Each message is handled on the thread that reads the stream, as it is read: no
                 // hop to another thread between the bytes and the observers (docs/design.md, "Fleet
-                // settings: from the bytes to the observer"). This task only waits for the end.
+                // settings: from the bytes to the observer"). This thread only waits for the end.
                 let generation = state.withLock { state -> Int in
                     state.watchGeneration += 1
                     return state.watchGeneration
                 }
-                let watch = try await client.watch(
+                let watch = try client.watch(
                     prefix: prefix, fromRevision: header.revisionValue + 1, idleTimeout: idleTimeout
                 ) { [weak self] message in
                     self?.handle(message, generation: generation) ?? false
                 }
                 let keep = state.withLock { state -> Bool in
-                    guard !Task.isCancelled, state.watchGeneration == generation else { return false }
+                    guard state.loop == .running(run), state.watchGeneration == generation else { return false }
                     state.watch = watch
                     return true
                 }
@@ -249,26 +302,23 @@ final class EtcdSuiteFollower: Sendable {
                     return
                 }
                 let began = ContinuousClock.now
-                do {
-                    for try await _ in watch.messages {}
-                } catch {
-                    // The watch ended with an error: killed, hung (idle), leaderless, canceled.
-                    // Like a clean end, a reason to range again — not, by itself, a sign that etcd
-                    // is unreachable; the range says that.
-                }
-                // A clean end (etcd stopped politely) is a disconnect too: range again, from the next
-                // member, after a random moment — longer each time when watches keep ending at once.
+                // An end with an error (killed, hung, leaderless, canceled) is, like a clean end
+                // (etcd stopped politely), a reason to range again — not, by itself, a sign that
+                // etcd is unreachable; the range says that.
+                _ = watch.waitForEnd()
+                // Range again, from the next member, after a random moment — longer each time when
+                // watches keep ending at once.
                 watch.cancel()
                 client.avoid(watch.endpoint)
                 state.withLock { $0.watch = nil }
                 quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
                 let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
-                try? await Task.sleep(for: .seconds(Double.random(in: 0...ceiling)))
+                guard pause(Double.random(in: 0...ceiling), run: run) else { return }
             } catch {
-                if Task.isCancelled { return }
+                guard isCurrent(run) else { return }
                 if !reportedOffline {
                     reportedOffline = true
-                    onProblem("etcd is not reachable: \(error)")
+                    onProblem(RemoteProblem(error))
                 }
                 let wentOffline = state.withLock { state -> Status? in
                     if case .offline = state.status { return nil }
@@ -278,8 +328,7 @@ final class EtcdSuiteFollower: Sendable {
                 if let wentOffline { tellStatus(wentOffline) }
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
-                let wait = Double.random(in: delay / 2...delay)
-                try? await Task.sleep(for: .seconds(wait))
+                guard pause(Double.random(in: delay / 2...delay), run: run) else { return }
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 
 /// A fleet suite behind the library's backend seam (docs/design.md, "Fleet settings: the remote
@@ -14,15 +15,19 @@ import LiveDefaultsPropertyList
 ///   own writes hold the values reads already show and deliver nothing.
 /// - `write(_:over:)` sends the pending sets and removals in one transaction (etcd's limit of 128
 ///   operations splits larger ones).
+///
+/// Its other concerns live beside it: what it tells about etcd's reachability
+/// (`FleetBackend+Outage.swift`), the offline cache (``FleetCacheWriter``), the state streams
+/// (``FleetStateUpdates``) and what tests read (`FleetBackend+Testing.swift`).
 final class FleetBackend: SuiteBackend {
     let suite: FleetSuite
     let client: EtcdClient
     let follower: EtcdSuiteFollower
-    private let cacheFile: SuiteFile
-    private let state = Locked(State())
-    private let cacheQueue = DispatchQueue(label: "LiveDefaultsEtcd.cache")
+    let cache: FleetCacheWriter
+    let stateListeners = FleetStateUpdates()
+    let state = Locked(State())
 
-    private struct State {
+    struct State {
         /// The store's reload request, once it watches.
         var onChange: (@Sendable () -> Void)?
         weak var store: SuiteStore?
@@ -39,13 +44,12 @@ final class FleetBackend: SuiteBackend {
         var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64, rangesSent: Int)?
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
+        /// When the outage was reported, and the values in use then (to count what changed by the
+        /// recovery).
+        var outageBegan: ContinuousClock.Instant?
+        var valuesAtOutage: [String: PropertyListValue] = [:]
         /// The reason of the last full re-sync that replaced what the cache held.
         var cacheReplacedBecause: String?
-        var cacheToWrite: FleetCache?
-        /// When the cache file was last written, and how many times it was (for tests).
-        var cacheWrittenAt: ContinuousClock.Instant?
-        var cacheWrites = 0
-        var stateListeners: [UUID: AsyncStream<FleetState>.Continuation] = [:]
         /// What this backend reported, oldest first (the last 100; for tests).
         var reported: [DefaultsError] = []
     }
@@ -55,11 +59,16 @@ final class FleetBackend: SuiteBackend {
         self.client = EtcdClient(
             endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
             requestTimeout: suite.requestTimeout.timeInterval,
-            certificateAuthorities: suite.certificateAuthorities?.path)
+            certificateAuthorities: suite.certificateAuthorities?.path,
+            clientCertificate: suite.clientCertificate.flatMap { certificate in
+                suite.clientKey.map { (certificate.path, $0.path) }
+            })
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
-        self.cacheFile = SuiteFile(
-            location: location ?? SuiteLocation(filePath: suite.cacheLocationDirectory + "/suite.plist"))
+        self.cache = FleetCacheWriter(
+            file: SuiteFile(
+                location: location ?? SuiteLocation(filePath: suite.cacheLocationDirectory + "/suite.plist")),
+            suite: suite)
         let relay = Relay()
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
@@ -71,11 +80,11 @@ final class FleetBackend: SuiteBackend {
 
     deinit {
         follower.stop()
-        for listener in state.withLock({ $0.stateListeners.values }) { listener.finish() }
+        stateListeners.finish()
     }
 
     /// The location the store is given: the suite's name, and its cache file's path.
-    var location: SuiteLocation { cacheFile.location }
+    var location: SuiteLocation { cache.file.location }
 
     /// The etcd revision of the values installed, nil before any came from etcd.
     var installedRevision: Int64? { state.withLock { $0.installed?.revision } }
@@ -89,7 +98,7 @@ final class FleetBackend: SuiteBackend {
     func load() -> SuiteLoad {
         var load = SuiteLoad()
         do throws(DefaultsError) {
-            if let contents = try cacheFile.read() {
+            if let contents = try cache.file.read() {
                 let cache = try FleetCache(contents.data, suite: suite, path: location.path)
                 let version = state.withLock { state -> UInt64 in
                     state.cached = cache
@@ -134,7 +143,7 @@ final class FleetBackend: SuiteBackend {
             return SuiteSnapshot(values: mirror.values, version: state.version)
         }
         guard let snapshot else { return .unchanged }
-        saveCache(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+        cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
         return .changed(snapshot)
     }
 
@@ -168,14 +177,19 @@ final class FleetBackend: SuiteBackend {
         }
         let committed: Int64
         do {
-            // Each transaction, and the authentication before it, may take the request timeout on
-            // every endpoint; past twice that, the write counts as unanswered (it may still land).
-            let calls = (puts.count + deletes.count) / EtcdClient.maximumOperationsPerTransaction + 2
-            let limit = suite.requestTimeout * (2 * calls * suite.endpoints.count)
-            committed = try blocking(within: limit) { [client, puts, deletes] in
-                try await client.commit(puts: puts, deletes: deletes)
+            // On this thread, as the store's flush runs: each transaction, and the authentication
+            // before it, ends within the request timeout on every endpoint.
+            committed = try client.commit(puts: puts, deletes: deletes)
+        } catch {
+            let problem = RemoteProblem(error)
+            guard problem.isRefusal else {
+                throw DefaultsError(
+                    .remoteUnavailable,
+                    "Could not write \(changes.keys.count) key(s) of fleet suite \"\(suite.name)\" to "
+                        + "\(suite.whereabouts): \(problem). The changes stay in memory and pending, and are sent "
+                        + "again (backing off) until etcd takes them.",
+                    suite: suite.name, underlying: SendableDescription(problem))
             }
-        } catch let error as EtcdError where Self.isRefusal(error) {
             // Refused for good: drop the changes (reads return to etcd's values) and say which.
             let mirror = follower.snapshot
             let base = mirror.resyncs > 0 ? mirror.values : known.values
@@ -185,20 +199,13 @@ final class FleetBackend: SuiteBackend {
             let refusal = DefaultsError(
                 .remoteRejected,
                 "etcd refused to write \(keys.count) key(s) of fleet suite \"\(suite.name)\" (\(listed)) at "
-                    + "\(suite.whereabouts)\(suite.credentials.map { " as \($0)" } ?? ""): \(error.message). "
+                    + "\(suite.whereabouts)\(suite.credentials.map { " as \($0)" } ?? ""): \(problem). "
                     + "The changes were dropped and reads show etcd's values again; write with a role that may "
                     + "write this suite.",
-                suite: suite.name, underlying: error)
+                suite: suite.name, underlying: problem)
             return SuiteWritten(
                 snapshot: SuiteSnapshot(values: base, version: state.withLock { $0.version }),
                 unchangedByOthers: false, refusal: refusal)
-        } catch {
-            throw DefaultsError(
-                .remoteUnavailable,
-                "Could not write \(changes.keys.count) key(s) of fleet suite \"\(suite.name)\" to "
-                    + "\(suite.whereabouts): \(error). The changes stay in memory and pending, and are sent again "
-                    + "(backing off) until etcd takes them.",
-                suite: suite.name, underlying: SendableDescription(error))
         }
         // Read after the acknowledgement: a range sent by now may still answer with older values.
         let rangesSent = follower.rangesSent
@@ -219,13 +226,6 @@ final class FleetBackend: SuiteBackend {
         return SuiteWritten(snapshot: SuiteSnapshot(values: values, version: version), unchangedByOthers: false)
     }
 
-    /// etcd answers that no retry will change: permission denied, bad argument (a value or a
-    /// transaction too large), no space, authentication that fails again after a new token.
-    static func isRefusal(_ error: EtcdError) -> Bool {
-        guard case .rejected(let code?) = error.kind else { return false }
-        return [EtcdError.permissionDenied, EtcdError.invalidArgument, EtcdError.unauthenticated, 8].contains(code)
-    }
-
     // MARK: The follower's news
 
     /// The follower's news: reloaded on the follower's thread when the store is idle (observers
@@ -235,188 +235,6 @@ final class FleetBackend: SuiteBackend {
         guard onChange != nil else { return }
         if let store, store.reloadIfIdle() { return }
         onChange?()
-    }
-
-    private func statusChanged(_ status: EtcdSuiteFollower.Status) {
-        switch status {
-        case .live:
-            let mirror = follower.snapshot
-            let (onChange, store, recovered) = state.withLock { state in
-                if let cached = state.cached {
-                    if cached.clusterID != 0 && cached.clusterID != mirror.clusterID {
-                        state.cacheReplacedBecause =
-                            "etcd's cluster ID is \(String(mirror.clusterID, radix: 16)), the cache's "
-                            + String(cached.clusterID, radix: 16)
-                    } else if mirror.revision < cached.revision {
-                        state.cacheReplacedBecause =
-                            "etcd's revision \(mirror.revision) is below the cache's \(cached.revision)"
-                    }
-                    state.cached = nil
-                }
-                let recovered = state.outage != nil
-                state.outage = nil
-                return (state.onChange, state.store, recovered)
-            }
-            // A range replaces everything, whether or not the follower saw a change.
-            onChange?()
-            if recovered, let store, store.hasPendingChanges {
-                // Changes held while etcd was away go out now, not after the back-off.
-                DispatchQueue.global().async {
-                    do { try store.flush() } catch {
-                        // The store's own retry goes on, and reported the first failure.
-                    }
-                }
-            }
-        case .offline(_, let problem):
-            let mirror = follower.snapshot
-            let error = state.withLock { state -> DefaultsError in
-                let known: String
-                if mirror.resyncs > 0 {
-                    known = "The \(mirror.values.count) values last seen (revision \(mirror.revision)) stay in use"
-                } else if let cached = state.cached {
-                    known =
-                        "The \(cached.values.count) values cached at revision \(cached.revision) "
-                        + "(\(cacheFile.location.path)) are in use"
-                } else {
-                    known = "No values are known yet (no cache): only registered defaults apply"
-                }
-                let error = DefaultsError(
-                    .remoteUnavailable,
-                    "The fleet suite \"\(suite.name)\" cannot reach \(suite.whereabouts): \(problem). \(known); "
-                        + "changes made here stay pending, and the suite is followed again once etcd answers.",
-                    suite: suite.name, path: cacheFile.location.path)
-                state.outage = error
-                return error
-            }
-            report(error)
-        case .starting:
-            break
-        }
-        let current = fleetState
-        for listener in state.withLock({ $0.stateListeners.values }) { listener.yield(current) }
-    }
-
-    /// Reports `error`, and keeps it for ``reported``.
-    private func report(_ error: DefaultsError) {
-        state.withLock { state in
-            state.reported.append(error)
-            if state.reported.count > 100 { state.reported.removeFirst() }
-        }
-        DefaultsErrorReporting.report(error)
-    }
-
-    /// What this backend reported, oldest first (the last 100).
-    var reported: [DefaultsError] { state.withLock { $0.reported } }
-
-    private func report(_ problem: String) {
-        // Unreachability comes through the status, once per outage.
-        guard !problem.hasPrefix("etcd is not reachable") else { return }
-        report(
-            DefaultsError(
-                .malformedPropertyList,
-                "In fleet suite \"\(suite.name)\" (\(suite.whereabouts)), \(problem). It reads as absent and is "
-                    + "not overwritten; fix it with a property-list document (etcdctl put).",
-                suite: suite.name))
-    }
-
-    // MARK: State
-
-    var fleetState: FleetState {
-        let status = follower.status
-        let mirror = follower.snapshot
-        let cached = state.withLock { $0.cached }
-        switch status {
-        case .starting:
-            return .connecting
-        case .live(let revision):
-            return .live(revision: revision)
-        case .offline(let since, let problem):
-            if mirror.resyncs > 0 { return .stale(revision: mirror.revision, since: since, reason: problem) }
-            if let cached { return .stale(revision: cached.revision, since: since, reason: problem) }
-            return .offline(since: since, reason: problem)
-        }
-    }
-
-    /// The outage being reported, nil while etcd answers.
-    var outage: DefaultsError? { state.withLock { $0.outage } }
-
-    /// Why the last re-sync replaced the cache outright (another cluster, a revision that went back).
-    var cacheReplacedBecause: String? { state.withLock { $0.cacheReplacedBecause } }
-
-    func stateUpdates() -> AsyncStream<FleetState> {
-        let (stream, continuation) = AsyncStream<FleetState>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let id = UUID()
-        state.withLock { $0.stateListeners[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.stateListeners.removeValue(forKey: id) }
-        }
-        continuation.yield(fleetState)
-        return stream
-    }
-
-    // MARK: The cache
-
-    /// The shortest time between two writes of the cache file.
-    static let cacheInterval = Duration.seconds(1)
-
-    /// Saves `cache` soon, off the delivering thread, at most once per ``cacheInterval``; saves
-    /// asked for meanwhile coalesce into the last.
-    ///
-    /// Every change rewriting the cache durably cost each watching process two `fsync`s per change
-    /// (and a fleet of them the disk's time); the cache only serves a start while etcd is away, and
-    /// one up to a second old is as good: its revision and cluster are checked, and the first range
-    /// gives the net change (docs/design.md, "Fleet settings: the remote store").
-    private func saveCache(_ cache: FleetCache) {
-        let delay = state.withLock { state -> Duration? in
-            defer { state.cacheToWrite = cache }
-            guard state.cacheToWrite == nil else { return nil }  // a write is already on its way
-            guard let last = state.cacheWrittenAt else { return .zero }
-            return max(.zero, Self.cacheInterval - last.duration(to: .now))
-        }
-        guard let delay else { return }
-        cacheQueue.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in writePendingCache() }
-    }
-
-    /// Writes the cache asked for last, if any (on `cacheQueue`).
-    private func writePendingCache() {
-        guard
-            let cache = state.withLock({ state -> FleetCache? in
-                guard let cache = state.cacheToWrite else { return nil }
-                state.cacheToWrite = nil
-                state.cacheWrittenAt = .now
-                state.cacheWrites += 1
-                return cache
-            })
-        else { return }
-        do throws(DefaultsError) {
-            try cacheFile.replace(with: try cache.encoded(suite: suite), using: SystemFileOperations())
-        } catch {
-            DefaultsErrorReporting.report(error)
-        }
-    }
-
-    /// How many times the cache file was written (for tests).
-    var cacheWrites: Int { state.withLock { $0.cacheWrites } }
-
-    /// Writes the cache now if a write is waiting (at exit, and for tests).
-    func saveCacheNow() {
-        cacheQueue.sync { writePendingCache() }
-    }
-
-    /// What the cache file holds now, nil when there is none (for tests).
-    func cacheFileContents() throws(DefaultsError) -> FleetCache? {
-        guard let contents = try cacheFile.read() else { return nil }
-        return try FleetCache(contents.data, suite: suite, path: location.path)
-    }
-
-    /// Writes a waiting cache now and waits until it is written (for tests).
-    func cacheSaved() async {
-        await withCheckedContinuation { continuation in
-            cacheQueue.async { [self] in
-                writePendingCache()
-                continuation.resume()
-            }
-        }
     }
 }
 
@@ -428,70 +246,5 @@ private final class Relay: Sendable {
     var backend: FleetBackend? {
         get { target.withLock { $0.backend } }
         set { target.withLock { $0.backend = newValue } }
-    }
-}
-
-extension SuiteWrite {
-    /// The keys the write touches.
-    var keys: [String] {
-        switch self {
-        case .changes(let changes): Array(changes.keys)
-        case .whole(let values, _): Array(values.keys)
-        }
-    }
-}
-
-/// The last known values of a fleet suite, kept for a start while etcd is unreachable: a binary
-/// property list `{format, prefix, endpoints, clusterID, revision, savedAt, values}`, written with
-/// the suite file's atomic contract (temporary file, fsync, rename, directory fsync).
-struct FleetCache: Sendable, Equatable {
-    var values: [String: PropertyListValue]
-    var revision: Int64
-    var clusterID: UInt64
-
-    init(values: [String: PropertyListValue], revision: Int64, clusterID: UInt64) {
-        self.values = values
-        self.revision = revision
-        self.clusterID = clusterID
-    }
-
-    init(_ data: Data, suite: FleetSuite, path: String) throws(DefaultsError) {
-        func unreadable(_ why: String) -> DefaultsError {
-            DefaultsError(
-                .corruptFile,
-                "The cache \(path) of fleet suite \"\(suite.name)\" \(why); it is not used, and is replaced once "
-                    + "etcd answers.", suite: suite.name, path: path)
-        }
-        let root: PropertyListValue
-        do { root = try PropertyListCodec.decode(data).value } catch { throw unreadable("does not parse: \(error)") }
-        guard let fields = root.dictionaryValue, case .integer(1)? = fields["format"],
-            case .integer(let revision)? = fields["revision"], let cluster = fields["clusterID"]?.stringValue,
-            let clusterID = UInt64(cluster, radix: 16), let values = fields["values"]?.dictionaryValue
-        else { throw unreadable("is not a cache of format 1") }
-        guard fields["prefix"]?.stringValue == String(decoding: suite.prefix, as: UTF8.self) else {
-            throw unreadable("belongs to another prefix")
-        }
-        self.init(values: values, revision: revision, clusterID: clusterID)
-    }
-
-    func encoded(suite: FleetSuite) throws(DefaultsError) -> Data {
-        do {
-            return try encodedDocument(suite: suite)
-        } catch {
-            throw DefaultsError(error, suite: suite.name)
-        }
-    }
-
-    private func encodedDocument(suite: FleetSuite) throws(PropertyListError) -> Data {
-        try PropertyListCodec.encode(
-            .dictionary([
-                "format": .integer(1),
-                "prefix": .string(String(decoding: suite.prefix, as: UTF8.self)),
-                "endpoints": .array(suite.endpoints.map { .string($0.absoluteString) }),
-                "clusterID": .string(String(clusterID, radix: 16)),
-                "revision": .integer(revision),
-                "savedAt": .date(Date()),
-                "values": .dictionary(values),
-            ]), format: .binary)
     }
 }

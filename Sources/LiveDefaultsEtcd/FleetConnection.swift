@@ -1,10 +1,11 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 
 /// A fleet suite open in this process: how it stands with etcd, its values, flushing, and
-/// compare-and-set updates. One store per suite per process is shared by every ``Defaults`` that
-/// searches it (``Defaults/addFleetSuite(_:placement:)``, ``Defaults/fleet(_:)``); a connection is
+/// compare-and-set updates. One store per suite per process is shared by every `Defaults` that
+/// searches it (`Defaults.addFleetSuite(_:placement:)`, `Defaults.fleet(_:)`); a connection is
 /// a handle on it, cheap to make again.
 public final class FleetConnection: Sendable {
     /// The suite.
@@ -28,17 +29,17 @@ public final class FleetConnection: Sendable {
     /// yet written laid over them.
     public var values: [String: PropertyListValue] { store.values() }
 
-    /// The problem to know about now: a write etcd refused (``DefaultsError/Code/remoteRejected``),
-    /// a write not yet taken, or etcd out of reach (``DefaultsError/Code/remoteUnavailable``); nil
+    /// The problem to know about now: a write etcd refused (`DefaultsError.Code.remoteRejected`),
+    /// a write not yet taken, or etcd out of reach (`DefaultsError.Code.remoteUnavailable`); nil
     /// when there is none.
     public var lastError: DefaultsError? { store.lastError ?? backend.outage }
 
     /// Writes this process's pending changes to etcd now, in one transaction (several past etcd's
     /// 128 operations), and waits for etcd's answer. Not needed in normal operation: changes go out
-    /// within milliseconds. A ``Defaults``' `synchronize()` does the same, blocking its thread.
+    /// within milliseconds. A `Defaults`' `synchronize()` does the same, blocking its thread.
     ///
-    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` (the changes stay pending and are sent
-    ///   again) or ``DefaultsError/Code/remoteRejected`` (they were dropped).
+    /// - Throws: `DefaultsError.Code.remoteUnavailable` (the changes stay pending and are sent
+    ///   again) or `DefaultsError.Code.remoteRejected` (they were dropped).
     public func synchronize() async throws {
         let store = self.store
         try await onDispatch { try store.flush() }
@@ -64,22 +65,25 @@ public final class FleetConnection: Sendable {
     ///   - transform: The new value from the current one (nil: absent); nil removes the key. It may
     ///     run several times, so it must not have side effects.
     /// - Returns: The value the key has after the update.
-    /// - Throws: ``DefaultsError/Code/remoteUnavailable`` when etcd cannot be reached, or when
+    /// - Throws: `DefaultsError.Code.remoteUnavailable` when etcd cannot be reached, or when
     ///   the answer to the transaction was lost and the key has changed since: the update may or
     ///   may not have been made, and is not tried again (it could count twice). A transaction
     ///   whose answer was lost is sent again only when the key shows it was not made (its
-    ///   modification revision is the one compared). ``DefaultsError/Code/remoteRejected`` when
+    ///   modification revision is the one compared). `DefaultsError.Code.remoteRejected` when
     ///   etcd refuses it (a role that may only read), or after 100 attempts lost to other writers.
     @discardableResult
     public func update(
         _ key: String, _ transform: @Sendable (PropertyListValue?) throws -> PropertyListValue?
     ) async throws -> PropertyListValue? {
         if store.hasPendingChanges { try await synchronize() }
+        // The client's calls block: each on a Dispatch thread, not a thread of the cooperative pool.
         let client = backend.client
         let etcdKey = EtcdMirror.etcdKey(key, prefix: suite.prefix)
         for _ in 0..<100 {
             let current: EtcdKeyValue?
-            do { current = try await client.get(key: etcdKey).kv } catch { throw failure(error, key: key) }
+            do { current = try await onDispatch { try client.get(key: etcdKey).kv } } catch {
+                throw failure(error, key: key)
+            }
             let modRevision = current?.mod_revision?.value ?? 0
             let old: PropertyListValue?
             do {
@@ -102,10 +106,14 @@ public final class FleetConnection: Sendable {
             }
             let outcome: (succeeded: Bool, revision: Int64)
             do {
-                outcome = try await client.compareAndSet(key: etcdKey, modRevision: modRevision, value: encoded)
-            } catch let error as EtcdError where !FleetBackend.isRefusal(error) {
+                outcome = try await onDispatch {
+                    try client.compareAndSet(key: etcdKey, modRevision: modRevision, value: encoded)
+                }
+            } catch {
+                let problem = RemoteProblem(error)
+                if problem.isRefusal { throw failure(problem, key: key) }
                 // The answer was lost: the transaction may have been made. Only the key can tell.
-                if let reread = try? await client.get(key: etcdKey),
+                if let reread = try? await onDispatch({ try client.get(key: etcdKey) }),
                     (reread.kv?.mod_revision?.value ?? 0) == modRevision
                 {
                     continue  // not made: safe to send again
@@ -113,14 +121,13 @@ public final class FleetConnection: Sendable {
                 throw DefaultsError(
                     .remoteUnavailable,
                     "The update of \"\(key)\" in fleet suite \"\(suite.name)\" (\(suite.whereabouts)) got no answer "
-                        + "(\(error.message)), and the key has changed since: the update may or may not have been "
+                        + "(\(problem)), and the key has changed since: the update may or may not have been "
                         + "made. It was not tried again, so that it cannot count twice.",
-                    suite: suite.name, underlying: error)
-            } catch {
-                throw failure(error, key: key)
+                    suite: suite.name, underlying: problem)
             }
             guard outcome.succeeded else { continue }
-            await showRevision(outcome.revision)
+            let revision = outcome.revision
+            try? await onDispatch { [self] in showRevision(revision, key: key) }
             return new
         }
         throw DefaultsError(
@@ -129,25 +136,34 @@ public final class FleetConnection: Sendable {
                 + "nothing was changed.", suite: suite.name)
     }
 
-    /// Waits (a few seconds at most) for the watch to bring `revision`, then installs it, so that
-    /// reads after an update see it.
-    private func showRevision(_ revision: Int64) async {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while backend.follower.snapshot.revision < revision, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(2))
+    /// How long an update waits for the watch to bring its own revision.
+    static let updateVisibleWithin = Duration.seconds(5)
+
+    /// Waits for the watch to bring `revision` (``updateVisibleWithin`` at most), then installs
+    /// it, so that reads after an update see it. When the watch is later than that, says so:
+    /// the update is made, and reads show it once the watch brings it.
+    private func showRevision(_ revision: Int64, key: String) {
+        let deadline = ContinuousClock.now + Self.updateVisibleWithin
+        if !backend.follower.waitForRevision(revision, until: deadline) {
+            backend.report(
+                DefaultsError(
+                    .remoteUnavailable,
+                    "The update of \"\(key)\" in fleet suite \"\(suite.name)\" was made at revision \(revision), but "
+                        + "the watch of \(suite.whereabouts) had not brought it within "
+                        + "\(Self.updateVisibleWithin): reads show the value before it until the watch does.",
+                    suite: suite.name))
         }
-        let store = self.store
-        try? await onDispatch { store.reload() }
+        store.reload()
     }
 
     private func failure(_ error: any Error, key: String) -> DefaultsError {
         if let error = error as? DefaultsError { return error }
-        let refused = (error as? EtcdError).map(FleetBackend.isRefusal) ?? false
+        let problem = RemoteProblem(error)
         return DefaultsError(
-            refused ? .remoteRejected : .remoteUnavailable,
+            problem.isRefusal ? .remoteRejected : .remoteUnavailable,
             "Could not update \"\(key)\" in fleet suite \"\(suite.name)\" at \(suite.whereabouts)"
-                + "\(suite.credentials.map { " as \($0)" } ?? ""): \(error). Nothing was changed.",
-            suite: suite.name, underlying: SendableDescription(error))
+                + "\(suite.credentials.map { " as \($0)" } ?? ""): \(problem). Nothing was changed.",
+            suite: suite.name, underlying: problem)
     }
 }
 

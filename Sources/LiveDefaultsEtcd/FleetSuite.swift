@@ -37,15 +37,36 @@ public struct FleetSuite: Sendable, Hashable {
     public let cacheDirectory: URL?
     /// How long one call to etcd may take before it counts as failed.
     public let requestTimeout: Duration
+    /// A PEM file of the client certificate shown to members started with `--client-cert-auth`
+    /// (with ``clientKey``); nil for none. It does not name the etcd user: with authentication on,
+    /// etcd 3.4's JSON gateway refuses a certificate with a common name, so give one without, and
+    /// ``credentials``.
+    public let clientCertificate: URL?
+    /// The PEM file of ``clientCertificate``'s private key; nil for none.
+    public let clientKey: URL?
 
     /// Describes a fleet suite.
     ///
-    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a bad name; ``DefaultsError/Code/invalidRemote``
+    /// - Parameters:
+    ///   - name: The suite's name, such as "com.example.service" (the rules of a local suite name).
+    ///   - endpoints: etcd's client URLs (`http://` or `https://`), tried in turn.
+    ///   - root: Where the fleet's suites are in etcd.
+    ///   - credentials: The etcd user, when the cluster has authentication on.
+    ///   - cacheDirectory: Where the last known values are kept; nil for the default.
+    ///   - requestTimeout: How long one call to etcd may take.
+    ///   - certificateAuthorities: A PEM file of the authorities `https://` endpoints chain to; nil
+    ///     for the system's trust store.
+    ///   - clientCertificate: A PEM file of a client certificate, for members started with
+    ///     `--client-cert-auth`; give `clientKey` with it.
+    ///   - clientKey: The PEM file of the client certificate's private key.
+    /// - Throws: `DefaultsError.Code.invalidSuiteName` for a bad name; `DefaultsError.Code.invalidRemote`
     ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, a root that
-    ///   does not start with "/", or a certificate-authorities file that cannot be read.
+    ///   does not start with "/", a certificate-authorities, certificate or key file that cannot be
+    ///   read, or a client certificate without its key (or a key without its certificate).
     public init(
         name: String, endpoints: [URL], root: String = FleetSuite.defaultRoot, credentials: FleetCredentials? = nil,
-        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil
+        cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil,
+        clientCertificate: URL? = nil, clientKey: URL? = nil
     ) throws {
         try SuiteLocation.validate(suiteName: name)
         guard !endpoints.isEmpty else {
@@ -87,8 +108,26 @@ public struct FleetSuite: Sendable, Hashable {
                     + "readable file: give a PEM file of the CAs that etcd's certificates chain to.",
                 suite: name)
         }
+        guard (clientCertificate == nil) == (clientKey == nil) else {
+            throw DefaultsError(
+                .invalidRemote,
+                "The fleet suite \"\(name)\" has a client \(clientKey == nil ? "certificate without its key" : "key without its certificate"): "
+                    + "give both clientCertificate and clientKey.",
+                suite: name)
+        }
+        for (file, what) in [(clientCertificate, "client certificate"), (clientKey, "client key")] {
+            guard let file else { continue }
+            guard file.isFileURL, FileManager.default.isReadableFile(atPath: file.path) else {
+                throw DefaultsError(
+                    .invalidRemote,
+                    "The \(what) \"\(file.path)\" of fleet suite \"\(name)\" is not a readable file: give a PEM file.",
+                    suite: name)
+            }
+        }
         self.name = name
         self.endpoints = endpoints
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
         self.certificateAuthorities = certificateAuthorities
         self.root = root == "/" ? "" : root
         self.credentials = credentials
@@ -127,61 +166,5 @@ public struct FleetSuite: Sendable, Hashable {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
         }
         return base + "/" + String(hash, radix: 16)
-    }
-}
-
-/// An etcd user and password. Its description never shows the password.
-public struct FleetCredentials: Sendable, Hashable, CustomStringConvertible {
-    public var user: String
-    public var password: String
-
-    public init(user: String, password: String) {
-        self.user = user
-        self.password = password
-    }
-
-    /// The credentials in the environment variables `user` and `password`; nil when either is
-    /// unset or empty.
-    public static func fromEnvironment(
-        user: String = "LIVEDEFAULTS_ETCD_USER", password: String = "LIVEDEFAULTS_ETCD_PASSWORD"
-    ) -> FleetCredentials? {
-        let environment = ProcessInfo.processInfo.environment
-        guard let name = environment[user], !name.isEmpty, let secret = environment[password], !secret.isEmpty else {
-            return nil
-        }
-        return FleetCredentials(user: name, password: secret)
-    }
-
-    public var description: String { "etcd user \"\(user)\"" }
-}
-
-/// Where a fleet suite is searched, relative to the suite a ``Defaults`` opened.
-public enum FleetPlacement: Sendable, Hashable {
-    /// Right after the local suite, before suites added by name: the fleet gives defaults, and a
-    /// local `defaults write` overrides them on one machine.
-    case fleetDefaults
-    /// Before the local suite: the fleet wins over local files; the argument domain (`-key value`)
-    /// and volatile domains still win. Local writes of a managed key go to the local suite and stay
-    /// hidden while the fleet has the key.
-    case managed
-}
-
-/// How a fleet suite in this process stands with etcd.
-public enum FleetState: Sendable, Equatable {
-    /// The first read of etcd is under way; the values are the cached ones, if any.
-    case connecting
-    /// In step with etcd at `revision`: changes arrive as they are made.
-    case live(revision: Int64)
-    /// etcd has not answered since `since`; the values are those last known, at `revision` (seen
-    /// by this process or read from the cache). Changes are followed again once it answers.
-    case stale(revision: Int64, since: Date, reason: String)
-    /// etcd has not answered since `since` and no values are known (no cache): only registered
-    /// defaults apply.
-    case offline(since: Date, reason: String)
-
-    /// Whether the values are in step with etcd.
-    public var isLive: Bool {
-        if case .live = self { return true }
-        return false
     }
 }

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// etcd's users and roles through the client, against a real member with authentication on.
 @Suite(.requiresEtcd, .requiresEtcdctl, .serialized)
@@ -26,17 +27,17 @@ struct EtcdAuthTests {
         let server = try await Self.securedServer()
         defer { server.stop() }
         let admin = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        _ = try await admin.commit(puts: [(Self.prefix + Data("theme".utf8), Data("dark".utf8))], deletes: [])
+        _ = try admin.commit(puts: [(Self.prefix + Data("theme".utf8), Data("dark".utf8))], deletes: [])
         let service = EtcdClient(endpoints: [server.endpoint], credentials: ("service", "servicepw"))
-        #expect(try await service.range(prefix: Self.prefix).kvs.count == 1)
+        #expect(try service.range(prefix: Self.prefix).kvs.count == 1)
         // etcd answers with an error and an HTTP trailer: the process must survive it.
-        let refused = await #expect(throws: EtcdError.self) {
-            _ = try await service.commit(puts: [(Self.prefix + Data("theme".utf8), Data("light".utf8))], deletes: [])
+        let refused = #expect(throws: EtcdError.self) {
+            _ = try service.commit(puts: [(Self.prefix + Data("theme".utf8), Data("light".utf8))], deletes: [])
         }
         #expect(refused?.kind == .rejected(code: EtcdError.permissionDenied), "\(String(describing: refused))")
         // Without credentials etcd refuses even a read.
         let anonymous = EtcdClient(endpoints: [server.endpoint])
-        let unnamed = await #expect(throws: EtcdError.self) { _ = try await anonymous.range(prefix: Self.prefix) }
+        let unnamed = #expect(throws: EtcdError.self) { _ = try anonymous.range(prefix: Self.prefix) }
         #expect(unnamed?.message.contains("user name is empty") == true)
     }
 
@@ -44,7 +45,7 @@ struct EtcdAuthTests {
         let server = try await Self.securedServer(tokenTTL: 1)
         defer { server.stop() }
         let admin = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        _ = try await admin.commit(puts: [(Self.prefix + Data("k".utf8), Data("1".utf8))], deletes: [])
+        _ = try admin.commit(puts: [(Self.prefix + Data("k".utf8), Data("1".utf8))], deletes: [])
         let first = try #require(admin.currentToken)
         // A simple token expires after its TTL (1 s) without use. Any use would extend it, so the
         // scenario is to leave it unused for three TTLs.
@@ -53,9 +54,9 @@ struct EtcdAuthTests {
             url: server.endpoint.appendingPathComponent("/v3/kv/range"),
             body: Data("{\"key\":\"\(Self.prefix.base64EncodedString())\"}".utf8), headers: ["Authorization": first])
         #expect(Self.status(of: probe) != 200, "the token expired")
-        _ = try await admin.commit(puts: [(Self.prefix + Data("k".utf8), Data("2".utf8))], deletes: [])
+        _ = try admin.commit(puts: [(Self.prefix + Data("k".utf8), Data("2".utf8))], deletes: [])
         #expect(admin.currentToken != first)
-        let value = try await admin.range(prefix: Self.prefix + Data("k".utf8)).kvs.first?.value?.data
+        let value = try admin.range(prefix: Self.prefix + Data("k".utf8)).kvs.first?.value?.data
         #expect(value == Data("2".utf8))
     }
 

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The etcd gateway client against a real etcd member on loopback (skipped, saying why, where etcd
 /// is not installed; CI sets LIVEDEFAULTS_REQUIRE_ETCD=1, so a missing etcd fails there).
@@ -26,13 +27,13 @@ struct EtcdClientTests {
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
         let names = ["theme", "thème", "日本語", "a/b", "emoji 🎛️"]
-        let revision = try await client.commit(
+        let revision = try client.commit(
             puts: names.map { (Self.key($0), Data("value of \($0)".utf8)) }
                 + [(Data("/livedefaults/v1/com.example.fleet2/theme".utf8), Data("elsewhere".utf8))],
             deletes: [])
         #expect(revision > 1)
-        _ = try await client.commit(puts: [], deletes: [Self.key("a/b")])
-        let (header, kvs) = try await client.range(prefix: Self.prefix)
+        _ = try client.commit(puts: [], deletes: [Self.key("a/b")])
+        let (header, kvs) = try client.range(prefix: Self.prefix)
         #expect(header.revisionValue == revision + 1)
         #expect(header.clusterID != 0)
         var found: [String: String] = [:]
@@ -52,13 +53,13 @@ struct EtcdClientTests {
         try await server.start()
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
-        let (header, _) = try await client.range(prefix: Self.prefix)
-        let watch = try await client.watch(prefix: Self.prefix, fromRevision: header.revisionValue + 1)
+        let (header, _) = try client.range(prefix: Self.prefix)
+        let watch = try client.watch(prefix: Self.prefix, fromRevision: header.revisionValue + 1)
         defer { watch.cancel() }
         var messages = watch.messages.makeAsyncIterator()
         let created = try #require(try await messages.next())
         #expect(created.created == true)
-        let revision = try await client.commit(
+        let revision = try client.commit(
             puts: [(Self.key("a"), Data("1".utf8)), (Self.key("b"), Data("2".utf8)), (Self.key("c"), Data("3".utf8))],
             deletes: [])
         var message = try #require(try await messages.next())
@@ -76,14 +77,14 @@ struct EtcdClientTests {
         let total = 200
         let writing = Task {
             for value in 1...total {
-                _ = try await writer.commit(puts: [(Self.key("n"), Data("\(value)".utf8))], deletes: [])
+                _ = try writer.commit(puts: [(Self.key("n"), Data("\(value)".utf8))], deletes: [])
             }
         }
         // Start while the writer runs: whatever the range saw, the watch continues from it.
         let client = EtcdClient(endpoints: [server.endpoint])
-        let (header, kvs) = try await client.range(prefix: Self.prefix)
+        let (header, kvs) = try client.range(prefix: Self.prefix)
         var last = kvs.first.flatMap { Int(Self.text($0.value?.data) ?? "") } ?? 0
-        let watch = try await client.watch(prefix: Self.prefix, fromRevision: header.revisionValue + 1)
+        let watch = try client.watch(prefix: Self.prefix, fromRevision: header.revisionValue + 1)
         defer { watch.cancel() }
         var gaps = 0
         for try await message in watch.messages {
@@ -114,7 +115,7 @@ struct EtcdClientTests {
         try await server.start()
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
-        let first = try await client.watch(prefix: Self.prefix, fromRevision: 1)
+        let first = try client.watch(prefix: Self.prefix, fromRevision: 1)
         var iterator = first.messages.makeAsyncIterator()
         #expect(try await iterator.next()?.created == true)
         server.send(SIGTERM)
@@ -125,7 +126,7 @@ struct EtcdClientTests {
         #expect(stopped == nil || (stopped as? EtcdError)?.kind == .unavailable, "\(String(describing: stopped))")
 
         try await server.start()
-        let second = try await client.watch(prefix: Self.prefix, fromRevision: 1)
+        let second = try client.watch(prefix: Self.prefix, fromRevision: 1)
         var secondIterator = second.messages.makeAsyncIterator()
         #expect(try await secondIterator.next()?.created == true)
         server.send(SIGKILL)
@@ -138,10 +139,10 @@ struct EtcdClientTests {
         try await server.start()
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
-        for value in 1...5 { _ = try await client.commit(puts: [(Self.key("k"), Data("\(value)".utf8))], deletes: []) }
-        let head = try await client.range(prefix: Self.prefix).header.revisionValue
-        try await client.compact(revision: head)
-        let watch = try await client.watch(prefix: Self.prefix, fromRevision: 2)
+        for value in 1...5 { _ = try client.commit(puts: [(Self.key("k"), Data("\(value)".utf8))], deletes: []) }
+        let head = try client.range(prefix: Self.prefix).header.revisionValue
+        try client.compact(revision: head)
+        let watch = try client.watch(prefix: Self.prefix, fromRevision: 2)
         var canceled: EtcdWatchResult?
         var ended: (any Error)?
         do {
@@ -158,7 +159,7 @@ struct EtcdClientTests {
         try await server.start(progressInterval: "500ms")
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
-        let watch = try await client.watch(prefix: Self.prefix, fromRevision: 1, idleTimeout: 2)
+        let watch = try client.watch(prefix: Self.prefix, fromRevision: 1, idleTimeout: 2)
         var iterator = watch.messages.makeAsyncIterator()
         #expect(try await iterator.next()?.created == true)
         server.send(SIGSTOP)
@@ -188,7 +189,7 @@ struct EtcdWriteTests {
                 group.addTask {
                     let client = EtcdClient(endpoints: [server.endpoint])
                     for _ in 0..<increments {
-                        _ = try await client.update(key: Self.key("counter")) { old in
+                        _ = try client.update(key: Self.key("counter")) { old in
                             let value = old.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
                             return Data("\(value + 1)".utf8)
                         }
@@ -197,7 +198,7 @@ struct EtcdWriteTests {
             }
             try await group.waitForAll()
         }
-        let (_, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.key("counter"))
+        let (_, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.key("counter"))
         #expect(
             kvs.first.map { String(decoding: $0.value?.data ?? Data(), as: UTF8.self) } == "\(writers * increments)")
     }
@@ -210,20 +211,20 @@ struct EtcdWriteTests {
         let second = EtcdClient(endpoints: [server.endpoint])
         async let a: Void = {
             for step in 0..<50 {
-                _ = try await first.commit(puts: [(Self.key("a-\(step)"), Data("a".utf8))], deletes: [])
+                _ = try first.commit(puts: [(Self.key("a-\(step)"), Data("a".utf8))], deletes: [])
             }
         }()
         async let b: Void = {
             for step in 0..<50 {
-                _ = try await second.commit(puts: [(Self.key("b-\(step)"), Data("b".utf8))], deletes: [])
+                _ = try second.commit(puts: [(Self.key("b-\(step)"), Data("b".utf8))], deletes: [])
             }
         }()
         _ = try await (a, b)
-        #expect(try await first.range(prefix: Self.prefix).kvs.count == 100)
-        let one = try await first.commit(puts: [(Self.key("shared"), Data("first".utf8))], deletes: [])
-        let two = try await second.commit(puts: [(Self.key("shared"), Data("second".utf8))], deletes: [])
+        #expect(try first.range(prefix: Self.prefix).kvs.count == 100)
+        let one = try first.commit(puts: [(Self.key("shared"), Data("first".utf8))], deletes: [])
+        let two = try second.commit(puts: [(Self.key("shared"), Data("second".utf8))], deletes: [])
         #expect(two > one)
-        let shared = try await first.range(prefix: Self.key("shared")).kvs.first
+        let shared = try first.range(prefix: Self.key("shared")).kvs.first
         #expect(shared?.value?.data == Data("second".utf8))
         #expect(shared?.mod_revision?.value == two)
     }
@@ -234,7 +235,7 @@ struct EtcdWriteTests {
         defer { server.stop() }
         let client = EtcdClient(endpoints: [server.endpoint])
         let puts = (0..<300).map { (Self.key("bulk-\($0)"), Data("\($0)".utf8)) }
-        _ = try await client.commit(puts: puts, deletes: [])
-        #expect(try await client.range(prefix: Self.key("bulk-")).kvs.count == 300)
+        _ = try client.commit(puts: puts, deletes: [])
+        #expect(try client.range(prefix: Self.key("bulk-")).kvs.count == 300)
     }
 }

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The `defaults` command on a suite kept in etcd (`etcd://…` domains), run in this process through
 /// its seam against a real member: what it writes is what the library's remote suites read.
@@ -59,7 +60,7 @@ struct EtcdDefaultsCommandTests {
     /// The suite as the library's mirror decodes it from etcd.
     static func mirrored(_ server: EtcdServer) async throws -> [String: PropertyListValue] {
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: prefix)
+        let (header, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         return mirror.values
     }
@@ -119,14 +120,14 @@ struct EtcdDefaultsCommandTests {
         let command = Command(directory: directory.url)
         let decomposed = "the\u{0300}me"  // "thème" with a combining grave accent
         #expect(await command.run(["write", Self.address(server), decomposed, "dark"]).status == 0)
-        let (_, kvs) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (_, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
         #expect(kvs.map { $0.key?.data } == [Self.prefix + Data("thème".precomposedStringWithCanonicalMapping.utf8)])
         #expect(await command.run(["read", Self.address(server), "thème"]).standardOutput == "dark\n")
 
-        let revisionBefore = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
+        let revisionBefore = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
             .revisionValue
         #expect(await command.run(["write", Self.address(server), "{ a = 1; b = 2; }"]).status == 0)
-        let (header, after) = try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (header, after) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
         #expect(try await Self.mirrored(server) == ["a": "1", "b": "2"])
         // Replacing the domain (two puts, one delete) was one transaction: one revision.
         #expect(header.revisionValue == revisionBefore + 1)
@@ -151,7 +152,7 @@ struct EtcdDefaultsCommandTests {
         #expect(read.standardError.contains("(\(remote), a) does not exist"), "\(read)")
         #expect(await command.run(["delete", remote]).status == 0)
         #expect(try await Self.mirrored(server).isEmpty)
-        #expect(try await EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
+        #expect(try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
         #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
     }
 
@@ -173,7 +174,7 @@ struct EtcdDefaultsCommandTests {
         do {
             #expect(errors.withLock { $0 }.contains("Watching \(remote) for changes"))
             // Another client: one transaction of two puts and a deletion.
-            _ = try await EtcdClient(endpoints: [server.endpoint]).commit(
+            _ = try EtcdClient(endpoints: [server.endpoint]).commit(
                 puts: [
                     (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
                     (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
@@ -206,6 +207,102 @@ struct EtcdDefaultsCommandTests {
         #expect(write.standardError.contains("127.0.0.1:\(port)"), "\(write)")
     }
 
+    @Test func aValueThatIsNotAPropertyListIsSkippedByReadsAndRepairedByDeleteOrWrite() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        let raw = EtcdClient(endpoints: [server.endpoint])
+        let bad = Self.prefix + Data("notplist".utf8)
+        #expect(await command.run(["write", remote, "good", "yes"]).status == 0)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        let fix = "defaults delete \(remote) \"notplist\""
+
+        // Reads of the suite skip it, naming the key and the fix; a read of another key is not its business.
+        let good = await command.run(["read", remote, "good"])
+        #expect(good.status == 0 && good.standardOutput == "yes\n", "\(good)")
+        let whole = await command.run(["read", remote])
+        #expect(whole.status == 0, "\(whole)")
+        #expect(whole.standardOutput.contains("good = yes") && !whole.standardOutput.contains("notplist"), "\(whole)")
+        #expect(whole.standardError.contains("skipped key \"notplist\" of \(remote)"), "\(whole)")
+        #expect(whole.standardError.contains("not a property list") && whole.standardError.contains(fix), "\(whole)")
+        let exported = await command.run(["export", remote, "-"])
+        #expect(exported.status == 0 && exported.standardError.contains("skipped key \"notplist\""), "\(exported)")
+        let errors = Locked("")
+        if case .watching(let session) = command.runner(output: Locked(""), errors: errors).run(["watch", remote]) {
+            withExtendedLifetime(session) {}
+        }
+        #expect(errors.withLock { $0 }.contains("skipped key \"notplist\" of \(remote)"), "\(errors.withLock { $0 })")
+        // Alone, it is the error, with the same sentence.
+        for verb in ["read", "read-type"] {
+            let alone = await command.run([verb, remote, "notplist"])
+            #expect(alone.status == 1, "\(verb): \(alone)")
+            #expect(alone.standardError.contains("cannot read key \"notplist\" of \(remote)"), "\(verb): \(alone)")
+            #expect(alone.standardError.contains(fix), "\(verb): \(alone)")
+        }
+        // The repair, with the tool: delete it, or write a value over it.
+        let deleted = await command.run(["delete", remote, "notplist"])
+        #expect(deleted.status == 0, "\(deleted)")
+        #expect(try raw.range(prefix: bad).kvs.isEmpty)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        #expect(await command.run(["write", remote, "notplist", "-int", "1"]).status == 0)
+        let repaired = await command.run(["read", remote, "notplist"])
+        #expect(repaired.status == 0 && repaired.standardOutput == "1\n", "\(repaired)")
+        #expect(try await Self.mirrored(server) == ["good": "yes", "notplist": 1])
+        // A suite of nothing but a bad value can still be deleted whole.
+        #expect(await command.run(["delete", remote]).status == 0)
+        _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
+        let emptied = await command.run(["delete", remote])
+        #expect(emptied.status == 0, "\(emptied)")
+        #expect(try raw.range(prefix: Self.prefix).kvs.isEmpty)
+    }
+
+    /// Each operation on an unreachable etcd, and what its failure must say: its own verb, what it was
+    /// done to (the keys, or the suite) and the endpoint.
+    static let operations: [(arguments: [String], says: String)] = [
+        (["read", "<remote>", "theme"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["read-type", "<remote>", "theme"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["export", "<remote>", "-"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "theme", "dark"], "cannot write key \"theme\" of /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "list", "-array-add", "x"], "cannot write key \"list\" of /livedefaults/v1/\(suite)/:"),
+        (["write", "<remote>", "{ a = 1; }"], "cannot write /livedefaults/v1/\(suite)/:"),
+        (["delete", "<remote>", "theme"], "cannot delete key \"theme\" of /livedefaults/v1/\(suite)/:"),
+        (["delete", "<remote>"], "cannot delete /livedefaults/v1/\(suite)/:"),
+        (["rename", "<remote>", "old", "new"], "cannot rename keys \"new\", \"old\" of /livedefaults/v1/\(suite)/:"),
+    ]
+
+    @Test(arguments: operations)
+    func aFailureOnAnUnreachableEtcdNamesItsOwnOperationTheKeysAndTheEndpoint(
+        arguments: [String], says: String
+    ) async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let remote = "etcd://127.0.0.1:\(port)/\(Self.suite)"
+        let result = await Command(directory: directory.url).run(arguments.map { $0 == "<remote>" ? remote : $0 })
+        #expect(result.status == 1)
+        #expect(result.standardError.contains(says), "\(result)")
+        #expect(result.standardError.contains("no etcd endpoint answered (http://127.0.0.1:\(port))"), "\(result)")
+        if arguments[0] != "read" && arguments[0] != "read-type" && arguments[0] != "export" {
+            #expect(!result.standardError.contains("cannot read"), "\(result)")
+        }
+    }
+
+    @Test func anImportIntoAnUnreachableEtcdSaysImportNamingTheKeys() async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let source = directory.url.appendingPathComponent("in.plist")
+        try PropertyListCodec.encode(.dictionary(["b": 1, "a": 2]), format: .xml).write(to: source)
+        let remote = "etcd://127.0.0.1:\(port)/\(Self.suite)"
+        let result = await Command(directory: directory.url).run(["import", remote, source.path])
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains("cannot import keys \"a\", \"b\" of /livedefaults/v1/\(Self.suite)/:"),
+            "\(result)")
+        #expect(result.standardError.contains("127.0.0.1:\(port)"), "\(result)")
+    }
+
     @Test(.requiresEtcdctl) func aReadOnlyUserReadsAndGetsAPermissionErrorOnWrite() async throws {
         let server = try await EtcdAuthTests.securedServer()
         defer { server.stop() }
@@ -220,6 +317,10 @@ struct EtcdDefaultsCommandTests {
         #expect(refused.status == 1)
         #expect(
             refused.standardError.contains("permission denied: etcd user \"service\" may not write"), "\(refused)")
+        // The refusal comes from the commit, after a read that worked: it names the key it refused.
+        #expect(refused.standardError.contains("may not write key \"theme\" of /livedefaults/v1/"), "\(refused)")
+        let deleted = await service.run(["delete", remote, "theme"])
+        #expect(deleted.standardError.contains("may not delete key \"theme\" of /livedefaults/v1/"), "\(deleted)")
         let anonymous = await Command(directory: directory.url).run(["read", remote, "theme"])
         #expect(anonymous.status == 1)
         #expect(anonymous.standardError.contains("ETCDCTL_USER"), "\(anonymous)")
@@ -228,7 +329,7 @@ struct EtcdDefaultsCommandTests {
         ])
         #expect(wrong.standardError.contains("wrong name or password"), "\(wrong)")
         #expect(
-            try await EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
+            try EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
                 prefix: Self.prefix
             ).kvs.count == 1)
     }
@@ -379,7 +480,7 @@ struct EtcdDefaultsBinaryTests {
         let client = EtcdClient(endpoints: [server.endpoint])
         func put(_ key: String, _ value: String?) async throws {
             let etcdKey = prefix + Data(key.utf8)
-            _ = try await client.commit(
+            _ = try client.commit(
                 puts: try value.map { [(etcdKey, try EtcdMirror.encode(.string($0)))] } ?? [],
                 deletes: value == nil ? [etcdKey] : [])
         }
@@ -400,13 +501,13 @@ struct EtcdDefaultsBinaryTests {
             let key = "k\(step % 5)"
             try await put(key, step % 7 == 6 ? nil : "\(step) \(padding)")
         }
-        let head = try await client.range(prefix: prefix).header.revisionValue
-        try await client.compact(revision: head)
+        let head = try client.range(prefix: prefix).header.revisionValue
+        try client.compact(revision: head)
         kill(watcher.processIdentifier, SIGCONT)
         try await put("done", "yes")
 
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await client.range(prefix: prefix)
+        let (header, kvs) = try client.range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         let keys = (0..<5).map { "k\($0)" } + ["done"]
         let expected = keys.map { key in

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The pure mirror of a fleet suite: layout, normalisation, net changes.
 @Suite struct EtcdMirrorTests {

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The follower against a real etcd: per-key old and new values whose chain never breaks, and a
 /// final state equal to etcd's, across restarts and compaction.
@@ -45,7 +46,7 @@ struct EtcdSuiteFollowerTests {
     static func put(_ client: EtcdClient, _ values: [String: PropertyListValue], delete: [String] = []) async throws
         -> Int64
     {
-        try await client.commit(
+        try client.commit(
             puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
             deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
     }
@@ -60,7 +61,7 @@ struct EtcdSuiteFollowerTests {
     /// What etcd holds under the prefix now, decoded.
     static func etcdValues(_ client: EtcdClient) async throws -> [String: PropertyListValue] {
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await client.range(prefix: prefix)
+        let (header, kvs) = try client.range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         return mirror.values
     }
@@ -165,7 +166,7 @@ struct EtcdSuiteFollowerTests {
         for value in 2...4 { _ = try await Self.put(writer, ["k": .integer(Int64(value))]) }
         let deletion = try await Self.put(writer, [:], delete: ["doomed"])
         _ = try await Self.put(writer, ["k": 5])
-        try await writer.compact(revision: deletion)
+        try writer.compact(revision: deletion)
         follower.start()
         defer { follower.stop() }
         #expect(await eventually { record.last("k") == 5 })

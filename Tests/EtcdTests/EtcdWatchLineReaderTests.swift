@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// The watch stream's own JSON reader: it must read every line as `JSONDecoder` reads it, and
 /// refuse what is not JSON or not the message's shape with an error naming the problem.

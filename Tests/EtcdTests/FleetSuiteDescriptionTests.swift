@@ -3,6 +3,7 @@ import LiveDefaults
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// A fleet suite's description: what it accepts, and the errors that name what was wrong (no etcd
 /// needed).

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// Fleet suites through `Defaults`, against real etcd members: values, placements, echoes,
 /// bursts, two writers, compare-and-set, offline starts and writes, a read-only role, another
@@ -29,7 +30,7 @@ struct FleetSuiteTests {
         // etcd holds each key once, in NFC, with its type.
         let stored = try await scenario.etcdValues()
         #expect(stored == values)
-        let rawKeys = try await scenario.raw.range(prefix: scenario.prefix).kvs.compactMap { $0.key?.data }
+        let rawKeys = try scenario.raw.range(prefix: scenario.prefix).kvs.compactMap { $0.key?.data }
         #expect(rawKeys.contains(scenario.prefix + Data("café".precomposedStringWithCanonicalMapping.utf8)))
         #expect(!rawKeys.contains(scenario.prefix + Data(nfd.utf8)))
         // Another machine (a store of its own) reads them, by either spelling.
@@ -311,13 +312,32 @@ struct FleetSuiteTests {
         #expect(next == (counter == nil ? 1 : 2))
     }
 
+    @Test func anUpdateTheWatchDoesNotBringInTimeIsReportedNotWaitedForSilently() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(try scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        // No watch brings the update's revision: the update is made, and the wait for it is reported.
+        connection.backend.follower.stop()
+        let began = ContinuousClock.now
+        let value = try await connection.update("counter") { _ in .integer(1) }
+        #expect(value == .integer(1))
+        #expect(try await scenario.etcdValues()["counter"] == .integer(1))
+        #expect(ContinuousClock.now - began >= FleetConnection.updateVisibleWithin)
+        let reports = connection.backend.reported.filter { $0.message.contains("had not brought it within") }
+        #expect(reports.count == 1, "\(connection.backend.reported)")
+        #expect(reports.first?.code == .remoteUnavailable)
+        #expect(reports.first?.message.contains("\"counter\"") == true)
+    }
+
     @Test func aValueThatIsNotAPropertyListIsReportedAndReadsAsAbsent() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
         let defaults = try scenario.localDefaults()
         let connection = defaults.addFleetSuite(try scenario.suite())
         #expect(await eventually(within: 30) { connection.state.isLive })
-        let revision = try await scenario.raw.commit(
+        let revision = try scenario.raw.commit(
             puts: [
                 (EtcdMirror.etcdKey("bad", prefix: scenario.prefix), Data("not a plist <".utf8)),
                 (EtcdMirror.etcdKey("good", prefix: scenario.prefix), try EtcdMirror.encode(1)),
@@ -409,6 +429,63 @@ struct FleetSuiteOfflineTests {
             })
     }
 
+    @Test func losingEtcdAndGettingItBackIsReportedOnceEachWithTheOutagesLength() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "dark"])
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite())
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        let stopped = ContinuousClock.now
+        scenario.server.stop()  // by its PID
+        #expect(await eventually(within: 30) { connection.lastError?.code == .remoteUnavailable })
+        try await scenario.server.start()
+        #expect(await eventually(within: 30) { connection.backend.reported.contains { $0.code == .remoteRecovered } })
+        let back = ContinuousClock.now
+        #expect(await eventually { connection.lastError == nil })
+        let reported = connection.backend.reported.filter { [.remoteUnavailable, .remoteRecovered].contains($0.code) }
+        #expect(reported.map(\.code) == [.remoteUnavailable, .remoteRecovered], "\(reported)")
+        let recovery = try #require(reported.last)
+        #expect(recovery.suite == scenario.name)
+        #expect(recovery.message.contains(scenario.server.endpoint.absoluteString), "\(recovery)")
+        #expect(recovery.message.contains("no key changed meanwhile"), "\(recovery)")
+        // The outage it reports lasted no longer than etcd was away as the test saw it.
+        let seconds = try #require(
+            recovery.message.firstMatch(of: /after an outage of ([0-9.]+) s/).flatMap { Double($0.1) })
+        #expect(seconds > 0)
+        #expect(seconds <= Double((back - stopped).components.seconds) + 1)
+        // A later reconnection (the watch ending) is no second recovery.
+        #expect(connection.state.isLive)
+        #expect(connection.backend.reported.filter { $0.code == .remoteRecovered }.count == 1)
+    }
+
+    @Test func theRecoveryCountsTheKeysEtcdChangedSinceTheValuesInUse() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        try await scenario.put(["theme": "dark", "gone": 1, "same": true])
+        do {
+            let first = try scenario.localDefaults()
+            let connection = first.addFleetSuite(try scenario.suite())
+            #expect(await eventually { first.propertyList(forKey: "gone") == 1 })
+            await connection.backend.cacheSaved()
+            first.removeFleetSuite(try scenario.suite())
+        }
+        let firstSuite = try scenario.suite()
+        #expect(await eventually { FleetStores.existing(firstSuite) == nil })
+        // etcd changes three keys while no process follows it, then goes away (stopped by its PID).
+        try await scenario.put(["theme": "light", "new": 1], delete: ["gone"])
+        scenario.server.stop()
+        // A process starting now serves the cache and reports the outage; then etcd comes back.
+        let defaults = try scenario.localDefaults()
+        let connection = defaults.addFleetSuite(try scenario.suite(variant: 1))
+        #expect(await eventually(within: 30) { connection.lastError?.code == .remoteUnavailable })
+        try await scenario.server.start()
+        #expect(await eventually(within: 30) { connection.backend.reported.contains { $0.code == .remoteRecovered } })
+        let recovery = try #require(connection.backend.reported.first { $0.code == .remoteRecovered })
+        #expect(recovery.message.contains("3 keys changed meanwhile"), "\(recovery)")
+        #expect(await eventually { defaults.propertyList(forKey: "theme") == "light" })
+    }
+
     @Test func aWriteWhileEtcdIsDownStaysPendingAndLandsWhenItIsBack() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
@@ -456,7 +533,7 @@ struct FleetSuiteOfflineTests {
         let scenario = try await FleetScenario(server: server)
         defer { server.stop() }
         let admin = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        _ = try await admin.commit(
+        _ = try admin.commit(
             puts: [(EtcdMirror.etcdKey("theme", prefix: scenario.prefix), try EtcdMirror.encode("dark"))], deletes: [])
         let service = try Defaults.fleet(
             scenario.suite(credentials: FleetCredentials(user: "service", password: "servicepw")))
@@ -477,7 +554,7 @@ struct FleetSuiteOfflineTests {
         // Compare-and-set is refused the same way.
         let update = await #expect(throws: DefaultsError.self) { try await connection.update("theme") { _ in "x" } }
         #expect(update?.code == .remoteRejected)
-        let stored = try await admin.range(prefix: scenario.prefix).kvs
+        let stored = try admin.range(prefix: scenario.prefix).kvs
         #expect(stored.count == 1)
     }
 
@@ -498,7 +575,7 @@ struct FleetSuiteOfflineTests {
         try await connection.synchronize()
         #expect(connection.backend.client.currentToken != first)
         let other = EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw"))
-        let revision = try await other.commit(
+        let revision = try other.commit(
             puts: [(EtcdMirror.etcdKey("fromOther", prefix: scenario.prefix), try EtcdMirror.encode(true))], deletes: []
         )
         #expect(await connection.caughtUp(to: revision))

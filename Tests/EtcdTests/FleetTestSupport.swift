@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import LiveDefaultsEtcd
+@testable import LiveDefaultsEtcdClient
 
 /// One fleet-suite scenario: a real member, a suite under a fresh name, a scratch directory for
 /// local suite files and the offline cache, and a raw client writing as "another machine".
@@ -50,7 +51,7 @@ final class FleetScenario: @unchecked Sendable {
     /// Puts and deletes in one transaction, as another machine would.
     @discardableResult
     func put(_ values: [String: PropertyListValue], delete: [String] = []) async throws -> Int64 {
-        try await raw.commit(
+        try raw.commit(
             puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
             deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
     }
@@ -58,14 +59,14 @@ final class FleetScenario: @unchecked Sendable {
     /// What etcd holds for the suite now, decoded.
     func etcdValues() async throws -> [String: PropertyListValue] {
         var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try await raw.range(prefix: prefix)
+        let (header, kvs) = try raw.range(prefix: prefix)
         _ = mirror.resync(header: header, kvs: kvs)
         return mirror.values
     }
 
     /// etcd's current revision.
     func revision() async throws -> Int64 {
-        try await raw.range(prefix: prefix).header.revisionValue
+        try raw.range(prefix: prefix).header.revisionValue
     }
 }
 

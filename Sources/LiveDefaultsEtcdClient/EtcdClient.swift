@@ -1,48 +1,22 @@
 import Foundation
-import LiveDefaults
-
-/// What went wrong talking to etcd.
-struct EtcdError: Error, Sendable, CustomStringConvertible {
-    enum Kind: Sendable, Equatable {
-        /// No endpoint answered (refused, reset, timed out).
-        case unavailable
-        /// etcd answered with an error (its gRPC code, when it gave one).
-        case rejected(code: Int?)
-        /// The answer was not what the gateway sends.
-        case malformed
-    }
-
-    let kind: Kind
-    let message: String
-
-    var description: String { message }
-
-    /// etcd's gRPC code for "required revision has been compacted" and friends (OUT_OF_RANGE).
-    static let outOfRange = 11
-    /// gRPC PERMISSION_DENIED.
-    static let permissionDenied = 7
-    /// gRPC INVALID_ARGUMENT ("user name is empty").
-    static let invalidArgument = 3
-    /// gRPC UNAUTHENTICATED ("invalid auth token").
-    static let unauthenticated = 16
-    /// gRPC UNAVAILABLE: "no leader" (nothing was done), or "request timed out" at a leader change
-    /// (the outcome is unknown).
-    static let grpcUnavailable = 14
-}
+import LiveDefaultsLocking
 
 /// A client of etcd's v3 JSON gateway (etcd 3.4: `POST /v3/kv/range`, `/v3/kv/txn`, `/v3/watch`, …)
 /// through libcurl (``CurlPost``), with nothing outside the toolchain and Debian's libcurl
 /// (docs/design.md, "Fleet settings: the etcd gateway").
 ///
-/// Unary calls try the endpoints in turn until one answers. A watch is a long-lived stream
-/// (``EtcdWatch``).
-final class EtcdClient: Sendable {
-    let endpoints: [URL]
+/// Every call is synchronous: it runs on the calling thread until etcd answers or its timeout
+/// passes, as libcurl blocks anyway. Unary calls try the endpoints in turn until one answers. A
+/// watch is a long-lived stream (``EtcdWatch``), read on a thread of its own.
+package final class EtcdClient: Sendable {
+    package let endpoints: [URL]
     private let credentials: (user: String, password: String)?
     private let token = Locked<String?>(nil)
     private let requestTimeout: TimeInterval
     /// The PEM file of certificate authorities TLS trusts; nil for the system's trust store.
-    let certificateAuthorities: String?
+    package let certificateAuthorities: String?
+    /// The PEM files of the certificate and key shown to a member that asks for one; nil for none.
+    package let clientCertificate: (certificate: String, key: String)?
     private let preferred = Locked<Int>(0)
 
     /// - Parameters:
@@ -51,27 +25,30 @@ final class EtcdClient: Sendable {
     ///   - requestTimeout: How long a unary call may wait for its answer.
     ///   - certificateAuthorities: A PEM file of the certificate authorities TLS trusts (`https://`
     ///     endpoints); nil for the system's trust store.
-    init(
+    ///   - clientCertificate: PEM files of a client certificate and its key, for members started with
+    ///     `--client-cert-auth`; nil for none.
+    package init(
         endpoints: [URL], credentials: (user: String, password: String)? = nil, requestTimeout: TimeInterval = 10,
-        certificateAuthorities: String? = nil
+        certificateAuthorities: String? = nil, clientCertificate: (certificate: String, key: String)? = nil
     ) {
         precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
         self.endpoints = endpoints
         self.credentials = credentials
         self.requestTimeout = requestTimeout
         self.certificateAuthorities = certificateAuthorities
+        self.clientCertificate = clientCertificate
     }
 
     /// The token in use (for tests of its renewal).
-    var currentToken: String? { token.withLock { $0 } }
+    package var currentToken: String? { token.withLock { $0 } }
 
     /// The endpoint calls and watches try first: the last one that answered.
-    var preferredEndpoint: URL { endpoints[preferred.withLock { $0 } % endpoints.count] }
+    package var preferredEndpoint: URL { endpoints[preferred.withLock { $0 } % endpoints.count] }
 
     /// Moves on from `endpoint` (a member whose watch ended: killed, hung, isolated, wiped), so the
     /// next range and watch try the next member first; nothing changes if another member is
     /// preferred already.
-    func avoid(_ endpoint: URL) {
+    package func avoid(_ endpoint: URL) {
         guard endpoints.count > 1 else { return }
         preferred.withLock { preferred in
             if endpoints[preferred % endpoints.count] == endpoint { preferred = (preferred + 1) % endpoints.count }
@@ -81,20 +58,20 @@ final class EtcdClient: Sendable {
     // MARK: Key-value calls
 
     /// Every key under `prefix` at one revision.
-    func range(prefix: Data) async throws -> (header: EtcdResponseHeader, kvs: [EtcdKeyValue]) {
-        let response: EtcdRangeResponse = try await call(
+    package func range(prefix: Data) throws -> (header: EtcdResponseHeader, kvs: [EtcdKeyValue]) {
+        let response: EtcdRangeResponse = try call(
             "/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix))))
         return (response.header ?? EtcdResponseHeader(), response.kvs ?? [])
     }
 
     /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
-    static let maximumOperationsPerTransaction = 128
+    package static let maximumOperationsPerTransaction = 128
 
     /// Puts and deletes in one transaction, committed at one revision — or, past
     /// ``maximumOperationsPerTransaction``, in several, each atomic on its own.
     ///
     /// - Returns: The revision the (last) transaction committed at.
-    func commit(puts: [(key: Data, value: Data)], deletes: [Data]) async throws -> Int64 {
+    package func commit(puts: [(key: Data, value: Data)], deletes: [Data]) throws -> Int64 {
         let operations =
             puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
@@ -102,7 +79,7 @@ final class EtcdClient: Sendable {
         var start = 0
         repeat {
             let end = min(start + Self.maximumOperationsPerTransaction, operations.count)
-            let response: EtcdTxnResponse = try await call(
+            let response: EtcdTxnResponse = try call(
                 "/v3/kv/txn", EtcdTxnRequest(compare: [], success: Array(operations[start..<end]), failure: []))
             revision = response.header?.revisionValue ?? revision
             start = end
@@ -121,9 +98,9 @@ final class EtcdClient: Sendable {
     /// - Returns: The revision the change committed at.
     /// - Throws: ``EtcdError`` when etcd cannot be reached or refuses, or when every attempt lost the
     ///   race; what `transform` throws, as it is.
-    func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) async throws -> Int64 {
+    package func update(key: Data, attempts: Int = 100, _ transform: (Data?) throws -> Data?) throws -> Int64 {
         for _ in 0..<attempts {
-            let current: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
+            let current: EtcdRangeResponse = try call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
             let existing = current.kvs?.first
             let compare =
                 existing.map {
@@ -138,7 +115,7 @@ final class EtcdClient: Sendable {
                 } ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
             // Not retried on another member when the outcome is unknown (etcd "request timed out"):
             // a compare-and-set that did apply would apply its transform twice.
-            let response: EtcdTxnResponse = try await call(
+            let response: EtcdTxnResponse = try call(
                 "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []), idempotent: false)
             if response.succeeded == true { return response.header?.revisionValue ?? 0 }
         }
@@ -148,8 +125,8 @@ final class EtcdClient: Sendable {
     }
 
     /// One key's entry (nil when absent), read linearizably, with the header of the answer.
-    func get(key: Data) async throws -> (header: EtcdResponseHeader, kv: EtcdKeyValue?) {
-        let response: EtcdRangeResponse = try await call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
+    package func get(key: Data) throws -> (header: EtcdResponseHeader, kv: EtcdKeyValue?) {
+        let response: EtcdRangeResponse = try call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
         return (response.header ?? EtcdResponseHeader(), response.kvs?.first)
     }
 
@@ -158,7 +135,8 @@ final class EtcdClient: Sendable {
     /// on another member when its outcome is unknown: the caller decides what that means.
     ///
     /// - Returns: Whether the compare held (the change was made), and the answer's revision.
-    func compareAndSet(key: Data, modRevision: Int64, value: Data?) async throws -> (succeeded: Bool, revision: Int64) {
+    package func compareAndSet(key: Data, modRevision: Int64, value: Data?) throws -> (succeeded: Bool, revision: Int64)
+    {
         let compare =
             modRevision == 0
             ? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
@@ -166,16 +144,16 @@ final class EtcdClient: Sendable {
         let operation =
             value.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0))) }
             ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))
-        let response: EtcdTxnResponse = try await call(
+        let response: EtcdTxnResponse = try call(
             "/v3/kv/txn", EtcdTxnRequest(compare: [compare], success: [operation], failure: []),
             idempotent: false)
         return (response.succeeded == true, response.header?.revisionValue ?? 0)
     }
 
     /// Compacts the history up to `revision` (for tests and operators).
-    func compact(revision: Int64) async throws {
+    package func compact(revision: Int64) throws {
         struct Compaction: Codable { var revision: EtcdInt64; var physical: Bool }
-        let _: EtcdResponseHeaderOnly = try await call(
+        let _: EtcdResponseHeaderOnly = try call(
             "/v3/kv/compaction", Compaction(revision: EtcdInt64(revision), physical: true))
     }
 
@@ -190,22 +168,22 @@ final class EtcdClient: Sendable {
     ///     false ends the watch); nil delivers them through the watch's stream.
     /// - Returns: The watch, whose stream delivers etcd's messages (or only the end, with a handler).
     /// - Throws: ``EtcdError`` when the request cannot be made (signing in to etcd failed).
-    func watch(
+    package func watch(
         prefix: Data, fromRevision revision: Int64, idleTimeout: TimeInterval = 30,
         onMessage: (@Sendable (EtcdWatchResult) -> Bool)? = nil
-    ) async throws -> EtcdWatch {
+    ) throws -> EtcdWatch {
         let body = EtcdWatchRequest(
             create_request: EtcdWatchCreateRequest(
                 key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)),
                 start_revision: EtcdInt64(revision), progress_notify: true))
         let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
-        let request = try await makeRequest(endpoint, "/v3/watch", body)
+        let request = try makeRequest(endpoint, "/v3/watch", body)
         return EtcdWatch(request: request, endpoint: endpoint, idleTimeout: idleTimeout, onMessage: onMessage)
     }
 
     /// The first key after every key that starts with `prefix`: the prefix with its last byte
     /// that is not 0xff raised by one (etcd's `range_end` for a prefix).
-    static func prefixEnd(_ prefix: Data) -> Data {
+    package static func prefixEnd(_ prefix: Data) -> Data {
         var end = Array(prefix)
         while let last = end.last {
             if last < 0xff {
@@ -222,35 +200,38 @@ final class EtcdClient: Sendable {
     private struct EtcdResponseHeaderOnly: Codable { var header: EtcdResponseHeader? }
 
     /// A POST to the gateway: where, what, and its headers.
-    struct Request: Sendable {
-        var url: URL
-        var body: Data
-        var headers: [String: String] = [:]
+    package struct Request: Sendable {
+        package var url: URL
+        package var body: Data
+        package var headers: [String: String] = [:]
         /// The PEM file TLS trusts; nil for the system's trust store.
-        var certificateAuthorities: String?
+        package var certificateAuthorities: String?
+        /// The client certificate and key; nil for none.
+        package var clientCertificate: (certificate: String, key: String)?
     }
 
-    private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) async throws -> Request {
+    private func makeRequest<Body: Encodable>(_ endpoint: URL, _ path: String, _ body: Body) throws -> Request {
         var request = Request(
             url: endpoint.appendingPathComponent(path), body: try JSONEncoder().encode(body),
-            certificateAuthorities: certificateAuthorities)
+            certificateAuthorities: certificateAuthorities, clientCertificate: clientCertificate)
         // A member without a leader then says so at once ("etcdserver: no leader", gRPC code 14):
         // a watch ends instead of sending progress at a stale revision forever, and a range or a
         // write moves on to the next member instead of waiting 7 s for "request timed out".
         request.headers["Grpc-Metadata-Hasleader"] = "true"
-        if let token = try await currentToken(endpoint) { request.headers["Authorization"] = token }
+        if let token = try currentToken(endpoint) { request.headers["Authorization"] = token }
         return request
     }
 
-    private func currentToken(_ endpoint: URL) async throws -> String? {
+    private func currentToken(_ endpoint: URL) throws -> String? {
         guard let credentials else { return nil }
         if let token = token.withLock({ $0 }) { return token }
         let request = Request(
             url: endpoint.appendingPathComponent("/v3/auth/authenticate"),
             body: try JSONEncoder().encode(
                 EtcdAuthenticateRequest(name: credentials.user, password: credentials.password)),
-            headers: ["Grpc-Metadata-Hasleader": "true"], certificateAuthorities: certificateAuthorities)
-        let (data, status) = try await send(request)
+            headers: ["Grpc-Metadata-Hasleader": "true"], certificateAuthorities: certificateAuthorities,
+            clientCertificate: clientCertificate)
+        let (data, status) = try send(request)
         let answer: EtcdAuthenticateResponse = try decode(data, status)
         guard let fresh = answer.token else {
             throw EtcdError(kind: .malformed, message: "etcd at \(endpoint) answered authenticate without a token")
@@ -267,7 +248,7 @@ final class EtcdClient: Sendable {
     /// election), unless the call is not `idempotent`: then its outcome is unknown and the error
     /// is thrown.
     private func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body, idempotent: Bool = true)
-        async throws -> Answer
+        throws -> Answer
     {
         var lastProblem: (any Error)?
         let start = preferred.withLock { $0 }
@@ -277,8 +258,8 @@ final class EtcdClient: Sendable {
             do {
                 var renewed = false
                 while true {
-                    let request = try await makeRequest(endpoint, path, body)
-                    let (data, status) = try await send(request)
+                    let request = try makeRequest(endpoint, path, body)
+                    let (data, status) = try send(request)
                     do {
                         let answer: Answer = try decode(data, status)
                         preferred.withLock { $0 = index }
@@ -306,29 +287,44 @@ final class EtcdClient: Sendable {
         throw lastProblem ?? EtcdError(kind: .unavailable, message: "no etcd endpoint answered")
     }
 
-    /// Runs one POST on a thread of its own (libcurl blocks), and gives its body and status.
-    private func send(_ request: Request) async throws -> (Data, Int) {
-        let timeout = requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                var received = Data()
-                let post = CurlPost(
-                    url: request.url, body: request.body, headers: request.headers, timeout: timeout, idleTimeout: nil,
-                    certificateAuthorities: request.certificateAuthorities
-                ) { data, _ in received.append(data) }
-                switch post.perform() {
-                case .completed(let status):
-                    continuation.resume(returning: (received, status))
-                case .cancelled:
-                    continuation.resume(throwing: CancellationError())
-                case .failed(let problem, _):
-                    continuation.resume(
-                        throwing: EtcdError(
-                            kind: .unavailable,
-                            message: "etcd at \(request.url.absoluteString) did not answer: \(problem)"))
-                }
-            }
+    /// Runs one POST on this thread (libcurl blocks), and gives its body and status.
+    private func send(_ request: Request) throws -> (Data, Int) {
+        var received = Data()
+        let post = CurlPost(
+            url: request.url, body: request.body, headers: request.headers, timeout: requestTimeout, idleTimeout: nil,
+            certificateAuthorities: request.certificateAuthorities, clientCertificate: request.clientCertificate
+        ) { data, _ in received.append(data) }
+        switch post.perform() {
+        case .completed(let status):
+            return (received, status)
+        case .cancelled:
+            // Nothing cancels a unary call; were it done, it would be no answer.
+            throw EtcdError(
+                kind: .unavailable, message: "the call to etcd at \(request.url.absoluteString) was cancelled")
+        case .failed(let problem, _):
+            throw EtcdError(
+                kind: .unavailable,
+                message:
+                    "etcd at \(request.url.absoluteString) did not answer: \(problem)\(Self.hint(problem, request))")
         }
+    }
+
+    /// What to do about a TLS connection a member ended for want of a client certificate. Under
+    /// TLS 1.3 the member's refusal (an alert, then the end of the connection) may reach libcurl
+    /// as the alert or, when the request was being sent, as a broken connection: the first names
+    /// the cause, the second can only suggest it.
+    static func hint(_ problem: String, _ request: Request) -> String {
+        let refused = ["certificate required", "alert handshake failure", "alert bad certificate"]
+        if refused.contains(where: problem.contains) {
+            return request.clientCertificate == nil
+                ? "; the member asks for a client certificate (etcd's --client-cert-auth): give one and its key"
+                : "; the member refused this client certificate: it must be signed by an authority the member "
+                    + "trusts (etcd's --trusted-ca-file)"
+        }
+        let broken = ["Failed sending data to the peer", "Failure when receiving data from the peer"]
+        guard request.url.scheme == "https", request.clientCertificate == nil, broken.contains(where: problem.contains)
+        else { return "" }
+        return "; if the member asks for a client certificate (etcd's --client-cert-auth), give one and its key"
     }
 
     private func decode<Answer: Decodable>(_ data: Data, _ status: Int) throws -> Answer {

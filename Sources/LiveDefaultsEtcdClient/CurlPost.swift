@@ -22,7 +22,13 @@ final class CurlPost: @unchecked Sendable {
         case failed(String, timedOut: Bool)
     }
 
-    private static let globalSetUp: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+    /// Why a call could not start: libcurl is loaded at the first call (Sources/CCurl/shim.h).
+    private static var unavailable: String {
+        ldcurl_available() != 0
+            ? "libcurl could not start a call" : "libcurl (libcurl.so.4, Debian's libcurl4) could not be loaded"
+    }
+
+    private static let globalSetUp: Void = { ldcurl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     private let url: String
     private let body: Data
@@ -30,6 +36,7 @@ final class CurlPost: @unchecked Sendable {
     private let timeout: TimeInterval?
     private let idleTimeout: TimeInterval?
     private let certificateAuthorities: String?
+    private let clientCertificate: (certificate: String, key: String)?
     private let onData: (Data, Int) -> Void
     private let cancelled = Atomic<Bool>(false)
 
@@ -41,10 +48,13 @@ final class CurlPost: @unchecked Sendable {
     ///   - idleTimeout: The call fails when nothing arrives for this long; nil for none.
     ///   - certificateAuthorities: A PEM file of the certificate authorities TLS trusts; nil for the
     ///     system's trust store (libcurl's default bundle).
+    ///   - clientCertificate: PEM files of the certificate and key this client shows a member
+    ///     started with `--client-cert-auth`; nil for none.
     ///   - onData: Each piece of the response body as it arrives, with the response's status.
     init(
         url: URL, body: Data, headers: [String: String], timeout: TimeInterval?, idleTimeout: TimeInterval?,
-        certificateAuthorities: String? = nil, onData: @escaping (Data, Int) -> Void
+        certificateAuthorities: String? = nil, clientCertificate: (certificate: String, key: String)? = nil,
+        onData: @escaping (Data, Int) -> Void
     ) {
         self.url = url.absoluteString
         self.body = body
@@ -52,6 +62,7 @@ final class CurlPost: @unchecked Sendable {
         self.timeout = timeout
         self.idleTimeout = idleTimeout
         self.certificateAuthorities = certificateAuthorities
+        self.clientCertificate = clientCertificate
         self.onData = onData
     }
 
@@ -61,13 +72,15 @@ final class CurlPost: @unchecked Sendable {
     /// Runs the call on this thread until it ends.
     func perform() -> Outcome {
         Self.globalSetUp
-        guard let handle = curl_easy_init() else { return .failed("libcurl could not start a call", timedOut: false) }
-        defer { curl_easy_cleanup(handle) }
+        guard let handle = ldcurl_easy_init() else { return .failed(Self.unavailable, timedOut: false) }
+        defer { ldcurl_easy_cleanup(handle) }
         var headerList: UnsafeMutablePointer<curl_slist>?
-        for header in headers { headerList = curl_slist_append(headerList, header) }
-        defer { curl_slist_free_all(headerList) }
+        for header in headers { headerList = ldcurl_slist_append(headerList, header) }
+        defer { ldcurl_slist_free_all(headerList) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         let payload = body
+        // libcurl's own words for a failure (the TLS alert, the certificate), beside its code's.
+        var detail = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         return payload.withUnsafeBytes { bytes -> Outcome in
             ldcurl_setopt_string(handle, CURLOPT_URL, url)
             ldcurl_setopt_long(handle, CURLOPT_POST, 1)
@@ -77,6 +90,10 @@ final class CurlPost: @unchecked Sendable {
             ldcurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
             ldcurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, 5_000)
             if let certificateAuthorities { ldcurl_setopt_string(handle, CURLOPT_CAINFO, certificateAuthorities) }
+            if let clientCertificate {
+                ldcurl_setopt_string(handle, CURLOPT_SSLCERT, clientCertificate.certificate)
+                ldcurl_setopt_string(handle, CURLOPT_SSLKEY, clientCertificate.key)
+            }
             if let timeout { ldcurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)) }
             if let idleTimeout {
                 // Less than one byte a second for the idle time: the connection is idle.
@@ -100,10 +117,16 @@ final class CurlPost: @unchecked Sendable {
             ldcurl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context)
             currentHandle = handle
             defer { currentHandle = nil }
-            let result = curl_easy_perform(handle)
+            let result = detail.withUnsafeMutableBufferPointer { buffer -> CURLcode in
+                ldcurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, buffer.baseAddress)
+                defer { ldcurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, nil) }
+                return ldcurl_easy_perform(handle)
+            }
             if cancelled.load(ordering: .relaxed) { return .cancelled }
             if result == CURLE_OK { return .completed(status: ldcurl_response_code(handle)) }
-            let message = String(cString: curl_easy_strerror(result))
+            var message = String(cString: ldcurl_easy_strerror(result))
+            let said = String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !said.isEmpty && said != message { message += " (\(said))" }
             return .failed(message, timedOut: result == CURLE_OPERATION_TIMEDOUT)
         }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import LiveDefaults
 
 /// One watch stream of etcd's JSON gateway: its messages in order, until it ends.
 ///
@@ -13,17 +12,18 @@ import LiveDefaults
 /// A watch made with a message handler calls it on the reading thread, as each message is read,
 /// and its stream carries only the end: no hop to another thread between the bytes and the
 /// handler (docs/design.md, "Fleet settings: from the bytes to the observer").
-final class EtcdWatch: Sendable {
+package final class EtcdWatch: Sendable {
     /// The stream's messages: results (events, progress, the creation) in order — none when the
     /// watch has a message handler. It finishes without an error for a clean end and throws
     /// ``EtcdError`` for every other end.
-    let messages: AsyncThrowingStream<EtcdWatchResult, any Error>
+    package let messages: AsyncThrowingStream<EtcdWatchResult, any Error>
     /// The member the stream comes from.
-    let endpoint: URL
+    package let endpoint: URL
     private let continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     private let post: CurlPost
-    /// Set once the stream has ended (the reading thread, or `cancel()`).
-    private let finished = Locked(false)
+    /// How the stream ended: nil while it runs, then nil inside for a clean end or the error
+    /// (set once, by the reading thread or `cancel()`).
+    private let finished = ConditionValue<(any Error)??>(nil)
 
     /// - Parameters:
     ///   - request: The watch request.
@@ -32,7 +32,7 @@ final class EtcdWatch: Sendable {
     ///   - onMessage: Called with each result on the reading thread, one at a time, in order,
     ///     instead of yielding it to ``messages``; returning false ends the watch (cleanly) at once.
     ///     nil yields the results to ``messages``.
-    init(
+    package init(
         request: EtcdClient.Request, endpoint: URL, idleTimeout: TimeInterval,
         onMessage: (@Sendable (EtcdWatchResult) -> Bool)? = nil
     ) {
@@ -44,7 +44,7 @@ final class EtcdWatch: Sendable {
         let finished = self.finished
         let post = CurlPost(
             url: request.url, body: request.body, headers: request.headers, timeout: nil, idleTimeout: idleTimeout,
-            certificateAuthorities: request.certificateAuthorities
+            certificateAuthorities: request.certificateAuthorities, clientCertificate: request.clientCertificate
         ) { data, status in
             reader.feed(data, status: status, finished: finished, continuation: continuation)
         }
@@ -71,19 +71,29 @@ final class EtcdWatch: Sendable {
         }
     }
 
+    /// Waits on this thread until the stream ends.
+    ///
+    /// - Returns: nil for a clean end (or ``cancel()``), else the ``EtcdError`` that ended it.
+    package func waitForEnd() -> (any Error)? {
+        // No deadline: the stream ends by itself (an idle timeout at the latest).
+        guard case .some(.some(let error)) = finished.wait(for: { $0 != nil }) else { return nil }
+        return error
+    }
+
     /// Ends the stream (idempotent).
-    func cancel() {
+    package func cancel() {
         post.cancel()
         Self.finish(nil, finished: finished, continuation: continuation)
     }
 
     fileprivate static func finish(
-        _ error: (any Error)?, finished: Locked<Bool>,
+        _ error: (any Error)?, finished: ConditionValue<(any Error)??>,
         continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
-        let first = finished.withLock { finished in
-            defer { finished = true }
-            return !finished
+        let first = finished.update { end -> Bool in
+            guard end == nil else { return false }
+            end = .some(error)
+            return true
         }
         guard first else { return }
         if let error { continuation.finish(throwing: error) } else { continuation.finish() }
@@ -107,7 +117,7 @@ private final class LineReader: @unchecked Sendable {
     var errorCode: Int? { (try? JSONDecoder().decode(EtcdErrorBody.self, from: errorBody))?.code }
 
     func feed(
-        _ data: Data, status: Int, finished: Locked<Bool>,
+        _ data: Data, status: Int, finished: ConditionValue<(any Error)??>,
         continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
         guard status == 200 else {
@@ -119,13 +129,14 @@ private final class LineReader: @unchecked Sendable {
             let line = buffer[buffer.startIndex..<newline]
             buffer.removeSubrange(buffer.startIndex...newline)
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) { continue }
-            if finished.withLock({ $0 }) { return }
+            if finished.current != nil { return }
             handle(Data(line), finished: finished, continuation: continuation)
         }
     }
 
     private func handle(
-        _ line: Data, finished: Locked<Bool>, continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
+        _ line: Data, finished: ConditionValue<(any Error)??>,
+        continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
         let decoded: EtcdWatchLine
         do {

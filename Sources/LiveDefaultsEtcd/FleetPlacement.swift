@@ -1,0 +1,10 @@
+/// Where a fleet suite is searched, relative to the suite a `Defaults` opened.
+public enum FleetPlacement: Sendable, Hashable {
+    /// Right after the local suite, before suites added by name: the fleet gives defaults, and a
+    /// local `defaults write` overrides them on one machine.
+    case fleetDefaults
+    /// Before the local suite: the fleet wins over local files; the argument domain (`-key value`)
+    /// and volatile domains still win. Local writes of a managed key go to the local suite and stay
+    /// hidden while the fleet has the key.
+    case managed
+}

@@ -1,0 +1,2 @@
+// What the fleet-suite article's examples take as given. Checked by scripts/check-doc-snippets.py.
+let fleet = try FleetSuite(name: "com.example.service", endpoints: [URL(string: "https://etcd.internal:2379")!])

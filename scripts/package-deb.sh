@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Builds the Debian package of the `defaults` command (docs/install.md):
+#
+#   scripts/package-deb.sh [--revision N] [--output DIR]
+#
+# prints the path of .build/deb/livedefaults_<version>-<revision>_<arch>.deb. The version is
+# CommandVersion.text (Sources/LiveDefaultsCommand/CommandVersion.swift), the one place it is kept;
+# --revision is the Debian revision (1 unless given; the package check builds an older one with 0).
+#
+# The binary is a release build with the Swift standard library and Foundation linked statically, so it
+# runs without a Swift toolchain; `Depends` comes from dpkg-shlibdeps on that binary, plus libcurl4, which
+# the etcd client loads with dlopen (Sources/CCurl/shim.h).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
+
+revision=1
+output=.build/deb
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --revision) revision=$2; shift 2 ;;
+    --output) output=$2; shift 2 ;;
+    *) echo "usage: scripts/package-deb.sh [--revision N] [--output DIR]" >&2; exit 2 ;;
+    esac
+done
+
+version=$(sed -n 's/^ *package static let text = "\([0-9][0-9A-Za-z.+~]*\)"$/\1/p' \
+    Sources/LiveDefaultsCommand/CommandVersion.swift)
+[ -n "$version" ] || { echo "package-deb: no version in CommandVersion.swift" >&2; exit 1; }
+arch=$(dpkg --print-architecture)
+maintainer=${LIVEDEFAULTS_MAINTAINER:-"LiveDefaults authors <livedefaults@example.org>"}
+
+# Static Foundation's link flags name -lcurl (for FoundationNetworking, which the command does not use):
+# an empty libcurl.a found first keeps libcurl out of the binary's NEEDED list, so that it is loaded only
+# for an etcd domain. Any symbol the binary did take from libcurl would fail the link here.
+scratch=.build/release-static
+stubs=$scratch/link-stubs
+mkdir -p "$stubs"
+rm -f "$stubs/libcurl.a"
+ar rc "$stubs/libcurl.a"
+# -no-pie: a fixed-address executable needs no relative relocations at start-up (docs/design.md,
+# "The `defaults` command's start-up").
+swift build -c release --product defaults --static-swift-stdlib --scratch-path "$scratch" \
+    -Xswiftc -L"$PWD/$stubs" -Xlinker -no-pie >&2
+binary=$(swift build -c release --scratch-path "$scratch" --show-bin-path)/defaults
+
+if ldd "$binary" | grep -Eq 'swift|libFoundation|libdispatch|libBlocksRuntime|libcurl'; then
+    ldd "$binary" >&2
+    echo "package-deb: the binary needs the Swift toolchain's libraries (or libcurl) at start-up" >&2
+    exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+install -D -m 0755 "$binary" "$root/usr/bin/livedefaults"
+strip --strip-unneeded "$root/usr/bin/livedefaults"
+install -D -m 0644 packaging/defaults.1 "$root/usr/share/man/man1/livedefaults.1"
+gzip -9n "$root/usr/share/man/man1/livedefaults.1"
+install -D -m 0644 packaging/completions/livedefaults.bash "$root/usr/share/bash-completion/completions/livedefaults"
+ln -s livedefaults "$root/usr/share/bash-completion/completions/defaults"
+install -D -m 0644 packaging/completions/_livedefaults "$root/usr/share/zsh/vendor-completions/_livedefaults"
+install -D -m 0644 packaging/completions/livedefaults.fish "$root/usr/share/fish/vendor_completions.d/livedefaults.fish"
+install -D -m 0644 packaging/completions/defaults.fish "$root/usr/share/fish/vendor_completions.d/defaults.fish"
+doc=$root/usr/share/doc/livedefaults
+install -D -m 0644 README.md "$doc/README.md"
+install -D -m 0644 CHANGELOG.md "$doc/changelog"
+gzip -9n "$doc/changelog"
+install -D -m 0644 packaging/debian/copyright "$doc/copyright"
+install -D -m 0644 packaging/debian/lintian-overrides "$root/usr/share/lintian/overrides/livedefaults"
+# The Debian changelog of a package built from the repository: one entry, dated by the commit.
+date=$(git log -1 --format=%aD 2>/dev/null || date -R)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+cat >"$doc/changelog.Debian" <<CHANGES
+livedefaults ($version-$revision) unstable; urgency=medium
+
+  * Built from the LiveDefaults repository at commit $commit. The project's
+    changes are in /usr/share/doc/livedefaults/changelog.gz.
+
+ -- $maintainer  $date
+CHANGES
+gzip -9n "$doc/changelog.Debian"
+
+# Depends: what the binary's NEEDED libraries come from (dpkg-shlibdeps reads a debian/control).
+mkdir -p "$work/shlibs/debian"
+printf 'Source: livedefaults\n\nPackage: livedefaults\nArchitecture: any\n' >"$work/shlibs/debian/control"
+depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/livedefaults" 2>/dev/null |
+    sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+depends="$depends, libcurl4t64 | libcurl4"
+
+mkdir -p "$root/DEBIAN"
+install -m 0755 packaging/debian/postinst packaging/debian/prerm "$root/DEBIAN/"
+install -m 0644 packaging/debian/triggers "$root/DEBIAN/"
+(cd "$root" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/md5sums"
+size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+cat >"$root/DEBIAN/control" <<CONTROL
+Package: livedefaults
+Version: $version-$revision
+Architecture: $arch
+Maintainer: $maintainer
+Installed-Size: $size
+Depends: $depends
+Section: utils
+Priority: optional
+Homepage: https://github.com/livedefaults/livedefaults
+Description: macOS-compatible defaults command for settings kept as plists
+ The defaults command reads, writes and watches settings kept as property
+ lists in \$XDG_CONFIG_HOME, the files Foundation's UserDefaults uses on
+ Linux, with the verbs, value flags, output and messages of macOS's defaults.
+ It also watches a domain for changes made by any process, and reads and
+ writes fleet settings kept in etcd.
+ .
+ The command is installed as livedefaults, and as defaults through
+ update-alternatives unless another package (such as gnustep-base-runtime)
+ provides that name. Completions for bash, zsh and fish are included.
+CONTROL
+
+mkdir -p "$output"
+deb=$output/livedefaults_${version}-${revision}_${arch}.deb
+dpkg-deb --root-owner-group -Zgzip --build "$root" "$deb" >&2
+echo "$deb"
