@@ -173,7 +173,8 @@ package struct CommandVerb: Sendable {
             // `--json` may come anywhere after the verb, as for `watch`.
             let isFlag = { (argument: String) in argument == "--json" || argument == "-json" }
             let json = cursor.arguments[cursor.index...].contains(where: isFlag)
-            cursor.arguments = Array(cursor.arguments[..<cursor.index])
+            cursor.arguments =
+                Array(cursor.arguments[..<cursor.index])
                 + cursor.arguments[cursor.index...].filter { !isFlag($0) }
             let domain = try cursor.domain()
             let key = try cursor.key()
