@@ -69,7 +69,8 @@ let package = Package(
             name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
             path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
-        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults"], path: "Tests/TestHelper"),
+        // (It links LiveDefaultsEtcd for the fleet migration raced across processes.)
+        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"], path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Helpers shared by the test targets that need the library's types (the observation log).
@@ -105,7 +106,7 @@ let package = Package(
             dependencies: [
                 "LiveDefaultsEtcd", "LiveDefaultsEtcdClient", "LiveDefaultsCommand", "LiveDefaults",
                 "LiveDefaultsTestHelpers", "TestSupport",
-                "defaults",
+                "defaults", "TestHelper",
             ],
             path: "Tests/EtcdTests"),
         // The built executables run as separate processes: the store across processes, live reload, crashes,

@@ -38,14 +38,19 @@ if shutil.which("groff"):
     problems += [f"groff: {line}" for line in groff.stderr.splitlines()]
 
 # What the command has.
-verb_source = (sources / "CommandVerb.swift").read_text()
+verb_source = "".join(path.read_text() for path in sorted(sources.glob("CommandVerb*.swift")))
 verbs = re.findall(r'CommandVerb\(\s*"([a-z-]+)"', verb_source)
 aliases = [alias for group in re.findall(r'aliases: \[([^\]]*)\]', verb_source) for alias in re.findall(r'"([a-z-]+)"', group)]
 flag_source = (sources / "ValueArguments.swift").read_text()
 flags = [name for group in re.findall(r'Flag\(\s*names: \[([^\]]*)\]', flag_source) for name in re.findall(r'"(-[a-z-]+)"', group)]
 environment = set()
 for path in list(sources.glob("*.swift")) + list((root / "Sources/LiveDefaultsEtcd").glob("*.swift")):
-    for name in re.findall(r'(?:environment\[|variable\(|getenv\()"([A-Z_]+)"', path.read_text()):
+    text = path.read_text()
+    names = re.findall(r'(?:environment\[|variable\(|getenv\()"([A-Z_]+)"', text)
+    # Variables read in a loop: `for name in ["XDG_DATA_HOME", …] { … variable(name) }`.
+    for group in re.findall(r'for name in \[([^\]]*)\] \{[^}]*variable\(name\)', text):
+        names += re.findall(r'"([A-Z_]+)"', group)
+    for name in names:
         if path.parent == sources or name.startswith("ETCDCTL_"):
             environment.add(name)
 runner = (sources / "DefaultsCommandRunner.swift").read_text()

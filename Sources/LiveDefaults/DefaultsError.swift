@@ -54,6 +54,16 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// A description of a suite kept elsewhere that cannot be used (no endpoint, an endpoint
         /// that is not a URL the client can call, a bad root).
         public static let invalidRemote = Code(name: "invalidRemote")
+        /// A schema document that cannot be used (not a property list, a missing or unknown type, a
+        /// default or choice of the wrong type): the message names the file and the key.
+        public static let invalidSchema = Code(name: "invalidSchema")
+        /// The keys the app declares and the schema installed for its suite disagree (a type, a
+        /// default, the allowed values, a key missing on one side): reported once per difference
+        /// by ``DefaultsSchema/checkInstalled()``.
+        public static let schemaMismatch = Code(name: "schemaMismatch")
+        /// A migration step that could not run (its code threw, or the suite cannot be migrated
+        /// this way): the message names the step; the steps before it stay done.
+        public static let migrationFailed = Code(name: "migrationFailed")
         /// A change to a key an administrator forces (a managed file, a managed fleet suite): the
         /// value is kept in the suite, for when the key is released, but reads give the forced
         /// value. Reported once per key and instance.

@@ -78,6 +78,8 @@ package struct WatchedChange: Sendable {
 package struct CommandDomains: Sendable {
     /// The directory of named domains: `$XDG_CONFIG_HOME`, else `~/.config`, unless given.
     package var directory: URL
+    /// Where installed schemas are looked for, in order (``DefaultsSchema/searchDirectories``), unless given.
+    package var schemaDirectories: [URL]
     /// Opens a domain; `watching` asks for live reload (for `watch`).
     package var open:
         @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
@@ -88,13 +90,16 @@ package struct CommandDomains: Sendable {
 
     /// - Parameters:
     ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectories()``
+    ///     when not given.
     ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
     ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
-        directory: URL? = nil,
+        directory: URL? = nil, schemaDirectories: [URL]? = nil,
         open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
     ) {
         self.directory = directory ?? Self.defaultDirectory()
+        self.schemaDirectories = schemaDirectories ?? Self.defaultSchemaDirectories()
         self.open = open ?? Self.openStore
         if open == nil {
             self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory.path) }
@@ -104,18 +109,20 @@ package struct CommandDomains: Sendable {
     }
 
     /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
-    /// suites on Linux).
-    /// (The two variables are read with getenv: `ProcessInfo.processInfo.environment` builds a dictionary of the
-    /// whole environment, about a tenth of a one-shot command's start-up; docs/design.md, "The `defaults`
-    /// command's start-up".)
+    /// suites on Linux): the library's one rule, ``SuiteLocation/defaultDirectory()`` (which reads the two
+    /// variables with getenv, for the command's start-up).
     package static func defaultDirectory() -> URL {
-        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") { return URL(fileURLWithPath: xdg) }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".config")
+        URL(fileURLWithPath: SuiteLocation.defaultDirectory())
     }
 
-    private static func variable(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }
+    /// ``DefaultsSchema/searchDirectories``, from the three variables it reads (with getenv: building
+    /// `ProcessInfo.processInfo.environment` costs a one-shot command a tenth of its start-up).
+    package static func defaultSchemaDirectories() -> [URL] {
+        var environment: [String: String] = [:]
+        for name in ["XDG_DATA_HOME", "XDG_DATA_DIRS", "HOME"] {
+            environment[name] = getenv(name).map { String(cString: $0) }
+        }
+        return DefaultsSchema.searchDirectories(environment: environment)
     }
 
     /// The file of a named domain.

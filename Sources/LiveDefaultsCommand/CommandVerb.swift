@@ -30,7 +30,7 @@ package struct CommandVerb: Sendable {
 
     package static let generalUsage = "defaults [-currentHost] <verb> [<domain> [<key>] [<value>]]"
 
-    private init(
+    init(
         _ name: String, aliases: [String] = [], _ forms: [(String, String)], endsGroup: Bool = true,
         parse: @escaping @Sendable (inout ArgumentCursor) throws(CommandLineError) -> DefaultsCommand
     ) {
@@ -41,8 +41,11 @@ package struct CommandVerb: Sendable {
         self.parse = parse
     }
 
-    /// Every verb, in the order `help` lists them.
-    package static let all: [CommandVerb] = [
+    /// Every verb, in the order `help` lists them: macOS's, then the schema's (``schemaVerbs``).
+    package static let all: [CommandVerb] = macOSVerbs + schemaVerbs
+
+    /// The verbs macOS's `defaults` has, and `watch`.
+    private static let macOSVerbs: [CommandVerb] = [
         CommandVerb(
             "read",
             [

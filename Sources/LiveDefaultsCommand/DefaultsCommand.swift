@@ -64,6 +64,15 @@ package enum DefaultsCommand: Hashable, Sendable {
     /// `destination` is a file path (binary plist), or `-` for standard output (XML plist).
     case exportDomain(DomainReference, destination: String)
     case watch(DomainReference, keys: [String], json: Bool)
+    /// `install-schema <file> [<domain>] [--system]`: the schema file, an `etcd://` domain (or the suite the file
+    /// names), and whether it goes to the system directory instead of the user's.
+    case installSchema(file: String, domain: DomainReference?, system: Bool)
+    case describe(DomainReference, key: String?, json: Bool)
+    case listKeys(DomainReference, json: Bool)
+    case reset(DomainReference, key: String?, json: Bool)
+    case schema(DomainReference, json: Bool)
+    /// The command, printing secret values in full (`--show-secrets` after `read`, `watch`, `describe`, `find`).
+    indirect case showingSecrets(DefaultsCommand)
     /// `--version`: prints ``CommandVersion/text``.
     case version
     /// The hidden `__complete <word> …` of the shell completions (``CommandCompletion``).
@@ -146,8 +155,13 @@ extension DefaultsCommand {
                 verbName.hasPrefix("-") ? "unknown option '\(verbName)'" : "unknown verb '\(verbName)'"
             throw CommandLineError(problem, usage: CommandVerb.generalUsage)
         }
-        var cursor = ArgumentCursor(arguments: Array(remaining), usage: verb.usage)
-        return try verb.parse(&cursor)
+        var arguments = Array(remaining)
+        // A secret is printed in full only when asked for, after a verb that prints values.
+        let showsSecrets = CommandVerb.printingValues.contains(verb.name) && arguments.contains("--show-secrets")
+        if showsSecrets { arguments.removeAll { $0 == "--show-secrets" } }
+        var cursor = ArgumentCursor(arguments: arguments, usage: verb.usage)
+        let command = try verb.parse(&cursor)
+        return showsSecrets ? .showingSecrets(command) : command
     }
 }
 
@@ -211,8 +225,11 @@ package struct ArgumentCursor {
                 return .path(argument.hasSuffix(".plist") ? String(argument.dropLast(".plist".count)) : argument)
             }
             if argument.hasPrefix("-") { throw error("unknown option '\(argument)'") }
-            if argument.contains("\0") || argument.utf8.count + ".plist".utf8.count > 255 {
-                throw error("'\(argument)' cannot name a file (too long, or it contains NUL)")
+            // The library's one rule for suite names (SuiteLocation).
+            do throws(DefaultsError) {
+                try SuiteLocation.validate(suiteName: argument)
+            } catch {
+                throw self.error(error.message)
             }
             return .named(argument)
         }

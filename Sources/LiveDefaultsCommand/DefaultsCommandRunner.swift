@@ -78,6 +78,10 @@ package struct DefaultsCommandRunner: Sendable {
 
     package var domains: CommandDomains
     package var io: CommandIO
+    /// Whether secret values are printed in full (`--show-secrets`).
+    var revealsSecrets = false
+    /// Whether `write`'s value was given without a type flag (a schema may convert it: ``CommandSchema``).
+    var valueIsBare = false
 
     package init(domains: CommandDomains, io: CommandIO) {
         self.domains = domains
@@ -99,10 +103,14 @@ package struct DefaultsCommandRunner: Sendable {
             }
             return .exit(error.status)
         }
-        if let host = HostOption.host(in: arguments, environment: ProcessInfo.processInfo.environment) {
-            return DefaultsCommandRunner(domains: domains.forHost(host), io: io).execute(command)
+        var runner = self
+        if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
+            runner.valueIsBare = arguments[arguments.count - 2] != "-string"
         }
-        return execute(command)
+        if let host = HostOption.host(in: arguments, environment: ProcessInfo.processInfo.environment) {
+            runner.domains = domains.forHost(host)
+        }
+        return runner.execute(command)
     }
 
     /// Runs a parsed command.
@@ -122,7 +130,7 @@ package struct DefaultsCommandRunner: Sendable {
     }
 
     /// A failure whose message is printed as is (macOS's wording, leading and trailing line breaks included).
-    private struct CommandFailure: Error {
+    struct CommandFailure: Error {
         var message: String
         init(_ message: String) { self.message = message }
 
@@ -137,7 +145,7 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func open(_ domain: DomainReference, for access: CommandDomainAccess, watching: Bool = false) throws
+    func open(_ domain: DomainReference, for access: CommandDomainAccess, watching: Bool = false) throws
         -> any CommandDomain
     {
         let store = try domains.open(domain, domains.directory, watching)
@@ -151,7 +159,7 @@ package struct DefaultsCommandRunner: Sendable {
     /// error (``unreadable(_:in:problem:)``), unless `key` is that key: then it is the error.
     /// `searchList` asks for the store with its whole search list (`explain`, `read --system`),
     /// never the suite file alone.
-    private func openForReading(
+    func openForReading(
         _ domain: DomainReference, key: String? = nil, searchList: Bool = false
     ) throws -> any CommandDomain {
         let snapshot = searchList ? nil : try domains.openForReading?(domain, domains.directory)
@@ -180,7 +188,7 @@ package struct DefaultsCommandRunner: Sendable {
 
     /// Opens a domain to change it with `verb`, at `keys` (nil: the whole domain); a corrupt file is
     /// reported (the store keeps it aside before replacing it).
-    private func openForWriting(_ domain: DomainReference, _ verb: String, keys: [String]?) throws
+    func openForWriting(_ domain: DomainReference, _ verb: String, keys: [String]?) throws
         -> any CommandDomain
     {
         let store = try open(domain, for: .change(verb: verb, keys: keys))
@@ -192,7 +200,7 @@ package struct DefaultsCommandRunner: Sendable {
 
     /// Writes the domain's changes; a failure prints macOS's line (`rename` has its own), then the reason,
     /// which macOS does not give.
-    private func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
+    func save(_ store: any CommandDomain, _ domain: DomainReference, renaming: Bool = false) throws {
         do {
             try store.synchronize()
         } catch let error as DefaultsError {
@@ -204,13 +212,13 @@ package struct DefaultsCommandRunner: Sendable {
         }
     }
 
-    private func print(_ value: PropertyListValue) {
+    func print(_ value: PropertyListValue) {
         io.standardOutput(OpenStepWriter.string(for: value) + "\n")
     }
 
     // MARK: Verbs
 
-    private func perform(_ command: DefaultsCommand) throws -> CommandOutcome {
+    func perform(_ command: DefaultsCommand) throws -> CommandOutcome {
         switch command {
         case .help:
             io.standardOutput(CommandVerb.helpText)
@@ -218,13 +226,13 @@ package struct DefaultsCommandRunner: Sendable {
         case .readAll:
             var all: [String: PropertyListValue] = [:]
             for domain in domains.domainNames().map(Self.domain(named:)) {
-                let values = try openForReading(domain).persistentValues()
+                let values = try shown(try openForReading(domain).persistentValues(), of: domain)
                 if !values.isEmpty { all[domain.displayName] = .dictionary(values) }
             }
             print(.dictionary(all))
 
         case .read(let domain, let key):
-            let values = try openForReading(domain, key: key).persistentValues()
+            let values = try shown(try openForReading(domain, key: key).persistentValues(), of: domain)
             guard let key else {
                 guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
                 print(.dictionary(values))
@@ -242,13 +250,14 @@ package struct DefaultsCommandRunner: Sendable {
         case .write(let domain, let key, let operation):
             let store = try openForWriting(domain, "write", keys: [key])
             try refuseForced([key], in: store, domain)
-            store.set(try newValue(of: key, in: store, applying: operation), forKey: key)
+            let value = try newValue(of: key, in: store, applying: operation)
+            store.set(try admitted([key: value], to: domain, in: store)[key], forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
             let store = try openForWriting(domain, "write", keys: nil)
             try refuseForced(values.keys.sorted(), in: store, domain)
-            store.replacePersistentValues(values)
+            store.replacePersistentValues(try admitted(values, to: domain, in: store))
             try save(store, domain)
 
         case .rename(let domain, let old, let new):
@@ -317,6 +326,14 @@ package struct DefaultsCommandRunner: Sendable {
             guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
             let report = ExplainReport(domain: domain.displayName, key: key, sources: sources)
             io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
+
+        case .showingSecrets(let command):
+            var runner = self
+            runner.revealsSecrets = true
+            return try runner.perform(command)
+
+        case .installSchema, .describe, .listKeys, .reset, .schema:
+            try performSchemaVerb(command)
         }
         return .exit(Self.success)
     }
@@ -369,7 +386,7 @@ package struct DefaultsCommandRunner: Sendable {
     private func find(_ word: String) throws {
         var found = false
         for domain in domains.domainNames().map(Self.domain(named:)) {
-            let values = try openForReading(domain).persistentValues()
+            let values = try shown(try openForReading(domain).persistentValues(), of: domain)
             let everything = Self.contains(domain.preferencesName, word)
             let matching = values.filter { everything || Self.contains($0.key, word) || Self.contains($0.value, word) }
             guard !matching.isEmpty else { continue }
@@ -419,7 +436,7 @@ package struct DefaultsCommandRunner: Sendable {
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
         let store = try openForWriting(domain, "import", keys: Array(values.keys))
-        for (key, value) in values { store.set(value, forKey: key) }
+        for (key, value) in try admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
         try save(store, domain)
     }
 
@@ -445,10 +462,13 @@ package struct DefaultsCommandRunner: Sendable {
         }
         let io = io
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
+        let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: store.persistentValues())
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in
             guard keys.isEmpty || keys.contains(change.key) else { return }
             let report = WatchReport(
-                domain: name, key: change.key, oldValue: change.oldValue, newValue: change.newValue,
+                domain: name, key: change.key,
+                oldValue: schema?.shown(change.oldValue, forKey: change.key) ?? change.oldValue,
+                newValue: schema?.shown(change.newValue, forKey: change.key) ?? change.newValue,
                 origin: change.isExternal ? "external" : "local")
             io.standardOutput((json ? report.jsonLine : report.line) + "\n")
         }

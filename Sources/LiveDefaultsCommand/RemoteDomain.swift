@@ -58,10 +58,10 @@ package struct RemoteSuiteAddress: Hashable, Sendable {
         guard let suite = segments.last else {
             throw AddressError("'\(text)' names no suite: add /<suite> after the endpoints")
         }
-        do {
+        do throws(DefaultsError) {
             try SuiteLocation.validate(suiteName: suite)
         } catch {
-            throw AddressError("'\(text)': \((error as? DefaultsError)?.message ?? "\(error)")")
+            throw AddressError("'\(text)': \(error.message)")
         }
         self.suite = suite
         root =

@@ -39,6 +39,7 @@ package struct WatchReport: Sendable, Hashable {
             + "\"new\":\(Self.json(newValue)),\"origin\":\(Self.json(origin))}"
     }
 
+    /// A value as JSON, as ``jsonLine`` writes it; nil is `null`.
     static func json(_ value: PropertyListValue?) -> String {
         guard let value else { return "null" }
         switch value {
@@ -62,6 +63,7 @@ package struct WatchReport: Sendable, Hashable {
         return "\(real)"
     }
 
+    /// A string as a JSON string.
     static func json(_ string: String) -> String {
         var output = "\""
         for scalar in string.unicodeScalars {

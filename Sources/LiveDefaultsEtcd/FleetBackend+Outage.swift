@@ -33,7 +33,7 @@ extension FleetBackend {
                 return (state.onChange, state.store, recovered)
             }
             // A range replaces everything, whether or not the follower saw a change.
-            onChange?()
+            onChange?(.mayHaveChanged)
             if let recovered { report(recovered) }
             if recovered != nil, let store, store.hasPendingChanges {
                 // Changes held while etcd was away go out now, not after the back-off.

@@ -9,10 +9,12 @@ import LiveDefaultsPropertyList
 ///
 /// - `load()` reads the offline cache (never the network), so a process serves the last known
 ///   values at once.
-/// - An ``EtcdSuiteFollower`` keeps a mirror of etcd; each burst it delivers (and each range)
-///   asks the store for a reload, and `reload()` hands the store the mirror's values, which the
-///   store installs through its one merge: unwritten local changes win, echoes of this process's
-///   own writes hold the values reads already show and deliver nothing.
+/// - An ``EtcdSuiteFollower`` keeps a mirror of etcd. Each watch message's per-key changes go up
+///   to the store as they are (``SuiteChange/changed(_:version:)``), which applies them without a
+///   second diff: unwritten local changes win, echoes of this process's own writes hold the values
+///   reads already show and deliver nothing. A range (a full re-sync), or news that follows news
+///   held back, asks for a reload instead, and `reload(goneForGood:)` hands the store the mirror's
+///   values, which it installs through its one merge.
 /// - `write(_:over:)` sends the pending sets and removals in one transaction (etcd's limit of 128
 ///   operations splits larger ones).
 ///
@@ -28,13 +30,18 @@ final class FleetBackend: SuiteBackend {
     let state = Locked(State())
 
     struct State {
-        /// The store's reload request, once it watches.
-        var onChange: (@Sendable () -> Void)?
+        /// Where the store hears of changes, once it watches.
+        var onChange: (@Sendable (SuiteChange) -> Void)?
         weak var store: SuiteStore?
         /// What the cache held at load.
         var cached: FleetCache?
-        /// The mirror's identity last handed to the store: an unchanged mirror is no reload.
+        /// The mirror's identity last handed to the store whole: an unchanged mirror is no reload.
+        /// Cleared when per-key changes go up after it (one may have been dropped by a busy store,
+        /// which then reloads).
         var installed: (clusterID: UInt64, revision: Int64, resyncs: Int)?
+        /// The range (cluster and re-sync count) whose values the store got whole: per-key changes
+        /// go up only on top of it. Nil before the first reload, and after news was held back.
+        var changesBase: (clusterID: UInt64, resyncs: Int)?
         var version: UInt64 = 0
         /// This process's last commit: its revision, the mirror's cluster and range count then,
         /// and how many ranges had been sent when etcd acknowledged it. A mirror below that
@@ -72,7 +79,7 @@ final class FleetBackend: SuiteBackend {
         let relay = Relay()
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
-            onChange: { _, _ in relay.backend?.mirrorChanged() },
+            onChange: { changes, revision in relay.backend?.mirrorChanged(changes, revision: revision) },
             onProblem: { problem in relay.backend?.report(problem) })
         follower.onStatus { status in relay.backend?.statusChanged(status) }
         relay.backend = self
@@ -114,12 +121,12 @@ final class FleetBackend: SuiteBackend {
         return load
     }
 
-    func startWatching(_ onChange: @escaping @Sendable () -> Void) {
+    func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {
         state.withLock { $0.onChange = onChange }
         follower.start()
     }
 
-    func reload() -> SuiteReload {
+    func reload(goneForGood: Bool) -> SuiteReload {
         let mirror = follower.snapshot
         // Nothing read from etcd yet: the cached values stay.
         guard mirror.resyncs > 0 else { return .unchanged }
@@ -131,8 +138,10 @@ final class FleetBackend: SuiteBackend {
             if let commit = state.lastCommit, mirror.revision < commit.revision, mirror.range <= commit.rangesSent,
                 commit.clusterID == mirror.clusterID || commit.resyncs == 0
             {
+                state.changesBase = nil
                 return nil
             }
+            state.changesBase = (mirror.clusterID, mirror.resyncs)
             if let installed = state.installed, installed.clusterID == mirror.clusterID,
                 installed.revision == mirror.revision, installed.resyncs == mirror.resyncs
             {
@@ -228,13 +237,39 @@ final class FleetBackend: SuiteBackend {
 
     // MARK: The follower's news
 
-    /// The follower's news: reloaded on the follower's thread when the store is idle (observers
-    /// then get it without a hop to another thread), else asked of the store, which coalesces it.
-    private func mirrorChanged() {
-        let (onChange, store) = state.withLock { ($0.onChange, $0.store) }
-        guard onChange != nil else { return }
-        if let store, store.reloadIfIdle() { return }
-        onChange?()
+    /// The follower's news: one watch message's (or range's) per-key changes at `revision`.
+    ///
+    /// On top of the values the store got whole, they go up as they are: the store applies them on
+    /// the follower's thread when it is idle (observers then get them without a hop), with no
+    /// second diff. Behind this process's own last commit they are held back (the commit's events
+    /// follow), and the next news asks for a reload of the whole mirror, as a range does.
+    private func mirrorChanged(_ changes: [EtcdMirror.Change], revision: Int64) {
+        let mirror = follower.snapshot
+        enum Forward { case changes([SuiteKeyChange], version: UInt64), reload }
+        let (onChange, forward) = state.withLock { state -> ((@Sendable (SuiteChange) -> Void)?, Forward?) in
+            guard let onChange = state.onChange else { return (nil, nil) }
+            if let commit = state.lastCommit, revision < commit.revision, mirror.range <= commit.rangesSent,
+                commit.clusterID == mirror.clusterID || commit.resyncs == 0
+            {
+                state.changesBase = nil
+                return (onChange, nil)
+            }
+            guard let base = state.changesBase, base.clusterID == mirror.clusterID, base.resyncs == mirror.resyncs
+            else { return (onChange, .reload) }
+            state.installed = nil
+            state.version += 1
+            let keyChanges = changes.map { SuiteKeyChange(key: $0.key, value: $0.new) }
+            return (onChange, .changes(keyChanges, version: state.version))
+        }
+        switch forward {
+        case .changes(let keyChanges, let version)?:
+            cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+            onChange?(.changed(keyChanges, version: version))
+        case .reload?:
+            onChange?(.mayHaveChanged)
+        case nil:
+            break
+        }
     }
 }
 

@@ -247,7 +247,7 @@ package final class EtcdClient: Sendable {
     /// is one that answers "unavailable" for another reason (a request that timed out during an
     /// election), unless the call is not `idempotent`: then its outcome is unknown and the error
     /// is thrown.
-    private func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body, idempotent: Bool = true)
+    func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body, idempotent: Bool = true)
         throws -> Answer
     {
         var lastProblem: (any Error)?

@@ -9,9 +9,11 @@ import LiveDefaultsLocking
 /// fails, the watch limit is reached), the files concerned are polled every ``pollInterval`` and
 /// that is reported once, as a ``WatchProblem``, to the watcher's `report` closure.
 ///
-/// `onChange` is called on the watcher's own thread whenever the file's content may have
-/// changed. A spurious call is harmless — the store compares content hashes — but no change is
-/// ever missed:
+/// `onChange` is called on the watcher's own thread with ``FileChange/mayHaveChanged`` whenever
+/// the file's content may have changed, and with ``FileChange/goneForGood`` when its absence
+/// counts. A spurious call is harmless — the store compares the file's identity (device, inode,
+/// size and times) with the one it last read or wrote, then the bytes — but no change is ever
+/// missed:
 /// - once right after the watch is in place (its directories are armed, or its first poll),
 ///   so the store re-checks what happened while watching was being set up;
 /// - after the file, or a symbolic link's final target, is closed after writing or moved in;
@@ -22,21 +24,20 @@ import LiveDefaultsLocking
 /// - after a kernel queue overflow (every watched file);
 /// - when polling, when `stat` shows a different size, time, inode or device.
 ///
-/// A file that was there and is away is never called for until it has stayed away for
-/// ``deletionGrace`` (then once), whatever brought the call about: its directory may have been
-/// deleted and made again, an editor may be saving (rename to backup, then create: one call,
-/// after the new file is closed). A reader would otherwise see every key removed for a moment.
-/// A reader that finds the file absent all the same (it went after the call) asks
-/// ``FileWatch/absenceCounts()``.
+/// The watcher alone owns the deletion grace: a file that was there and is away is never called
+/// for until it has stayed away for ``deletionGrace`` (then once, ``FileChange/goneForGood``),
+/// whatever brought the call about: its directory may have been deleted and made again, an editor
+/// may be saving (rename to backup, then create: one call, after the new file is closed). A reader
+/// would otherwise see every key removed for a moment. A reader told ``FileChange/mayHaveChanged``
+/// that finds the file absent all the same (it went after the watcher looked) takes it for no
+/// change: the removal's own event starts the grace, and its end calls.
 ///
-/// A write after a quiet spell gives a call at once; writes within ``coalescingWindow`` after a
-/// call give one more call, at the end of the window — or as soon as the owner says the call's
-/// work is done (``FileWatch/callFinished()``), so that changes paced by the reader are not held
-/// back while a burst still gives one call per reload. A temporary file or another file in the
-/// same directory never gives a call.
+/// A write gives a call at once; writes seen before that call is made merge into it. Nothing
+/// else is held back here: when to reload is the reader's decision (the store's schedule
+/// coalesces reloads). A temporary file or another file in the same directory never gives a call.
 ///
 /// ```swift
-/// let watch = FileWatcher.shared.watch(path: url.path) { store.scheduleReload() }
+/// let watch = FileWatcher.shared.watch(path: url.path) { change in store.scheduleReload(change) }
 /// // … later
 /// watch.cancel()
 /// ```
@@ -51,10 +52,6 @@ package final class FileWatcher: Sendable {
 
     /// How often the polling fallback looks at a file.
     package static let pollInterval: Duration = .milliseconds(250)
-    /// A write after a quiet spell is reported at once; writes closer together than this after
-    /// it give one more call, at the end of the window or when the owner has finished with the
-    /// last call (``FileWatch/callFinished()``), whichever is first.
-    package static let coalescingWindow: Duration = .milliseconds(5)
     /// How long a deleted file has to stay absent before the deletion counts.
     package static let deletionGrace: Duration = .milliseconds(100)
 
@@ -107,10 +104,11 @@ package final class FileWatcher: Sendable {
     ///   - path: An absolute path (a relative one is taken from the current directory). The file
     ///     need not exist yet; it may be a symbolic link, possibly into another directory — the
     ///     link is re-resolved on every call.
-    ///   - onChange: Called on the watcher's thread when the file's content may have changed,
-    ///     and once as soon as the watch is in place. It must be quick and must not block.
+    ///   - onChange: Called on the watcher's thread when the file's content may have changed or
+    ///     its absence counts, and once as soon as the watch is in place. It must be quick and must
+    ///     not block.
     /// - Returns: The watch; calls stop when it is cancelled or deallocated.
-    package func watch(path: String, onChange: @escaping @Sendable () -> Void) -> FileWatch {
+    package func watch(path: String, onChange: @escaping @Sendable (FileChange) -> Void) -> FileWatch {
         let watched = WatchedPath.resolve(path)
         let initial = FileStamp.current(at: watched.path).map(WatchRegistry.Baseline.present) ?? .absent
         let now = FileWatcherCore.now()

@@ -6,7 +6,7 @@ import LiveDefaultsLocking
 ///
 /// Two threads serve a watcher that uses inotify: the inotify thread (``InotifyThread``) owns
 /// every call into libinotifytools and turns kernel events into ``WatchRegistry/Event``s; the
-/// dispatcher thread owns time — coalescing, the deletion grace, polling — and calls the
+/// dispatcher thread owns time — the deletion grace, polling — and calls the
 /// `onChange` callbacks, never under the lock. A polling-only watcher has just the dispatcher.
 final class FileWatcherCore: Sendable {
     let registry: Locked<WatchRegistry>
@@ -21,8 +21,7 @@ final class FileWatcherCore: Sendable {
         self.report = report
         registry = Locked(
             WatchRegistry(
-                mode: mode, coalescingWindow: FileWatcher.coalescingWindow, deletionGrace: FileWatcher.deletionGrace,
-                pollInterval: FileWatcher.pollInterval))
+                mode: mode, deletionGrace: FileWatcher.deletionGrace, pollInterval: FileWatcher.pollInterval))
     }
 
     /// Now, on the clock every deadline uses.
@@ -77,7 +76,7 @@ final class FileWatcherCore: Sendable {
 
     /// The problem that says a watcher degraded to polling, once per watcher.
     static func degradation(for event: WatchRegistry.Event) -> WatchProblem? {
-        let interval = "every \(WatchRegistry.nanoseconds(FileWatcher.pollInterval) / 1_000_000) ms"
+        let interval = "every \(FileWatcher.pollInterval.wholeNanoseconds / 1_000_000) ms"
         switch event {
         case .inotifyStopped(let reason):
             return WatchProblem(
@@ -123,18 +122,18 @@ final class FileWatcherCore: Sendable {
         let reappeared = work.missingDirectories.filter(FileStamp.isDirectory)
         let now = Self.now()
         let (calls, wantsReconcile) = registry.withLock { registry in
-            var calls: [UInt64] = []
+            var calls: [(UInt64, FileChange)] = []
             for (identifier, stamp) in due
             where registry.admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: now) {
-                calls.append(identifier)
+                calls.append((identifier, FileChange(seeing: stamp)))
             }
-            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil) {
+            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil, now: now) {
                 registry.noteCall(identifier, seeing: stamp)
-                calls.append(identifier)
+                calls.append((identifier, FileChange(seeing: stamp)))
             }
             for (identifier, stamp) in polled where registry.record(identifier, stamp: stamp, now: now) {
                 registry.noteCall(identifier, seeing: stamp)
-                calls.append(identifier)
+                calls.append((identifier, FileChange(seeing: stamp)))
             }
             var wantsReconcile = false
             for directory in reappeared where registry.directoryReappeared(directory) { wantsReconcile = true }
@@ -142,13 +141,13 @@ final class FileWatcherCore: Sendable {
         }
         if wantsReconcile { wakeInotifyThread() }
         var called = Set<UInt64>()
-        for identifier in calls where called.insert(identifier).inserted {
-            call(identifier)
+        for (identifier, change) in calls where called.insert(identifier).inserted {
+            call(identifier, change)
         }
     }
 
     /// Re-resolves the registration's symbolic link (it may point elsewhere now), then calls it.
-    private func call(_ identifier: UInt64) {
+    private func call(_ identifier: UInt64, _ change: FileChange) {
         guard let path = registry.withLock({ $0.registrations[identifier]?.watched.path }) else { return }
         let resolved = WatchedPath.resolve(path)
         let (callback, directoriesChanged) = registry.withLock { registry in
@@ -156,6 +155,6 @@ final class FileWatcherCore: Sendable {
             return (registry.registrations[identifier]?.onChange, changed)
         }
         if directoriesChanged { wakeInotifyThread() }
-        callback?()
+        callback?(change)
     }
 }

@@ -178,7 +178,7 @@ final class InotifyThread {
         while true {
             let version = core.registry.withLock { $0.directoriesVersion }
             if version != reconciledVersion { reconcile() }
-            if FileWatcherCore.now() &- lastVerification >= WatchRegistry.nanoseconds(Self.verificationInterval) {
+            if FileWatcherCore.now() &- lastVerification >= Self.verificationInterval.wholeNanoseconds {
                 verifyArmedDirectories()
                 disarmUnwanted()
             }
@@ -214,7 +214,7 @@ final class InotifyThread {
     /// Disarms the directories that have been unwanted for ``lingerInterval``.
     private func disarmUnwanted() {
         let now = FileWatcherCore.now()
-        let linger = WatchRegistry.nanoseconds(Self.lingerInterval)
+        let linger = Self.lingerInterval.wholeNanoseconds
         let due = unwantedSince.filter { now &- $0.value >= linger }.map(\.key)
         guard !due.isEmpty else { return }
         // One look at the kernel's watches for the whole batch: reading them per directory made

@@ -1,7 +1,12 @@
 import Foundation
 
 /// Everything a ``FileWatcher`` knows: the watched files, which directories they need, the
-/// state of those directories, and the timers for coalescing, the deletion grace and polling.
+/// state of those directories, and the timers for the deletion grace and polling.
+///
+/// The registry owns the deletion grace: it decides when an absence counts, and its calls say only
+/// ``FileChange/mayHaveChanged`` or ``FileChange/goneForGood``. It does not decide when a reader
+/// reloads: writes that come while a call is due merge into it, and that is all; the store's
+/// schedule coalesces reloads (docs/design.md, "Live reload: coalescing").
 ///
 /// Pure bookkeeping — no system calls and no callbacks — kept under one lock by
 /// ``FileWatcherCore``. Times are `DispatchTime` uptime nanoseconds.
@@ -24,6 +29,11 @@ struct WatchRegistry: Sendable {
         case unknown
         case absent
         case present(FileStamp)
+
+        var isPresent: Bool {
+            if case .present = self { return true }
+            return false
+        }
     }
 
     /// What happened to a name in a watched directory.
@@ -54,8 +64,8 @@ struct WatchRegistry: Sendable {
     /// One call of ``FileWatcher/watch(path:onChange:)``.
     struct Registration: Sendable {
         var watched: WatchedPath
-        let onChange: @Sendable () -> Void
-        /// When the next (coalesced) call is due.
+        let onChange: @Sendable (FileChange) -> Void
+        /// When the next call is due (events that come before it is made merge into it).
         var callDeadline: UInt64?
         /// The due call is only a look (a directory of the path was armed again: something may
         /// have happened while it was not watched); no write was seen.
@@ -65,9 +75,6 @@ struct WatchRegistry: Sendable {
         var hasBeenCalled = false
         /// Since when the file is known to be away (deleted, moved away, or found absent).
         var awaySince: UInt64?
-        /// When the last call was made: a write right after it waits out the coalescing window,
-        /// unless the owner has said the call's work is done (``WatchRegistry/callFinished(_:now:)``).
-        var lastCall: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
         /// Whether a complete write was seen since the last create or delete.
@@ -93,7 +100,6 @@ struct WatchRegistry: Sendable {
         var missingDirectories: [String] = []
     }
 
-    let coalescingWindow: UInt64
     let deletionGrace: UInt64
     let pollInterval: UInt64
 
@@ -114,18 +120,10 @@ struct WatchRegistry: Sendable {
     /// on a caller's thread (a handler could otherwise run inside the start of `FileWatcher.shared`).
     var pendingReports: [WatchProblem] = []
 
-    init(mode: FileWatcher.Mode, coalescingWindow: Duration, deletionGrace: Duration, pollInterval: Duration) {
+    init(mode: FileWatcher.Mode, deletionGrace: Duration, pollInterval: Duration) {
         self.mode = mode
-        self.coalescingWindow = Self.nanoseconds(coalescingWindow)
-        self.deletionGrace = Self.nanoseconds(deletionGrace)
-        self.pollInterval = Self.nanoseconds(pollInterval)
-    }
-
-    /// `duration` in whole nanoseconds (negative durations count as zero).
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        self.deletionGrace = deletionGrace.wholeNanoseconds
+        self.pollInterval = pollInterval.wholeNanoseconds
     }
 
     // MARK: Registrations
@@ -141,7 +139,8 @@ struct WatchRegistry: Sendable {
     ///   - initial: The file as it is when the watch is made (its owner has just read it).
     /// - Returns: The identifier, and whether the set of wanted directories changed.
     mutating func add(
-        _ watched: WatchedPath, onChange: @escaping @Sendable () -> Void, now: UInt64, initial: Baseline = .unknown
+        _ watched: WatchedPath, onChange: @escaping @Sendable (FileChange) -> Void, now: UInt64,
+        initial: Baseline = .unknown
     ) -> (identifier: UInt64, directoriesChanged: Bool) {
         let identifier = nextIdentifier
         nextIdentifier += 1
@@ -254,7 +253,7 @@ struct WatchRegistry: Sendable {
             for identifier in identifiers { apply(change, to: identifier, now: now) }
             return true
         case .overflow:
-            for identifier in registrations.keys { scheduleCall(identifier, at: now + coalescingWindow, isLook: false) }
+            for identifier in registrations.keys { scheduleCall(identifier, at: now, isLook: false) }
             return true
         case .directoryArmed(let directory):
             guard directoryUsers[directory] != nil else { return false }
@@ -288,11 +287,9 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return }
         switch change {
         case .written:
-            // Leading edge: a write after a quiet spell — no call within the window, or the last
-            // call's work done — is reported at once (the event is a close or a move-in, so the
-            // content is final); further writes within the window coalesce into one trailing call.
-            let quietSince = registration.lastCall.map { $0 &+ coalescingWindow } ?? 0
-            registration.callDeadline = registration.callDeadline ?? max(now, quietSince)
+            // Called for at once (the event is a close or a move-in, so the content is final);
+            // writes seen before the call is made merge into it.
+            registration.callDeadline = registration.callDeadline ?? now
             registration.callIsLook = false
             registration.writtenSinceSettleStarted = true
             registration.awaySince = nil
@@ -345,7 +342,6 @@ struct WatchRegistry: Sendable {
             var changed = false
             if let deadline = registration.callDeadline, deadline <= now {
                 registration.callDeadline = nil
-                registration.lastCall = now
                 work.calls.append(identifier)
                 work.callPaths[identifier] = registration.watched.path
                 if registration.callIsLook { work.looks.insert(identifier) }
@@ -386,35 +382,46 @@ struct WatchRegistry: Sendable {
         return deadline
     }
 
-    /// Judges a grace that ran out.
+    /// Judges a grace that ran out, at `now`.
     ///
-    /// - Returns: Whether to call: the file is still absent, or it is back without a complete
-    ///   write having been seen (a hard link, say).
-    func settle(_ identifier: UInt64, isPresent: Bool) -> Bool {
-        guard let registration = registrations[identifier] else { return false }
-        return !isPresent || !registration.writtenSinceSettleStarted
+    /// An absence counts ("gone for good") only when the file has been away for the whole grace:
+    /// a grace started by a create, or a file written and gone again since it started, begins a
+    /// new one from when the file was last known to be away.
+    ///
+    /// - Returns: Whether to call: the file is still absent and the absence counts, or it is back
+    ///   without a complete write having been seen (a hard link, say).
+    mutating func settle(_ identifier: UInt64, isPresent: Bool, now: UInt64) -> Bool {
+        guard var registration = registrations[identifier] else { return false }
+        if isPresent { return !registration.writtenSinceSettleStarted }
+        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
+        registration.noteAway(now: now, deletionGrace: deletionGrace)
+        registrations[identifier] = registration
+        return false
     }
 
     /// Decides a due call, given the file as it is now (`nil`: absent).
     ///
-    /// - A file that is absent now but was there at the last call (or, before the first call, when
-    ///   the watch was made) may be away only for a moment — its directory deleted and made again,
-    ///   an editor's save: no call, for a reader would see every key removed. The deletion grace
-    ///   decides instead, started now unless it runs already.
-    /// - Otherwise the first call is always made: it says the watch is in place.
     /// - A later look at a file that is as the last call saw it is no change: no call. (Size,
     ///   times, inode and device are compared together, as the polling fallback does.)
+    /// - A file that is absent now, after an earlier call (or, before the first call, that was
+    ///   there when the watch was made), may be away only for a moment — its directory deleted and
+    ///   made again, an editor's save, a write followed by a deletion: no call, for a reader would
+    ///   see every key removed. The deletion grace decides instead, started now unless it runs
+    ///   already; only its end says "gone for good".
+    /// - Otherwise the first call is always made: it says the watch is in place.
     ///
     /// - Returns: Whether to call.
     mutating func admitCall(_ identifier: UInt64, seeing stamp: FileStamp?, isLook: Bool, now: UInt64) -> Bool {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         let seen = stamp.map(Baseline.present) ?? .absent
-        if stamp == nil, case .present = registration.calledWith {
+        if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
+        // Only the grace says "gone for good": absent now after an earlier call (the file was
+        // there then, or a write since made this call due) starts it, unless it runs already.
+        if stamp == nil, registration.hasBeenCalled || registration.calledWith.isPresent {
             registration.noteAway(now: now, deletionGrace: deletionGrace)
             return false
         }
-        if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
         if stamp != nil { registration.awaySince = nil }
         registration.calledWith = seen
         registration.hasBeenCalled = true
@@ -431,20 +438,6 @@ struct WatchRegistry: Sendable {
         if stamp != nil { registrations[identifier]?.awaySince = nil }
     }
 
-    /// Whether the file, which the owner of a registration has just found absent, counts as
-    /// deleted: it has been away for the deletion grace. If not, the grace runs (from when the
-    /// file was first known to be away) and its end gives a call when the file is still away.
-    ///
-    /// The owner reads the file some time after a call: the file may have gone in between, for a
-    /// moment only, after the watcher looked.
-    mutating func absenceCounts(_ identifier: UInt64, now: UInt64) -> Bool {
-        guard var registration = registrations[identifier] else { return true }
-        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
-        registration.noteAway(now: now, deletionGrace: deletionGrace)
-        registrations[identifier] = registration
-        return false
-    }
-
     /// Records what a poll saw at `now`.
     ///
     /// - Returns: Whether to call.
@@ -452,8 +445,16 @@ struct WatchRegistry: Sendable {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         switch (registration.baseline, stamp) {
-        case (.unknown, _):
-            registration.baseline = stamp.map(Baseline.present) ?? .absent
+        case (.unknown, nil):
+            registration.baseline = .absent
+            // Away now after an earlier call: the deletion grace decides, as for a look.
+            if registration.hasBeenCalled || registration.calledWith.isPresent {
+                registration.noteAway(now: now, deletionGrace: deletionGrace)
+                return false
+            }
+            return true
+        case (.unknown, let stamp?):
+            registration.baseline = .present(stamp)
             return true
         case (.absent, nil):
             return false
@@ -484,25 +485,6 @@ struct WatchRegistry: Sendable {
         guard directoryStatus[directory] == .missing else { return false }
         directoryStatus[directory] = .pending
         directoriesVersion += 1
-        return true
-    }
-
-    /// The owner of a registration has done the work of its last call (a store has read the
-    /// file again): the coalescing window after that call ends now. Writes seen since the call
-    /// become one call due at once; with none, the next write is called for at once.
-    ///
-    /// The window is there so that a burst of writes gives one reload rather than one each. A
-    /// burst is writes closer together than a reload: those that come while the reload runs are
-    /// still gathered into one call. A write that comes after the reload is done is the first of
-    /// a new burst, and waiting would only delay it (docs/design.md, "Live reload: coalescing").
-    ///
-    /// - Returns: Whether a call fell due (the dispatcher has to look).
-    mutating func callFinished(_ identifier: UInt64, now: UInt64) -> Bool {
-        guard var registration = registrations[identifier], registration.lastCall != nil else { return false }
-        defer { registrations[identifier] = registration }
-        registration.lastCall = nil
-        guard let deadline = registration.callDeadline, deadline > now, !registration.callIsLook else { return false }
-        registration.callDeadline = now
         return true
     }
 

@@ -23,7 +23,7 @@ struct EtcdDefaultsCommandTests {
                 writeStandardOutputData: { data in output.withLock { $0 += String(decoding: data, as: UTF8.self) } },
                 readStandardInput: { Data() })
             let environment = environment
-            let domains = CommandDomains(directory: directory) { domain, directory, watching in
+            let domains = CommandDomains(directory: directory, schemaDirectories: []) { domain, directory, watching in
                 guard case .remote(let address) = domain else {
                     return try CommandDomains.openStore(domain, directory, watching)
                 }

@@ -70,26 +70,6 @@ final class FleetScenario: @unchecked Sendable {
     }
 }
 
-/// Hears a store's changes as the store makes them: one call per burst.
-final class BurstListener: SuiteStoreListener {
-    private let bursts = Locked<[(keys: Set<String>, origin: ChangeOrigin)]>([])
-
-    func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)? {
-        bursts.withLock { $0.append(([key], origin)) }
-        return nil
-    }
-
-    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)? {
-        bursts.withLock { $0.append((Set(changes.map(\.key)), origin)) }
-        return nil
-    }
-
-    var all: [(keys: Set<String>, origin: ChangeOrigin)] { bursts.withLock { $0 } }
-}
-
 extension FleetConnection {
     /// Waits until the store is in step with etcd at `revision` or later and reads show it.
     func caughtUp(to revision: Int64, within seconds: Double = 10) async -> Bool {

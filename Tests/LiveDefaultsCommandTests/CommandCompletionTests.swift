@@ -33,7 +33,7 @@ import Testing
 
     @Test func verbsAreCompletedFromTheVerbTableAndTheHiddenVerbIsNotListed() throws {
         let directory = try TemporaryDirectory()
-        #expect(try complete("re", in: directory) == ["read", "read-type", "rename"])
+        #expect(try complete("re", in: directory) == ["read", "read-type", "rename", "reset"])
         #expect(try complete("", in: directory).count == CommandVerb.all.count)
         #expect(try complete("-", in: directory) == ["-currentHost", "-host"])
         #expect(try complete("-currentHost", "wr", in: directory) == ["write"])

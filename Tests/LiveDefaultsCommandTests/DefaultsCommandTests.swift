@@ -22,7 +22,9 @@ struct InProcessCommand: Sendable {
             standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
             writeStandardOutputData: { data in output.withLock { $0.append(data) } },
             readStandardInput: { standardInput ?? Data() })
-        let runner = DefaultsCommandRunner(domains: CommandDomains(directory: directory), io: io)
+        // No schema directories: these are the command without a schema (SchemaCommandTests has them).
+        let domains = CommandDomains(directory: directory, schemaDirectories: [])
+        let runner = DefaultsCommandRunner(domains: domains, io: io)
         guard case .exit(let status) = runner.run(arguments) else { throw NotFinished() }
         return CommandResult(
             status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),

@@ -70,8 +70,8 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         #expect(defaults.string(forKey: "k") == upper.rawValue, "\(upper) over \(lower)")
         #expect(defaults.dictionaryRepresentation()["k"] as? String == upper.rawValue)
         // One key through the search list (a change's path), as the whole list (a load's) gave it.
-        let resolved = defaults.state.withLock {
-            Defaults.resolve("k", $0, suite: defaults.suite, global: defaults.global)
+        let resolved = ChangeLock.withLock {
+            defaults.state.withLock { Defaults.resolve("k", $0, suite: defaults.suite, global: defaults.global) }
         }
         #expect(resolved == .string(upper.rawValue))
         // Taking the upper layer's value away shows the lower one's.

@@ -84,22 +84,24 @@ struct FailingFileOperations: FileOperations {
     }
 }
 
-/// Records what a store tells its listeners.
-final class RecordingListener: SuiteStoreListener {
+/// Records the changes a store's values go through, as observers of a ``Defaults`` that searches
+/// only that store hear them (its effective values are the store's).
+final class RecordingListener: Sendable {
     let changes = Locked<[(StoredChange, ChangeOrigin)]>([])
+    private let defaults: Defaults
+    private let token: ObservationToken
 
-    func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)? {
-        changes.withLock { $0.append((StoredChange(key: key, old: old, new: new), origin)) }
-        return nil
+    init(observing store: SuiteStore) throws {
+        defaults = try Defaults(primaryStore: store, watchesFiles: false)
+        let changes = self.changes
+        token = defaults.observeAll { change in
+            changes.withLock {
+                $0.append((StoredChange(key: change.key, old: change.oldValue, new: change.newValue), change.origin))
+            }
+        }
     }
 
-    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)? {
-        self.changes.withLock { recorded in recorded += changes.map { ($0, origin) } }
-        return nil
-    }
+    func stop() { token.cancel() }
 }
 
 /// The store over its backends: writes that fail (full disk, lock), the back-off on a test clock,
@@ -123,6 +125,53 @@ final class RecordingListener: SuiteStoreListener {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         guard case .dictionary(let values) = try PropertyListCodec.decode(data).value else { return nil }
         return values
+    }
+
+    /// This process's own flush comes back from the watcher as a rename like any other: the
+    /// reload knows it by the file's identity and does not read the file. Opening fails from the
+    /// flush on, so a reload that read the file would say `.failed`; another writer's file is read.
+    @Test func aReloadAfterThisProcesssOwnFlushDoesNotReadTheFile() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "suite", directory: directory.path)
+        let operations = FailingFileOperations()
+        let backend = FileBackend(location: location, operations: operations)
+        let store = SuiteStore(location: location, backend: backend, clock: ManualStoreClock())
+        #expect(store.load().isEmpty)
+        store.set(1, forKey: "a")
+        try store.flush()
+        operations.fail("open", with: EIO)
+        let afterOwnFlush = backend.reload(goneForGood: false)
+        #expect(Self.describe(afterOwnFlush) == "unchanged", "the own flush is known without reading")
+        // Another writer replaces the file: that one is read (and here, its open fails).
+        try PropertyListCodec.encode(.dictionary(["a": 2]), format: .binary)
+            .write(to: URL(fileURLWithPath: location.path), options: .atomic)
+        let afterOtherWriter = backend.reload(goneForGood: false)
+        #expect(Self.describe(afterOtherWriter) == "failed")
+        operations.fail("open", with: nil)
+        #expect(Self.describe(backend.reload(goneForGood: false)) == "changed")
+    }
+
+    /// A file found absent is no change after "may have changed" (the watcher owns the grace), and
+    /// an empty suite after "gone for good".
+    @Test func anAbsentFileCountsOnlyWhenTheWatcherSaysGoneForGood() throws {
+        let directory = try TemporaryDirectory()
+        let (store, _, _) = try Self.makeStore(in: directory)
+        store.set(1, forKey: "a")
+        try store.flush()
+        try FileManager.default.removeItem(atPath: store.location.path)
+        store.reload(goneForGood: false)
+        #expect(store.values() == ["a": 1])
+        store.reload(goneForGood: true)
+        #expect(store.values() == [:])
+    }
+
+    static func describe(_ reload: SuiteReload) -> String {
+        switch reload {
+        case .unchanged: "unchanged"
+        case .changed: "changed"
+        case .unreadable: "unreadable"
+        case .failed: "failed"
+        }
     }
 
     @Test func aFullDiskKeepsTheValueAndRetriesBackingOff() throws {
@@ -235,8 +284,7 @@ final class RecordingListener: SuiteStoreListener {
     @Test func changeEventsCarryTheValuesTheyChangedBetween() throws {
         let directory = try TemporaryDirectory()
         let (store, _, _) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         store.set(1, forKey: "a")
         store.set(1, forKey: "a")  // no change, no event
         store.set(2, forKey: "a")
@@ -258,14 +306,13 @@ final class RecordingListener: SuiteStoreListener {
         #expect(Set(external.map(\.0.key)) == ["b", "c"])
         #expect(external.contains { $0.0 == StoredChange(key: "b", old: true, new: false) && $0.1 == .external })
         #expect(external.contains { $0.0 == StoredChange(key: "c", old: nil, new: "x") && $0.1 == .external })
-        store.removeListener(listener)
+        listener.stop()
     }
 
     @Test func concurrentWritersGiveAnUnbrokenChainOfOldAndNewValues() async throws {
         let directory = try TemporaryDirectory()
         let (store, _, _) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         let group = DispatchGroup()
         for thread in 0..<8 {
             DispatchQueue.global().async(group: group) {
@@ -281,14 +328,13 @@ final class RecordingListener: SuiteStoreListener {
             previous = change.new
         }
         #expect(previous == store.value(forKey: "k"))
-        store.removeListener(listener)
+        listener.stop()
     }
 
     @Test func reloadRequestsCoalesceOnTheClock() throws {
         let directory = try TemporaryDirectory()
         let (store, _, clock) = try Self.makeStore(in: directory)
-        let listener = RecordingListener()
-        store.addListener(listener)
+        let listener = try RecordingListener(observing: store)
         try PropertyListCodec.encode(.dictionary(["a": 1]), format: .binary)
             .write(to: URL(fileURLWithPath: store.location.path))
         store.scheduleReload()
@@ -301,6 +347,6 @@ final class RecordingListener: SuiteStoreListener {
         #expect(clock.waiting == 1, "a request after the reload started arms another")
         clock.advance(by: .zero)
         #expect(listener.changes.withLock { $0.count } == 1, "the same bytes again are no change")
-        store.removeListener(listener)
+        listener.stop()
     }
 }

@@ -5,16 +5,16 @@ import Testing
 /// The pure store model (docs/design.md, "Store model and backends"): this process's changes, the
 /// one merge of flush and reload, and the old and new values every change returns.
 @Suite struct SuiteValuesTests {
-    @Test func setReturnsTheValuesItChangedBetween() {
+    @Test func setSaysWhetherReadsSeeAChange() {
         var values = SuiteValues(stored: ["a": 1], version: 1)
         let first = values.set(2, forKey: "a")
         let again = values.set(2, forKey: "a")
         let removal = values.set(nil, forKey: "a")
         let missing = values.set(nil, forKey: "missing")
-        #expect(first.changed && first.old == 1)
-        #expect(!again.changed, "setting the value it already has changes nothing")
-        #expect(removal.changed && removal.old == 2)
-        #expect(!missing.changed)
+        #expect(first)
+        #expect(!again, "setting the value it already has changes nothing")
+        #expect(removal)
+        #expect(!missing)
         #expect(values.current == [:])
         #expect(values.stored == ["a": 1], "nothing is stored until a write")
         #expect(values.hasPendingChanges)
@@ -157,5 +157,18 @@ import Testing
         schedule.reloadStarted()
         let afterStart = schedule.reloadRequested()
         #expect(afterStart)
+    }
+
+    /// A reload reads the last request when it runs: a "gone for good" that later news overtook
+    /// (the file came back) is not applied.
+    @Test func theLastReloadRequestSaysWhatTheReloadIsFor() {
+        var schedule = StoreSchedule()
+        let first = schedule.reloadRequested(.goneForGood)
+        #expect(first)
+        #expect(schedule.lastRequest == .goneForGood)
+        let second = schedule.reloadRequested(.mayHaveChanged)
+        #expect(!second)
+        schedule.reloadStarted()
+        #expect(schedule.lastRequest == .mayHaveChanged)
     }
 }

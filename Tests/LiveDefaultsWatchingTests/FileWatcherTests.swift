@@ -10,6 +10,7 @@ private final class CallRecorder: Sendable {
     struct Call: Sendable {
         var time: ContinuousClock.Instant
         var fileExisted: Bool
+        var change: FileChange
     }
 
     let path: String
@@ -19,10 +20,10 @@ private final class CallRecorder: Sendable {
         self.path = path
     }
 
-    var onChange: @Sendable () -> Void {
-        { [self] in
+    var onChange: @Sendable (FileChange) -> Void {
+        { [self] change in
             let existed = FileManager.default.fileExists(atPath: path)
-            calls.withLock { $0.append(Call(time: .now, fileExisted: existed)) }
+            calls.withLock { $0.append(Call(time: .now, fileExisted: existed, change: change)) }
         }
     }
 

@@ -7,8 +7,7 @@ import Testing
 @Suite struct WatchRegistryTests {
     private func registry() -> WatchRegistry {
         WatchRegistry(
-            mode: .inotify, coalescingWindow: .milliseconds(5), deletionGrace: .milliseconds(100),
-            pollInterval: .milliseconds(250))
+            mode: .inotify, deletionGrace: .milliseconds(100), pollInterval: .milliseconds(250))
     }
 
     private let path = WatchedPath(
@@ -16,8 +15,8 @@ import Testing
 
     @Test func overflowCallsEveryWatchedFile() {
         var registry = registry()
-        let first = registry.add(path, onChange: {}, now: 0).identifier
-        let second = registry.add(WatchedPath.resolve("/e/g"), onChange: {}, now: 0).identifier
+        let first = registry.add(path, onChange: { _ in }, now: 0).identifier
+        let second = registry.add(WatchedPath.resolve("/e/g"), onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = registry.apply(.directoryArmed("/e"), now: 0)
         _ = registry.takeDueWork(now: 1)
@@ -27,74 +26,50 @@ import Testing
         #expect(Set(work.calls) == [first, second])
     }
 
-    @Test func burstsAreCoalesced() {
+    /// Writes seen before the due call is made merge into it; that is all the watcher does with
+    /// a burst (the store's schedule coalesces reloads).
+    @Test func writesBeforeTheCallIsMadeMergeIntoIt() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = registry.takeDueWork(now: 1)
         for offset in 0..<4 {
-            _ = registry.apply(.entry(path.link, .written), now: 100 + UInt64(offset) * 1_000_000)
+            _ = registry.apply(.entry(path.link, .written), now: 100 + UInt64(offset) * 1_000)
         }
-        let early = registry.takeDueWork(now: 100 + 4_000_000)
-        let due = registry.takeDueWork(now: 100 + 5_000_000)
-        #expect(early.calls.isEmpty)
-        #expect(due.calls == [identifier])
+        #expect(registry.takeDueWork(now: 5_000).calls == [identifier], "one call for the four writes")
         #expect(registry.nextDeadline() == nil)
     }
 
-    /// Writes paced by the reader — each after the last one was read — are each called for at
-    /// once, not at the end of the window.
-    @Test func aWriteAfterTheLastCallsWorkIsDoneIsCalledAtOnce() {
+    /// A write right after a call is called for at once: the watcher holds nothing back, and
+    /// needs no word from the reader that its work is done.
+    @Test func everyWriteAfterACallIsCalledForAtOnce() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         #expect(registry.takeDueWork(now: 1).calls == [identifier], "the first call")
-        let finished = registry.callFinished(identifier, now: 50)
-        #expect(!finished, "no write was waiting")
         for offset: UInt64 in [100, 1_100, 2_100] {
             _ = registry.apply(.entry(path.link, .written), now: offset)
             #expect(registry.takeDueWork(now: offset).calls == [identifier], "the write at \(offset) ns")
             #expect(registry.nextDeadline() == nil)
-            _ = registry.callFinished(identifier, now: offset + 500)
         }
     }
 
-    /// Writes that come while the last call's work runs are still gathered into one call, made
-    /// when the work is done (or at the end of the window, when no one says so).
-    @Test func writesDuringTheLastCallsWorkGiveOneCallWhenItIsDone() {
+    /// A kernel queue overflow's call (any file may have changed) is due at once, and is a full
+    /// call, not a look.
+    @Test func anOverflowsCallIsAFullCallDueAtOnce() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = registry.takeDueWork(now: 1)
-        for offset in 0..<4 {
-            _ = registry.apply(.entry(path.link, .written), now: 100 + UInt64(offset) * 100_000)
-        }
-        #expect(registry.takeDueWork(now: 400_000).calls.isEmpty, "the burst waits while the work runs")
-        let finished = registry.callFinished(identifier, now: 500_000)
-        #expect(finished)
-        #expect(registry.takeDueWork(now: 500_000).calls == [identifier], "one call for the four writes")
-        #expect(registry.nextDeadline() == nil)
-    }
-
-    /// A kernel queue overflow's call (any file may have changed) falls due at the end of the
-    /// work too: it is a full call.
-    @Test func anOverflowsCallFallsDueWhenTheWorkIsDone() {
-        var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = registry.takeDueWork(now: 1)
         _ = registry.apply(.overflow, now: 10)
-        #expect(registry.takeDueWork(now: 20).calls.isEmpty)
-        let finished = registry.callFinished(identifier, now: 30)
-        #expect(finished)
-        let work = registry.takeDueWork(now: 30)
+        let work = registry.takeDueWork(now: 10)
         #expect(work.calls == [identifier])
         #expect(work.looks.isEmpty)
     }
 
     @Test func removalCancelsAPendingCallUntilTheGraceRunsOut() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = registry.takeDueWork(now: 1)
         _ = registry.apply(.entry(path.link, .written), now: 10)
@@ -104,11 +79,17 @@ import Testing
         let work = registry.takeDueWork(now: 20 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
         // Back without a complete write (a hard link): call. Back and written: the write's call suffices.
-        #expect(registry.settle(identifier, isPresent: true))
+        let settled1 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(settled1)
         _ = registry.apply(.entry(path.link, .removed), now: 200_000_000)
         _ = registry.apply(.entry(path.link, .written), now: 201_000_000)
-        #expect(!registry.settle(identifier, isPresent: true))
-        #expect(registry.settle(identifier, isPresent: false))
+        let settled2 = registry.settle(identifier, isPresent: true, now: 300_000_000)
+        #expect(!settled2)
+        // Written since, and away again: not yet for the whole grace, which starts again.
+        let settled3 = registry.settle(identifier, isPresent: false, now: 300_000_000)
+        #expect(!settled3)
+        let settled3b = registry.settle(identifier, isPresent: false, now: 400_000_000)
+        #expect(settled3b, "away for the whole grace: a deletion")
     }
 
     /// A file as `stat` might see it; `version` stands for its content.
@@ -134,7 +115,7 @@ import Testing
     @Test(arguments: [false, true])
     func aDirectoryArmedAgainWithinTheGraceCallsOnlyWhenTheFileIsBack(foundByPolling: Bool) {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         #expect(calls(&registry, at: 1, seeing: stamp(1)) == [identifier], "the first call")
         _ = registry.apply(.entry(path.link, .removed), now: 10)
@@ -150,14 +131,16 @@ import Testing
         let work = registry.takeDueWork(now: 20 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
         // Back, written while no watch saw it: call. Still away: call (a real deletion).
-        #expect(registry.settle(identifier, isPresent: true))
-        #expect(registry.settle(identifier, isPresent: false))
+        let settled4 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(settled4)
+        let settled5 = registry.settle(identifier, isPresent: false, now: 20 + 100_000_000)
+        #expect(settled5)
     }
 
     /// The file written in the new directory before it was armed: the look calls at once.
     @Test func aDirectoryArmedAgainWithTheFileBackCallsAtOnce() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = calls(&registry, at: 1, seeing: stamp(1))
         _ = registry.apply(.entry(path.link, .removed), now: 10)
@@ -166,14 +149,15 @@ import Testing
         #expect(calls(&registry, at: 30, seeing: stamp(2)) == [identifier])
         // The grace then has nothing to add: the call read the file as it is.
         _ = registry.takeDueWork(now: 20 + 100_000_000)
-        #expect(!registry.settle(identifier, isPresent: true))
+        let settled6 = registry.settle(identifier, isPresent: true, now: 20 + 100_000_000)
+        #expect(!settled6)
     }
 
     /// The directory deleted and made again while it was not watched (it was being polled for):
     /// no deletion event, no grace running — the look still must not call while the file is away.
     @Test func aLookAtAFileThatIsAwayStartsTheGrace() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = calls(&registry, at: 1, seeing: stamp(1))
         _ = registry.apply(.directoryMissing("/d"), now: 10)
@@ -182,13 +166,14 @@ import Testing
         #expect(registry.nextDeadline() == 400_000_000, "the grace runs")
         let work = registry.takeDueWork(now: 400_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
-        #expect(registry.settle(identifier, isPresent: false), "still away after the grace: a deletion")
+        let settled7 = registry.settle(identifier, isPresent: false, now: 400_000_000)
+        #expect(settled7, "still away after the grace: a deletion")
     }
 
     /// A look at a file that is as the last call saw it is no change; a different one is.
     @Test func aLookCallsOnlyWhenTheFileDiffersFromTheLastCall() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         _ = calls(&registry, at: 1, seeing: stamp(1))
         _ = registry.apply(.directoryMissing("/d"), now: 10)
@@ -202,37 +187,47 @@ import Testing
         #expect(calls(&registry, at: 50_000_000, seeing: stamp(2)) == [identifier])
     }
 
-    /// The reader found the file absent after a call (it went in between): the absence counts
-    /// only once the file has been away for the grace, and the grace's end calls again.
-    @Test func anAbsenceTheReaderFindsCountsOnlyAfterTheGrace() {
-        var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = calls(&registry, at: 1, seeing: stamp(1))
-        // No deletion seen yet: the reader's finding starts the grace.
-        let atFirst = registry.absenceCounts(identifier, now: 10)
-        #expect(!atFirst)
-        #expect(registry.nextDeadline() == 10 + 100_000_000)
-        let withinTheGrace = registry.absenceCounts(identifier, now: 50_000_000)
-        #expect(!withinTheGrace)
+    /// What a call says follows from how the file looked when the watcher decided: there, "may
+    /// have changed"; absent (the grace ran out, or it was already absent), "gone for good".
+    @Test func aCallSaysGoneForGoodOnlyForAFileFoundAbsent() {
+        #expect(FileChange(seeing: stamp(1)) == .mayHaveChanged)
+        #expect(FileChange(seeing: nil) == .goneForGood)
+    }
+
+    /// Polling that starts (inotify stopped) while a file that was there is away: the absence is
+    /// not a call at once, the deletion grace decides, and its end calls.
+    @Test func aFirstPollThatFindsAFileAwayStartsTheGrace() {
+        var registry = WatchRegistry(
+            mode: .polling, deletionGrace: .milliseconds(100), pollInterval: .milliseconds(250))
+        let identifier = registry.add(path, onChange: { _ in }, now: 0, initial: .present(stamp(1))).identifier
+        _ = registry.takeDueWork(now: 10)  // the first poll falls due
+        let first = registry.record(identifier, stamp: nil, now: 10)
+        #expect(!first, "no call while the file may be away for a moment only")
+        #expect(registry.nextDeadline() == 10 + 100_000_000, "the grace runs")
         let work = registry.takeDueWork(now: 10 + 100_000_000)
         #expect(work.settleChecks.map(\.id) == [identifier])
-        #expect(registry.settle(identifier, isPresent: false), "the grace's end calls again")
-        let afterTheGrace = registry.absenceCounts(identifier, now: 10 + 100_000_000)
-        #expect(afterTheGrace)
-        // The file back and written, then deleted: the absence counts from the deletion event.
-        _ = registry.apply(.entry(path.link, .written), now: 200_000_000)
-        _ = registry.apply(.entry(path.link, .removed), now: 300_000_000)
-        let soonAfterTheDeletion = registry.absenceCounts(identifier, now: 350_000_000)
-        #expect(!soonAfterTheDeletion)
-        let aGraceAfterTheDeletion = registry.absenceCounts(identifier, now: 400_000_000)
-        #expect(aGraceAfterTheDeletion)
+        let settled8 = registry.settle(identifier, isPresent: false, now: 10 + 100_000_000)
+        #expect(settled8, "still away after the grace: a deletion")
+    }
+
+    /// A write made a call due, and the file was deleted again before the call was made (after a
+    /// call that found it absent): no call, and no "gone for good" until the grace has run.
+    @Test func aFileWrittenAndDeletedBeforeItsCallWaitsForTheGrace() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0, initial: .absent).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(calls(&registry, at: 1, seeing: nil) == [identifier], "the first call, the file absent")
+        _ = registry.apply(.entry(path.link, .written), now: 10)
+        #expect(calls(&registry, at: 20, seeing: nil).isEmpty, "written, then gone before the call")
+        #expect(registry.nextDeadline() == 20 + 100_000_000, "the grace runs")
+        let work = registry.takeDueWork(now: 20 + 100_000_000)
+        #expect(work.settleChecks.map(\.id) == [identifier])
     }
 
     /// The first call says the watch is in place, whether the file exists or not.
     @Test func theFirstCallIsMadeEvenWhenTheFileIsAbsent() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: {}, now: 0).identifier
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
         #expect(calls(&registry, at: 1, seeing: nil) == [identifier])
     }
@@ -242,7 +237,7 @@ import Testing
         var registry = registry()
         var watched = WatchedPath.resolve("/d/f")
         watched.isChainTooLong = true
-        _ = registry.add(watched, onChange: {}, now: 0)
+        _ = registry.add(watched, onChange: { _ in }, now: 0)
         // As the library reports it.
         let reports = registry.takeDueWork(now: 1).reports.map(DefaultsError.init)
         #expect(reports.count == 1)
@@ -255,7 +250,7 @@ import Testing
 
     @Test func otherNamesAreIgnored() {
         var registry = registry()
-        _ = registry.add(path, onChange: {}, now: 0)
+        _ = registry.add(path, onChange: { _ in }, now: 0)
         let otherName = registry.apply(.entry(WatchedEntry(directory: "/d", name: "f.tmp"), .written), now: 0)
         let otherDirectory = registry.apply(.entry(WatchedEntry(directory: "/x", name: "f"), .written), now: 0)
         #expect(!otherName)

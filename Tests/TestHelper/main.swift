@@ -2,6 +2,7 @@
 // Usage: TestHelper <command> <directory> <suite> [arguments…]
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcd
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -32,6 +33,52 @@ func open(_ index: Int) -> Defaults {
 }
 
 switch arguments[0] {
+case "fleet-migrate":
+    // fleet-migrate <endpoint> <suite> <go-file>: waits for <go-file>, then runs a 3-step migration of
+    // the fleet suite (each step appends its number to "log"; step 2 renames "old" to "new").
+    // Prints "ran <n>" for each step this process committed.
+    guard arguments.count == 4, let endpoint = URL(string: arguments[1]) else {
+        fail("fleet-migrate <endpoint> <suite> <go>")
+    }
+    while !FileManager.default.fileExists(atPath: arguments[3]) { usleep(200) }
+    do {
+        let suite = try FleetSuite(name: arguments[2], endpoints: [endpoint])
+        let ran = try suite.migrate(to: 3) { step in
+            let entry = PropertyListValue.integer(Int64(step.number))
+            step.set(.array((step.values["log"]?.arrayValue ?? []) + [entry]), forKey: "log")
+            if step.number == 2 { step.rename("old", to: "new") }
+        }
+        for number in ran { say("ran \(number)") }
+    } catch {
+        fail("\(error)")
+    }
+
+case "migrate":
+    // migrate <dir> <suite> <crash-at-step> <go-file>: waits for <go-file> to exist (so that racing
+    // processes start together), then runs the test migration (4 steps, each appending its number
+    // to the array "log"); exits 3 inside step <crash-at-step> (0: none), before it is written.
+    // Prints "ran <n>" for each step this process ran.
+    guard arguments.count == 5, let crashAt = Int(arguments[3]) else { fail("migrate <dir> <suite> <crash> <go>") }
+    let defaults = open(1)
+    while !FileManager.default.fileExists(atPath: arguments[4]) { usleep(200) }
+    do {
+        let ran = try defaults.migrate(to: 4) { step in
+            let entry = PropertyListValue.integer(Int64(step.number))
+            step.set(.array((step.values["log"]?.arrayValue ?? []) + [entry]), forKey: "log")
+            switch step.number {
+            case 1: step.rename("fontsize", to: "fontSize")
+            case 2: step.convert("fontSize") { old in old.stringValue.flatMap { Int64($0) }.map { .integer($0) } }
+            case 3: step.remove(["legacy"])
+            case 4: step.move(["theme"], fromSuite: arguments[2] + ".old")
+            default: break
+            }
+            if step.number == crashAt { _exit(3) }
+        }
+        for number in ran { say("ran \(number)") }
+    } catch {
+        fail("\(error)")
+    }
+
 case "write-distinct":
     // write-distinct <dir> <suite> <prefix> <count>: one key at a time, each acknowledged.
     let defaults = open(1)
@@ -145,6 +192,25 @@ case "set":
         }
     defaults.set(value, forKey: arguments[3])
     do { try defaults.synchronize() } catch { fail("\(error)") }
+    say("done")
+
+case "flush-watched":
+    // flush-watched <dir> <suite> <count>: with the file watched, sets and synchronizes `count`
+    // times, 50 ms apart (for the watcher's call and the reload to come back), to measure what
+    // this process does with its own flushes (docs/flows.md: strace -e openat).
+    guard arguments.count == 4, let count = Int(arguments[3]) else { fail("flush-watched <dir> <suite> <count>") }
+    let defaults: Defaults
+    do {
+        defaults = try Defaults(
+            suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]), watchesFiles: true)
+    } catch {
+        fail("\(error)")
+    }
+    for index in 0..<count {
+        defaults.set(.integer(Int64(index)), forKey: "count")
+        do { try defaults.synchronize() } catch { fail("\(error)") }
+        usleep(50_000)  // a measurement's pacing, not synchronisation
+    }
     say("done")
 
 case "remove":

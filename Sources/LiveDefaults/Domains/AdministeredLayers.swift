@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The administered layers one ``Defaults`` searches (docs/design.md, "Administered settings"): the
 /// managed files that force keys and the system-wide files, each a read-only ``SuiteStore``.
@@ -17,6 +18,9 @@ final class AdministeredLayers: Sendable {
     /// The suite's ByHost file searched before the suite (`isAnyHost` false), or, for an instance
     /// whose suite is a ByHost file, the suite's file for any host searched after it.
     let host: (store: SuiteStore, isAnyHost: Bool)?
+    /// Whether the search list has a layer that forces keys (a managed file with values, a managed
+    /// fleet suite): a write checks it without the lock, and takes its slow path only then.
+    let mayForce = Atomic<Bool>(false)
     /// Keys whose forced set was already reported (once per key and instance).
     let reportedForcedWrites = Locked<Set<String>>([])
     /// Who observes keys becoming forced or released.
@@ -85,16 +89,22 @@ final class AdministeredLayers: Sendable {
         managed.contains { $0 === store } || system.contains { $0 === store } || host?.store === store
     }
 
+    /// Records whether `state`'s search list has a layer that forces keys (``mayForce``).
+    func noteForcingLayers(_ state: Defaults.State) {
+        mayForce.store(!state.forced.isEmpty || !state.storesBeforeSuite.isEmpty, ordering: .releasing)
+    }
+
     /// Puts the candidates that hold values in the search list, in search order (the suite's file
-    /// for any host, searched by a ByHost instance, always).
+    /// for any host, searched by a ByHost instance, always). Called under the ``ChangeLock``.
     func updateSearchList(_ state: inout Defaults.State) {
-        state.forced = managed.filter { !$0.values().isEmpty }
-        state.system = system.filter { !$0.values().isEmpty }
+        state.forced = managed.filter { !$0.orderedValues().isEmpty }
+        state.system = system.filter { !$0.orderedValues().isEmpty }
+        noteForcingLayers(state)
         if let host {
             if host.isAnyHost {
                 state.anyHost = [host.store]
             } else {
-                state.currentHost = host.store.values().isEmpty ? [] : [host.store]
+                state.currentHost = host.store.orderedValues().isEmpty ? [] : [host.store]
             }
         }
     }

@@ -38,9 +38,14 @@ extension Defaults {
     /// - Parameter key: The key.
     /// - Returns: Whether the key is forced.
     public func objectIsForced(forKey key: String) -> Bool {
+        ChangeLock.withLock { isForced(key) }
+    }
+
+    /// Whether `key` is forced, for a caller that holds the ``ChangeLock``.
+    private func isForced(_ key: String) -> Bool {
         state.withLock { state in
-            state.forced.contains { $0.value(forKey: key) != nil }
-                || state.storesBeforeSuite.contains { $0.value(forKey: key) != nil }
+            state.forced.contains { $0.orderedValue(forKey: key) != nil }
+                || state.storesBeforeSuite.contains { $0.orderedValue(forKey: key) != nil }
         }
     }
 
@@ -65,8 +70,10 @@ extension Defaults {
     /// The managed file that forces `key` in this suite (nil when none does): the file's path, or
     /// for a managed fleet suite its location.
     package func forcingSource(ofKey key: String) -> String? {
-        state.withLock { state in
-            (state.forced + state.storesBeforeSuite).first { $0.value(forKey: key) != nil }?.location.path
+        ChangeLock.withLock {
+            state.withLock { state in
+                (state.forced + state.storesBeforeSuite).first { $0.orderedValue(forKey: key) != nil }?.location.path
+            }
         }
     }
 
@@ -100,7 +107,7 @@ extension Defaults {
     ) -> ObservationToken {
         let observers = administered.forcedObservers
         let id = ChangeLock.withLock {
-            let isForced = objectIsForced(forKey: key)
+            let isForced = isForced(key)
             return observers.withLock { observers in
                 observers.nextID += 1
                 observers.entries[observers.nextID] = ForcedObservers.Entry(
@@ -127,20 +134,20 @@ extension Defaults {
     /// search list holds, the effective values, and the observers of forced keys. Called under the
     /// ``ChangeLock``.
     ///
-    /// - Returns: nil when `store` is neither (the caller refreshes as usual), else the follow-up.
-    func refreshAdministered(_ store: SuiteStore, _ keys: ChangedKeys, origin: ChangeOrigin) -> (() -> Void)?? {
+    /// - Returns: nil when `store` is neither (the caller refreshes as usual), else what to deliver
+    ///   (`.some(nil)`: nothing).
+    func refreshAdministered(_ store: SuiteStore, _ keys: ChangedKeys, origin: ChangeOrigin) -> Delivery?? {
         let isCandidate = administered.contains(store)
         let isManagedFleet = !isCandidate && state.withLock { $0.storesBeforeSuite.contains { $0 === store } }
         guard isCandidate || isManagedFleet else { return nil }
-        let followUp = applyRefresh(keys, origin: origin) { state in
+        var delivery = applyRefresh(keys, origin: origin) { state in
             if isCandidate { administered.updateSearchList(&state) }
         }
         let calls = forcingChanges()
-        if calls.isEmpty { return .some(followUp) }
-        return .some({
-            followUp?()
-            for call in calls { call() }
-        })
+        if calls.isEmpty { return .some(delivery) }
+        if delivery == nil { delivery = Delivery(batch: nil, notifies: false, waits: false) }
+        delivery?.forcing = calls
+        return .some(delivery)
     }
 
     /// The calls owed to observers of forced keys whose state changed since they were last told.
@@ -150,7 +157,7 @@ extension Defaults {
         var calls: [@Sendable () -> Void] = []
         let watched = observers.withLock { $0.entries.map { ($0.key, $0.value.key) } }
         for (id, key) in watched {
-            let isForced = objectIsForced(forKey: key)
+            let isForced = isForced(key)
             observers.withLock { observers in
                 guard var entry = observers.entries[id], entry.isForced != isForced else { return }
                 entry.isForced = isForced
@@ -165,6 +172,10 @@ extension Defaults {
     /// Tells observers of forced keys what a change of the search list's stores did (a managed
     /// fleet suite added or removed).
     func deliverForcingChanges() {
-        for call in ChangeLock.withLock({ forcingChanges() }) { call() }
+        let calls = ChangeLock.withLock {
+            administered.noteForcingLayers(state.withLock { $0 })
+            return forcingChanges()
+        }
+        for call in calls { call() }
     }
 }

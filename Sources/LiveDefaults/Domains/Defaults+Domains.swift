@@ -67,13 +67,13 @@ extension Defaults {
             return true
         }
         guard added else { return }
-        let followUp = ChangeLock.withLock {
-            store.addListener(self)
+        let delivery = ChangeLock.withLock {
+            store.addReader(self)
             return applyRefresh(nil, origin: .local) { state in
                 if !state.addedSuites.contains(where: { $0 === store }) { state.addedSuites.append(store) }
             }
         }
-        followUp?()
+        if let delivery { perform(delivery) }
     }
 
     /// Removes a suite added with ``addSuite(named:)``.
@@ -85,7 +85,7 @@ extension Defaults {
                 removed = state.addedSuites.remove(at: index)
             }
         }
-        removed?.removeListener(self)
+        removed?.removeReader(self)
     }
 
     // MARK: Stores of other backends
@@ -110,13 +110,13 @@ extension Defaults {
     /// - Returns: Whether the store was added.
     @discardableResult
     package func addStore(_ store: SuiteStore, at position: StorePosition) -> Bool {
-        let followUp = ChangeLock.withLock { () -> (() -> Void)?? in
+        let delivery = ChangeLock.withLock { () -> Delivery?? in
             let searched = state.withLock { state in
                 store === suite || store === global
                     || (state.addedSuites + state.storesBeforeSuite + state.storesAfterSuite).contains { $0 === store }
             }
             if searched { return .none }
-            store.addListener(self)
+            store.addReader(self)
             return .some(
                 applyRefresh(nil, origin: .local) { state in
                     switch position {
@@ -125,8 +125,8 @@ extension Defaults {
                     }
                 })
         }
-        guard case .some(let run) = followUp else { return false }
-        run?()
+        guard case .some(let delivery) = delivery else { return false }
+        if let delivery { perform(delivery) }
         if position == .beforeSuite { deliverForcingChanges() }
         return true
     }
@@ -144,7 +144,7 @@ extension Defaults {
             removed = state.storesBeforeSuite.count + state.storesAfterSuite.count != count
         }
         if removed {
-            store.removeListener(self)
+            store.removeReader(self)
             deliverForcingChanges()
         }
         return removed

@@ -17,12 +17,16 @@ extension Defaults {
     public class AnyKey: @unchecked Sendable {
         /// The key's name in the suite file.
         public let name: String
+        /// Whether the key's value is secret (a token, a password): the `defaults` command and the
+        /// library's messages never show it in full (``Defaults/Key/secret()``).
+        public let isSecret: Bool
         /// The name as the effective-value table keys it, hashed once for every lookup.
         let hashedName: HashedKey
 
         @usableFromInline
-        init(name: String) {
+        init(name: String, isSecret: Bool = false) {
             self.name = name
+            self.isSecret = isSecret
             self.hashedName = HashedKey(name)
         }
 
@@ -47,15 +51,28 @@ extension Defaults {
         @usableFromInline
         init(
             name: String, defaultValue: Value, encode: @escaping @Sendable (Value) throws -> PropertyListValue?,
-            decode: @escaping @Sendable (PropertyListValue) throws -> Value
+            decode: @escaping @Sendable (PropertyListValue) throws -> Value, isSecret: Bool = false
         ) {
             self.defaultValue = defaultValue
             self.encode = encode
             self.decode = decode
-            super.init(name: name)
+            super.init(name: name, isSecret: isSecret)
         }
 
         override func encodedDefault() throws -> PropertyListValue? { try encode(defaultValue) }
+
+        /// The same key, marked secret: its value is never shown in full — not in a
+        /// ``DefaultsError/Code/decodingFailed`` message, and not by the `defaults` command once the
+        /// key is in an installed ``DefaultsSchema``.
+        ///
+        /// ```swift
+        /// static let apiToken = Defaults.Key<String>("apiToken", default: "").secret()
+        /// ```
+        ///
+        /// - Returns: A key with the same name, default and coding, whose ``Defaults/AnyKey/isSecret`` is true.
+        public func secret() -> Key<Value> {
+            Key(name: name, defaultValue: defaultValue, encode: encode, decode: decode, isSecret: true)
+        }
     }
 }
 
@@ -194,7 +211,8 @@ extension Defaults {
             _ = try key.decode(stored)
             return nil
         } catch {
-            return KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error)
+            return KeyCoding.decodingError(
+                key: key.name, suite: suiteName, stored: stored, cause: error, secret: key.isSecret)
         }
     }
 

@@ -109,13 +109,17 @@ enum KeyCoding {
         }
     }
 
-    static func decodingError(key: String, suite: String, stored: PropertyListValue, cause: any Error) -> DefaultsError
-    {
-        DefaultsError(
+    /// The report of a stored value a key cannot read; a secret key's value (and the cause, which
+    /// quotes it) is left out, its type named only.
+    static func decodingError(
+        key: String, suite: String, stored: PropertyListValue, cause: any Error, secret: Bool = false
+    ) -> DefaultsError {
+        let shown = secret ? "\(stored.typeName), secret value not shown" : "\(stored.typeName) \(stored)"
+        return DefaultsError(
             .decodingFailed,
-            "The value of key \"\(key)\" in suite \"\(suite)\" (\(stored.typeName) \(stored)) cannot be read as the key's type, "
+            "The value of key \"\(key)\" in suite \"\(suite)\" (\(shown)) cannot be read as the key's type, "
                 + "so the key reads as its default; the stored value is left as it is. "
                 + "Write a value of the right type or remove the key.",
-            suite: suite, underlying: SendableDescription(cause))
+            suite: suite, underlying: secret ? nil : SendableDescription(cause))
     }
 }

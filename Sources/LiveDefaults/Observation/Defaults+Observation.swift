@@ -119,7 +119,8 @@ extension Defaults {
         }
         if isNew {
             DefaultsErrorReporting.report(
-                KeyCoding.decodingError(key: key.name, suite: suiteName, stored: stored, cause: error))
+                KeyCoding.decodingError(
+                    key: key.name, suite: suiteName, stored: stored, cause: error, secret: key.isSecret))
         }
     }
 
@@ -130,6 +131,7 @@ extension Defaults {
         let options = observer.options
         state.withLock { state in
             state.observers.add(observer)
+            priorObservers.store(state.observers.priorObserverCount, ordering: .releasing)
             if let key = observer.key { state.effective.setObserved(HashedKey(key), true) }
             if options.contains(.initial), let key = observer.key {
                 let current = state.effective[HashedKey(key)]
@@ -145,6 +147,7 @@ extension Defaults {
             observer.isActive.store(false, ordering: .releasing)
             self?.state.withLock { state in
                 state.observers.remove(observer)
+                self?.priorObservers.store(state.observers.priorObserverCount, ordering: .releasing)
                 if let key = observer.key.map(HashedKey.init), !state.observers.hasObservers(of: key) {
                     state.effective.setObserved(key, false)
                 }

@@ -1,6 +1,7 @@
 import CTimerFD
 import Dispatch
 import Foundation
+import LiveDefaultsWatching
 
 /// A store's background flush, timed by one thread for the process, asleep on a Linux timerfd
 /// (docs/design.md, "Delayed work: one timer thread").
@@ -49,8 +50,7 @@ final class DeadlineTimer: Sendable {
             queue.async(execute: action)
             return
         }
-        let (seconds, attoseconds) = delay.components
-        let deadline = Self.now() &+ UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+        let deadline = Self.now() &+ delay.wholeNanoseconds
         state.withLock { state in
             state.waiting.append(Work(deadline: deadline, queue: queue, action: action))
             if deadline < state.armed {

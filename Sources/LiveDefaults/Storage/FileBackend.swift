@@ -17,9 +17,11 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private let state = Locked(State())
 
     private struct State {
-        /// The bytes last read from or written to the file: a reload of the same bytes is no change
-        /// (this is how the store's own writes are not echoed).
+        /// The bytes last read from or written to the file: a reload that finds another identity
+        /// but the same bytes is no change, and bad bytes are reported once.
         var bytes: Data?
+        /// The file as this process last read or wrote it (`stat` after the rename): a reload that
+        /// finds it so reads nothing (this is how the store's own writes are not echoed).
         var identity: FileIdentity?
         var format: PropertyListFormat = .binary
         /// The file on disk did not parse: it is kept aside before anything replaces it.
@@ -265,24 +267,32 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
 
     // MARK: Outside changes
 
-    package func reload() -> SuiteReload {
+    package func reload(goneForGood: Bool) -> SuiteReload {
+        // The identity first: when the file is the one this process last wrote or read (its own
+        // flush, which the watcher reports as any other rename), nothing changed and the file is
+        // not read (docs/design.md, "Live reload").
+        var info = stat()
+        let present = stat(location.path, &info) == 0
+        let absent = !present && (errno == ENOENT || errno == ENOTDIR)
+        let (known, hadContent) = state.withLock { ($0.identity, $0.identity != nil || $0.bytes != nil) }
+        if present, FileIdentity(info) == known { return .unchanged }
+        // Absent after "may have changed": it went after the watcher looked, and the watcher,
+        // which owns the deletion grace, says "gone for good" if it stays away.
+        if absent, !goneForGood || !hadContent { return .unchanged }
         let contents: SuiteFile.Contents?
         do throws(DefaultsError) {
-            contents = try file.read()
+            contents = absent ? nil : try file.read(using: operations)
         } catch {
             return .failed(error)
         }
-        let (same, watch) = state.withLock {
-            ($0.bytes == contents?.data && ($0.bytes != nil || contents == nil), $0.watch)
+        if contents == nil, !goneForGood || !hadContent { return .unchanged }
+        // Another identity but the same bytes (a `touch`, a copy of the same file): no change.
+        let same = state.withLock { state -> Bool in
+            guard let contents, state.bytes == contents.data else { return false }
+            state.identity = contents.identity
+            return true
         }
-        // The file was read after the watcher's call: a write from now on is a new one, called
-        // for at once rather than at the end of the coalescing window (docs/design.md, "Live
-        // reload: coalescing").
-        watch?.callFinished()
         if same { return .unchanged }
-        // Gone for a moment only (its directory made again, an editor saving) is no deletion:
-        // the watcher calls again when the file is back or has stayed away for the grace.
-        if contents == nil, let watch, !watch.absenceCounts() { return .unchanged }
         var parsed: (values: [String: PropertyListValue], format: PropertyListFormat)?
         if let contents {
             do throws(DefaultsError) {
@@ -312,10 +322,15 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         return .changed(SuiteSnapshot(values: parsed?.values ?? [:], version: version))
     }
 
-    package func startWatching(_ onChange: @escaping @Sendable () -> Void) {
+    package func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {
         let needsWatch = state.withLock { $0.watch == nil }
         guard needsWatch else { return }
-        let watch = FileWatcher.shared.watch(path: location.path, onChange: onChange)
+        let watch = FileWatcher.shared.watch(path: location.path) { change in
+            switch change {
+            case .mayHaveChanged: onChange(.mayHaveChanged)
+            case .goneForGood: onChange(.goneForGood)
+            }
+        }
         state.withLock { state in
             if state.watch == nil { state.watch = watch } else { watch.cancel() }
         }

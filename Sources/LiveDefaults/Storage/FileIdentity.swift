@@ -2,8 +2,13 @@ import Foundation
 
 /// What `stat` says of a file, enough to tell that it changed since it was last read.
 ///
-/// Used only as a shortcut ("unchanged, no need to read it again"); a content hash decides what
-/// counts as a change, since inode numbers are reused.
+/// Used as a shortcut ("unchanged, no need to read it again") by a write (must it re-read before
+/// merging?) and by a reload (is this the file this process wrote or read last?). Device, inode,
+/// size, and the modification and change times to the nanosecond are compared together: a rename
+/// brings a new inode and change time, an editor's write in place a new change time (on Linux 6.13
+/// and later a fine-grained one, as the last `stat` of the file asked for it; on older kernels a
+/// same-size write within one clock tick could look the same; docs/design.md, "Live
+/// reload"). When the identity differs, the bytes are compared before parsing.
 package struct FileIdentity: Equatable, Sendable {
     var device: UInt64
     var inode: UInt64

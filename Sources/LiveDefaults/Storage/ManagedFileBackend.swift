@@ -53,8 +53,8 @@ package final class ManagedFileBackend: SuiteBackend {
                 suite: trust.suite, path: trust.path))
     }
 
-    package func reload() -> SuiteReload {
-        let reloaded = file.reload()
+    package func reload(goneForGood: Bool) -> SuiteReload {
+        let reloaded = file.reload(goneForGood: goneForGood)
         let problem = trust.problem()
         let result = state.withLock { state -> SuiteReload in
             switch reloaded {
@@ -70,7 +70,9 @@ package final class ManagedFileBackend: SuiteBackend {
         return result
     }
 
-    package func startWatching(_ onChange: @escaping @Sendable () -> Void) {
+    package func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {
+        // A file's watch only ever says "may have changed" or "gone for good": both reload, and
+        // the reload applies the ownership rule.
         file.startWatching(onChange)
     }
 

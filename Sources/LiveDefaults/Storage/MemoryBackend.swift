@@ -20,9 +20,9 @@ package final class MemoryBackend: SuiteBackend {
         return SuiteWritten(snapshot: snapshot, unchangedByOthers: true)
     }
 
-    package func reload() -> SuiteReload { .unchanged }
+    package func reload(goneForGood: Bool) -> SuiteReload { .unchanged }
 
-    package func startWatching(_ onChange: @escaping @Sendable () -> Void) {}
+    package func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {}
 }
 
 /// The suites of one in-memory world: the suite a ``Defaults/inMemory(suiteName:)`` opens, its

@@ -1,10 +1,11 @@
-import Foundation
-
 /// When a store's background work runs: the flush a change asks for (after ``flushDelay``, so
-/// bursts coalesce), the back-off after a failed flush, and coalesced reloads.
+/// bursts coalesce), the back-off after a failed flush, and reloads. It is the one owner of "when
+/// to reload": the watcher only says what it saw, and requests that come before the armed reload
+/// starts coalesce here (docs/design.md, "Live reload: coalescing").
 ///
 /// A pure value, kept under the store's state lock; the store arms what it says on its
-/// ``StoreClock`` (docs/design.md, "Store model and backends").
+/// ``StoreClock`` (docs/design.md, "Store model and backends"). Each part is a state machine:
+/// an event goes in, and what to arm comes out.
 package struct StoreSchedule: Sendable, Equatable {
     /// How long a change waits before the background flush writes it, so bursts coalesce.
     package static let flushDelay: Duration = .milliseconds(20)
@@ -12,31 +13,73 @@ package struct StoreSchedule: Sendable, Equatable {
     package static let firstRetryDelay: Duration = .milliseconds(250)
     package static let longestRetryDelay: Duration = .seconds(30)
 
-    /// A background flush is armed and has not started.
-    package private(set) var flushArmed = false
-    /// The wait before the next flush after a failure; zero when the last flush succeeded.
-    package private(set) var retryDelay: Duration = .zero
-    /// A reload is armed and has not started.
-    package private(set) var reloadArmed = false
+    /// Where the background flush stands.
+    package enum Flush: Sendable, Equatable {
+        /// Nothing armed, and the last flush (if any) wrote.
+        case idle
+        /// A flush is armed and has not started; the last flush (if any) wrote.
+        case armed
+        /// The last flush failed and nothing is armed: the next change arms a retry after `retryDelay`.
+        case failed(retryDelay: Duration)
+        /// The last flush failed and a retry is armed after `retryDelay`.
+        case retryArmed(retryDelay: Duration)
+    }
+
+    /// Where reloads stand.
+    package enum Reload: Sendable, Equatable {
+        /// None armed (one may be running).
+        case idle
+        /// One is armed and has not started.
+        case armed
+    }
+
+    /// What the backend's watch asked a reload for.
+    package enum ReloadRequest: Sendable, Equatable {
+        /// The suite may have changed: a suite found absent is no change.
+        case mayHaveChanged
+        /// The suite is gone and its absence counts: a suite found absent reads as empty.
+        case goneForGood
+    }
+
+    package private(set) var flush = Flush.idle
+    package private(set) var reload = Reload.idle
+    /// The last request: a reload reads it when it runs (not when it was armed), so a "gone for
+    /// good" that later news overtook (the file came back) is not applied.
+    package private(set) var lastRequest = ReloadRequest.mayHaveChanged
 
     package init() {}
 
     /// A change was made. Returns the delay to arm the flush after, nil when one is already armed.
     @inline(__always)
     package mutating func changeMade() -> Duration? {
-        guard !flushArmed else { return nil }
-        flushArmed = true
-        return retryDelay > .zero ? retryDelay : Self.flushDelay
+        switch flush {
+        case .idle:
+            flush = .armed
+            return Self.flushDelay
+        case .failed(let delay):
+            flush = .retryArmed(retryDelay: delay)
+            return delay
+        case .armed, .retryArmed:
+            return nil
+        }
     }
 
     /// The armed flush started: changes made from now on arm another.
     package mutating func flushStarted() {
-        flushArmed = false
+        switch flush {
+        case .armed: flush = .idle
+        case .retryArmed(let delay): flush = .failed(retryDelay: delay)
+        case .idle, .failed: break
+        }
     }
 
-    /// A flush wrote.
+    /// A flush wrote: the back-off is over.
     package mutating func flushSucceeded() {
-        retryDelay = .zero
+        switch flush {
+        case .failed: flush = .idle
+        case .retryArmed: flush = .armed
+        case .idle, .armed: break
+        }
     }
 
     /// The background flush failed: the values stay pending and a later flush retries, backing off.
@@ -44,57 +87,41 @@ package struct StoreSchedule: Sendable, Equatable {
     /// - Returns: The delay to arm the retry after (nil when one is already armed), and whether
     ///   this is the first failure in a row (the one to report).
     package mutating func flushFailed() -> (retryAfter: Duration?, isFirstFailure: Bool) {
-        let isFirstFailure = retryDelay == .zero
-        retryDelay = min(max(retryDelay * 2, Self.firstRetryDelay), Self.longestRetryDelay)
-        return (changeMade(), isFirstFailure)
+        func backedOff(_ delay: Duration) -> Duration {
+            min(max(delay * 2, Self.firstRetryDelay), Self.longestRetryDelay)
+        }
+        switch flush {
+        case .idle:
+            flush = .retryArmed(retryDelay: Self.firstRetryDelay)
+            return (Self.firstRetryDelay, true)
+        case .armed:
+            flush = .retryArmed(retryDelay: Self.firstRetryDelay)
+            return (nil, true)
+        case .failed(let delay):
+            let next = backedOff(delay)
+            flush = .retryArmed(retryDelay: next)
+            return (next, false)
+        case .retryArmed(let delay):
+            flush = .retryArmed(retryDelay: backedOff(delay))
+            return (nil, false)
+        }
     }
 
-    /// Someone asked for a reload. Returns whether to arm one (requests before it starts coalesce).
-    package mutating func reloadRequested() -> Bool {
-        guard !reloadArmed else { return false }
-        reloadArmed = true
-        return true
+    /// Someone asked for a reload (the backend's watch). Returns whether to arm one: requests made
+    /// before it starts coalesce into it, and the last one says what the reload is for.
+    package mutating func reloadRequested(_ request: ReloadRequest = .mayHaveChanged) -> Bool {
+        lastRequest = request
+        switch reload {
+        case .idle:
+            reload = .armed
+            return true
+        case .armed:
+            return false
+        }
     }
 
     /// The armed reload started: requests from now on arm another.
     package mutating func reloadStarted() {
-        reloadArmed = false
-    }
-}
-
-/// Runs a store's background work after a delay: Dispatch in the library, a clock the test
-/// advances in tests.
-package protocol StoreClock: Sendable {
-    /// Runs `action` once, after `delay`, on some other thread (never before returning).
-    func run(after delay: Duration, _ action: @escaping @Sendable () -> Void)
-}
-
-/// The library's clock: the work runs on Dispatch's global utility queue, timed by the
-/// ``DeadlineTimer`` (Dispatch's own `asyncAfter` where there is no timerfd).
-package struct DispatchStoreClock: StoreClock {
-    package init() {}
-
-    package func run(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
-        let queue = DispatchQueue.global(qos: .utility)
-        if let timer = DeadlineTimer.shared {
-            timer.run(after: delay, on: queue, action)  // (no delay: at once, on the queue)
-        } else if delay <= .zero {
-            queue.async(execute: action)
-        } else {
-            queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
-        }
-    }
-}
-
-extension Duration {
-    /// The duration for Dispatch's deadlines, to the nanosecond.
-    package var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-    }
-
-    /// The duration in seconds, for APIs that take a `TimeInterval`.
-    package var timeInterval: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
+        reload = .idle
     }
 }

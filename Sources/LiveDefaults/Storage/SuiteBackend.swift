@@ -25,12 +25,47 @@ package protocol SuiteBackend: Sendable {
     /// - Throws: ``DefaultsError`` when nothing was written (the store keeps the changes pending).
     func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten
 
-    /// Looks at the suite again, after the watch said it changed outside this process.
-    func reload() -> SuiteReload
+    /// Looks at the suite again, after the watch said it may have changed outside this process.
+    ///
+    /// - Parameter goneForGood: The watch said the suite is gone and the absence counts (for
+    ///   files: away for the watcher's deletion grace): a suite found absent now reads as empty.
+    ///   Without it, a suite found absent is no change (it went after the watch looked, and the
+    ///   watch says so if it stays away).
+    /// - Returns: What the look found.
+    func reload(goneForGood: Bool) -> SuiteReload
 
-    /// Starts calling `onChange` when the suite may have changed outside this process (each call
-    /// is followed by a coalesced ``reload()``). A backend with no outside does nothing.
-    func startWatching(_ onChange: @escaping @Sendable () -> Void)
+    /// Starts telling the store of changes made outside this process: ``SuiteChange/mayHaveChanged``
+    /// and ``SuiteChange/goneForGood`` ask for a coalesced ``reload(goneForGood:)``, and a backend
+    /// that knows what changed hands it up as ``SuiteChange/changed(_:version:)``, which the store
+    /// applies without reloading. Calls only flow up: nothing the store does calls back into the
+    /// watch. A backend with no outside does nothing.
+    func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void)
+}
+
+/// What a backend's watch tells its store (docs/design.md's map: the flows of an outside edit
+/// and of an etcd change).
+package enum SuiteChange: Sendable {
+    /// The suite may have changed: the store schedules a reload (its schedule coalesces them).
+    case mayHaveChanged
+    /// The suite is gone, and its absence counts: the store schedules a reload that reads an
+    /// absent suite as empty.
+    case goneForGood
+    /// These keys now hold these values (nil: removed) at backend version `version`: the store
+    /// applies them as they are (keys with unwritten local changes keep their local value),
+    /// with no reload and no diff of the whole suite.
+    case changed([SuiteKeyChange], version: UInt64)
+}
+
+/// One key's new value in the backend, as a backend that knows its changes reports it.
+package struct SuiteKeyChange: Sendable, Equatable {
+    package var key: String
+    /// The new value; nil when the key was removed.
+    package var value: PropertyListValue?
+
+    package init(key: String, value: PropertyListValue?) {
+        self.key = key
+        self.value = value
+    }
 }
 
 /// A suite's values at one version of its backend.

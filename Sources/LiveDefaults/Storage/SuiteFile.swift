@@ -37,8 +37,13 @@ package struct SuiteFile: Sendable {
     /// - Throws: ``DefaultsError/Code/readFailed`` when it cannot be read, or is not a regular file
     ///   (a FIFO would block the reader forever, a device such as `/dev/zero` never ends).
     package func read() throws(DefaultsError) -> Contents? {
+        try read(using: SystemFileOperations())
+    }
+
+    /// Reads the file as ``read()`` does, opening it through `operations` (tests make that fail).
+    package func read<Operations: FileOperations>(using operations: Operations) throws(DefaultsError) -> Contents? {
         // Non-blocking, so that opening a FIFO planted at the path returns at once.
-        let descriptor = open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let descriptor = operations.open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
         if descriptor < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }

@@ -10,13 +10,16 @@ package struct SuiteLocation: Hashable, Sendable {
     /// The suite file's absolute path.
     package let path: String
 
-    /// The directory suite files live in, by the XDG rule.
+    /// The directory suite files live in, by the XDG rule: the one copy of it, which the `defaults`
+    /// command uses too. The two variables are read with getenv: `ProcessInfo.processInfo.environment`
+    /// builds a dictionary of the whole environment, about a tenth of a one-shot command's start-up
+    /// (docs/design.md, "The `defaults` command's start-up").
     package static func defaultDirectory() -> String {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") {
             return xdg
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.config"
     }
 
@@ -45,7 +48,11 @@ package struct SuiteLocation: Hashable, Sendable {
     /// The directory that holds the suite file.
     package var directory: String { (path as NSString).deletingLastPathComponent }
 
-    package static func validate(suiteName name: String) throws {
+    /// Checks that `name` can name a suite file: the one rule, for the library and the `defaults`
+    /// command alike.
+    ///
+    /// - Throws: ``DefaultsError/Code/invalidSuiteName`` naming what is wrong.
+    package static func validate(suiteName name: String) throws(DefaultsError) {
         let problem: String? =
             if name.isEmpty {
                 "is empty"

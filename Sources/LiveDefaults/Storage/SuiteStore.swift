@@ -1,41 +1,6 @@
 import Foundation
 import LiveDefaultsWatching
 
-/// Hears how a suite store's values changed, in the order the changes were applied, with the old
-/// and new value of each key captured in the step that made the change.
-///
-/// Both methods are called under the ``ChangeLock``, right after the store's values changed (its
-/// own state lock is released): update what depends on them and queue observers' changes, calling
-/// no user code. Each returns what to run once the change lock is released (delivering to
-/// observers), or nil.
-package protocol SuiteStoreListener: AnyObject, Sendable {
-    /// One key changed (a write: every `set` comes this way, so its values are passed as they are,
-    /// not gathered into an array).
-    func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)?
-
-    /// Several keys changed at once (a reload, a flush that found others' values, a replaced domain).
-    func suiteStore(_ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin) -> (() -> Void)?
-}
-
-/// The keys a change touched: one key for a write (the common case, without building a set),
-/// a set for a reload or a replaced domain.
-package enum ChangedKeys: Sendable {
-    case one(String)
-    case many(Set<String>)
-
-    /// Calls `body` with each key.
-    @inline(__always)
-    func forEach(_ body: (String) -> Void) {
-        switch self {
-        case .one(let key): body(key)
-        case .many(let keys): for key in keys { body(key) }
-        }
-    }
-}
-
 /// One suite's values in this process, and the order in which they change (docs/design.md, "Store
 /// model and backends"): the values themselves are a pure ``SuiteValues``, when background work
 /// runs is a pure ``StoreSchedule`` on a ``StoreClock``, and where the values are kept is a
@@ -49,9 +14,11 @@ package final class SuiteStore: Sendable {
     private let clock: any StoreClock
     /// Whether this store is in the process's registry of file stores.
     private let isRegistered: Bool
-    private let state: Locked<State>
-    /// Serialises the backend's loads, writes and reloads for this store (never held while calling
-    /// listeners). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
+    /// The values, the schedule, the last error and the readers: changed only in the process's
+    /// change order, so that a `set` and its readers' refresh take one lock (``ChangeOrdered``).
+    private let state: ChangeOrdered<State>
+    /// Serialises the backend's loads, writes and reloads for this store (never held while
+    /// delivering to observers). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
     /// guarded value in two different objects for a race, so the lock guards a real one.
     private let inputOutput = Locked<Int>(0)
 
@@ -59,11 +26,14 @@ package final class SuiteStore: Sendable {
         var values = SuiteValues()
         var schedule = StoreSchedule()
         var lastError: DefaultsError?
-        var listeners: [WeakListener] = []
+        /// The ``Defaults`` whose search list has this store, told of each change in its step.
+        var readers: [Reader] = []
     }
 
-    private struct WeakListener {
-        weak var listener: (any SuiteStoreListener)?
+    /// A ``Defaults`` that searches this store, held weakly: the `Defaults` holds the store, and a
+    /// reader gone is dropped the next time one is added.
+    private struct Reader {
+        weak var defaults: Defaults?
     }
 
     /// A store that is not in the registry (the registry's own, in-memory suites, tests). Call
@@ -76,15 +46,15 @@ package final class SuiteStore: Sendable {
         self.backend = backend
         self.clock = clock
         self.isRegistered = isRegistered
-        self.state = Locked(State())
+        self.state = ChangeOrdered(State())
     }
 
     deinit {
         // The last user is gone: write what it changed rather than lose it.
-        // No one listens any more, and this may run under the change lock (the last reference
+        // No one reads it any more, and this may run under the change lock (the last reference
         // to a `Defaults` dropped there): the flush does not take it.
-        if hasPendingChanges {
-            do { try flush(tellingListeners: false) } catch { DefaultsErrorReporting.report(error) }
+        if state.withExclusiveAccess({ $0.values.hasPendingChanges }) {
+            do { try flush(tellingReaders: false) } catch { DefaultsErrorReporting.report(error) }
         }
         if isRegistered { Self.forget(location.path) }
     }
@@ -99,6 +69,17 @@ package final class SuiteStore: Sendable {
     /// Every stored value.
     package func values() -> [String: PropertyListValue] {
         state.withLock { $0.values.current }
+    }
+
+    /// The stored value of `key`, for a caller that holds the ``ChangeLock`` (a `Defaults`
+    /// resolving a key in a change's step).
+    func orderedValue(forKey key: String) -> PropertyListValue? {
+        state.withLockHeld { $0.values.current[key] }
+    }
+
+    /// Every stored value, for a caller that holds the ``ChangeLock``.
+    func orderedValues() -> [String: PropertyListValue] {
+        state.withLockHeld { $0.values.current }
     }
 
     /// The last problem with this suite's file (a corrupt file, a failed write), nil when none.
@@ -119,25 +100,21 @@ package final class SuiteStore: Sendable {
     ///   - beforeApplying: Run under the change lock just before the value changes (a `Defaults`
     ///     queues its prior calls there, so they come right before their change).
     package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
-        let followUps = ChangeLock.withLock { () -> FollowUps in
+        let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            var listeners: [WeakListener] = []
-            // The value reads saw before, when the write changed it (.none: it did not).
-            let replaced = state.withLock { state -> PropertyListValue?? in
-                let change = state.values.set(value, forKey: key)
+            var readers: [Reader] = []
+            state.withLockHeld { state in
+                if state.values.set(value, forKey: key) { readers = state.readers }
                 armFlush(&state)
-                guard change.changed else { return .none }
-                listeners = state.listeners
-                return .some(change.old)
             }
-            guard case .some(let old) = replaced else { return FollowUps() }
-            var followUps = FollowUps()
-            for entry in listeners {
-                followUps.append(entry.listener?.suiteStore(self, didChange: key, from: old, to: value, origin: .local))
+            var deliveries = Deliveries()
+            for reader in readers {
+                guard let defaults = reader.defaults else { continue }
+                deliveries.append(defaults, defaults.storeChanged(self, key: key, to: value, origin: .local))
             }
-            return followUps
+            return deliveries
         }
-        followUps.run()
+        deliveries.run()
     }
 
     /// Replaces every value of the suite (nil or empty removes them all).
@@ -146,51 +123,57 @@ package final class SuiteStore: Sendable {
     ///   - values: The suite's new values.
     ///   - beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
     package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
-        let followUps = ChangeLock.withLock { () -> FollowUps in
+        let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            let (changes, listeners) = state.withLock { state in
+            let (changes, readers) = state.withLockHeld { state in
                 let changes = state.values.replaceAll(with: values)
                 armFlush(&state)
-                return (changes, state.listeners)
+                return (changes, state.readers)
             }
-            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: .local)
+            return tell(readers, changes, origin: .local)
         }
-        followUps.run()
+        deliveries.run()
     }
 
-    // MARK: Listeners
+    // MARK: Readers
 
-    package func addListener(_ listener: any SuiteStoreListener) {
+    /// Tells `defaults` of every change of this store from now on, in the step that makes it.
+    /// Call under the ``ChangeLock``, in the step that reads the store's values for `defaults`.
+    func addReader(_ defaults: Defaults) {
+        state.withLockHeld { state in
+            state.readers.removeAll { $0.defaults == nil }
+            state.readers.append(Reader(defaults: defaults))
+        }
+    }
+
+    /// Stops telling `defaults` (a suite removed from its search list).
+    func removeReader(_ defaults: Defaults) {
         state.withLock { state in
-            state.listeners.removeAll { $0.listener == nil }
-            state.listeners.append(WeakListener(listener: listener))
+            state.readers.removeAll { $0.defaults == nil || $0.defaults === defaults }
         }
     }
 
-    package func removeListener(_ listener: any SuiteStoreListener) {
-        state.withLock { state in
-            state.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+    /// Tells `readers` which keys changed. Called under the change lock, in the same step as the
+    /// change itself, so every reader sees every change in the order it was applied.
+    private func tell(_ readers: [Reader], _ changes: [StoredChange], origin: ChangeOrigin) -> Deliveries {
+        var deliveries = Deliveries()
+        guard !changes.isEmpty else { return deliveries }
+        let keys = ChangedKeys.many(Set(changes.lazy.map(\.key)))
+        for reader in readers {
+            guard let defaults = reader.defaults else { continue }
+            deliveries.append(defaults, defaults.storeChanged(self, keys: keys, origin: origin))
         }
+        return deliveries
     }
 
-    /// Tells `listeners` of `changes`. Called under the change lock, in the same step as the
-    /// change itself, so every listener sees every change in the order it was applied.
-    private func tell(_ listeners: [WeakListener], _ changes: [StoredChange], origin: ChangeOrigin) -> FollowUps {
-        var followUps = FollowUps()
-        for entry in listeners {
-            followUps.append(entry.listener?.suiteStore(self, didChange: changes, origin: origin))
-        }
-        return followUps
-    }
-
-    /// Changes the store's state with `body` and tells the listeners what changed, as one step
+    /// Changes the store's state with `body` and tells the readers what changed, as one step
     /// under the change lock (docs/design.md, "Observation: one order for every change").
     ///
-    /// - Returns: The listeners' follow-ups, for the caller to run once it holds no lock.
-    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> FollowUps {
+    /// - Returns: The readers' deliveries, for the caller to run once it holds no lock.
+    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> Deliveries {
         ChangeLock.withLock {
-            let (changes, listeners) = state.withLock { state in (body(&state), state.listeners) }
-            return changes.isEmpty ? FollowUps() : tell(listeners, changes, origin: origin)
+            let (changes, readers) = state.withLockHeld { state in (body(&state), state.readers) }
+            return tell(readers, changes, origin: origin)
         }
     }
 }
@@ -199,7 +182,9 @@ package final class SuiteStore: Sendable {
 
 extension SuiteStore {
     /// Loads the values from the backend for the first time. A bad file leaves the store empty and
-    /// usable, with the error in ``lastError``.
+    /// usable, with the error in ``lastError``. Call it once, right after making the store and
+    /// before any other thread can reach it: the registry of stores loads under its own lock, and
+    /// taking the change lock there would order the two locks against a store's deinitialiser.
     ///
     /// - Returns: The problems to report, which the caller reports once it holds no lock (a
     ///   handler may open a suite itself).
@@ -207,7 +192,7 @@ extension SuiteStore {
         inputOutput.withLock { operations -> [DefaultsError] in
             operations += 1
             let load = backend.load()
-            state.withLock { state in
+            state.withExclusiveAccess { state in
                 state.values = SuiteValues(stored: load.snapshot.values, version: load.snapshot.version)
                 if let error = load.error { state.lastError = error }
             }
@@ -221,17 +206,25 @@ extension SuiteStore {
     /// - Throws: ``DefaultsError`` when the file cannot be locked or written. The values stay in
     ///   memory and pending, and a later flush writes them.
     package func flush() throws(DefaultsError) {
-        try flush(tellingListeners: true)
+        try flush(tellingReaders: true)
     }
 
-    private func flush(tellingListeners: Bool) throws(DefaultsError) {
-        var followUps = FollowUps()
-        defer { followUps.run() }
+    /// Writes the pending changes, as ``flush()`` does.
+    ///
+    /// - Parameter tellingReaders: False from the deinitialiser, which holds the only reference and
+    ///   may run under the change lock: the state is then reached without it.
+    /// - Throws: ``DefaultsError`` when nothing was written.
+    private func flush(tellingReaders: Bool) throws(DefaultsError) {
+        var deliveries = Deliveries()
+        defer { deliveries.run() }
+        func access<Result>(_ body: (inout State) -> Result) -> Result {
+            tellingReaders ? state.withLock(body) : state.withExclusiveAccess(body)
+        }
         try inputOutput.withLock { operations throws(DefaultsError) in
             operations += 1
             // The stored values are taken out of the state while the write runs (every use of them
             // is under `inputOutput`, as this is), so the backend merges into them in place.
-            let taken = state.withLock { state -> (SuiteWrite, SuiteSnapshot)? in
+            let taken = access { state -> (SuiteWrite, SuiteSnapshot)? in
                 guard let outgoing = state.values.outgoing() else { return nil }
                 return (outgoing, SuiteSnapshot(values: state.values.takeStored(), version: state.values.version))
             }
@@ -240,7 +233,7 @@ extension SuiteStore {
             do throws(DefaultsError) {
                 written = try backend.write(outgoing, over: &known)
             } catch {
-                state.withLock { state in
+                access { state in
                     state.values.putBackStored(known.values)
                     state.lastError = error
                 }
@@ -259,13 +252,13 @@ extension SuiteStore {
                     written.snapshot.values, version: written.snapshot.version, after: outgoing,
                     unchangedByOthers: written.unchangedByOthers)
             }
-            if tellingListeners {
-                followUps = applyChange(origin: .external, install)
+            if tellingReaders {
+                deliveries = applyChange(origin: .external, install)
             } else {
-                _ = state.withLock(install)
+                _ = access(install)
             }
             if let refusal = written.refusal {
-                state.withLock { $0.lastError = refusal }
+                access { $0.lastError = refusal }
                 throw refusal
             }
         }
@@ -273,55 +266,64 @@ extension SuiteStore {
 
     /// Looks at the backend again after an outside change and delivers the difference (origin
     /// `.external`). Keys this process changed and has not written keep their local value.
-    package func reload() {
-        _ = reload(waiting: true)
+    ///
+    /// - Parameter goneForGood: The backend's watch said the suite is gone for good (a suite
+    ///   found absent then reads as empty; otherwise an absent suite is no change).
+    package func reload(goneForGood: Bool = false) {
+        reload { goneForGood }
     }
 
-    /// Reloads on this thread, as ``reload()`` does, if no write or reload is under way; returns
-    /// false, doing nothing, if one is. A backend whose news arrives on a thread of its own (a
-    /// remote follower) delivers it there, without a hop to another thread.
-    package func reloadIfIdle() -> Bool {
-        reload(waiting: false)
-    }
-
-    private func reload(waiting: Bool) -> Bool {
-        var followUps = FollowUps()
+    /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload asks
+    /// the schedule then, so that a "gone for good" overtaken by later news is not applied).
+    private func reload(goneForGood: () -> Bool) {
+        var deliveries = Deliveries()
         var problem: DefaultsError?
-        let body = { (operations: inout Int) in
+        inputOutput.withLock { operations in
             operations += 1
-            switch self.backend.reload() {
+            switch backend.reload(goneForGood: goneForGood()) {
             case .unchanged:
                 break
             case .failed(let error):
                 problem = error
             case .unreadable(let error, let isNew):
-                self.state.withLock { $0.lastError = error }
+                state.withLock { $0.lastError = error }
                 if isNew { problem = error }
             case .changed(let snapshot):
-                followUps = self.applyChange(origin: .external) { state in
+                deliveries = applyChange(origin: .external) { state in
                     if state.lastError?.code == .corruptFile { state.lastError = nil }
                     return state.values.install(snapshot.values, version: snapshot.version, after: nil)
                 }
             }
         }
-        if waiting {
-            inputOutput.withLock(body)
-        } else if inputOutput.withLockIfAvailable(body) == nil {
-            return false
-        }
         if let problem { DefaultsErrorReporting.report(problem) }
-        followUps.run()
+        deliveries.run()
+    }
+
+    /// Applies a backend's per-key changes on this thread, if no write or reload is under way
+    /// (a remote follower's news is delivered on its own thread, without a hop); returns false,
+    /// doing nothing, if one is. Keys this process changed and has not written keep their local
+    /// value; nothing of the suite is compared but the keys given.
+    package func applyIfIdle(_ changes: [SuiteKeyChange], version: UInt64) -> Bool {
+        let applied = inputOutput.withLockIfAvailable { operations -> Deliveries in
+            operations += 1
+            return applyChange(origin: .external) { $0.values.apply(changes, version: version) }
+        }
+        guard let deliveries = applied else { return false }
+        deliveries.run()
         return true
     }
 
-    /// Asks for a reload soon, off the calling thread; requests made before it starts coalesce.
-    package func scheduleReload() {
-        let arms = state.withLock { $0.schedule.reloadRequested() }
+    /// Asks for a reload soon, off the calling thread. The schedule is the one owner of when to
+    /// reload: requests made before the armed reload starts coalesce into it.
+    ///
+    /// - Parameter goneForGood: The suite is gone for good (see ``reload(goneForGood:)``).
+    package func scheduleReload(goneForGood: Bool = false) {
+        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood ? .goneForGood : .mayHaveChanged) }
         guard arms else { return }
         clock.run(after: .zero) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload()
+            self.reload { self.state.withLock { $0.schedule.lastRequest == .goneForGood } }
         }
     }
 
@@ -355,8 +357,17 @@ extension SuiteStore {
 
     /// Starts following outside changes to the suite (for files: its directory is watched).
     package func startWatching() {
-        backend.startWatching { [weak self] in
-            self?.scheduleReload()
+        backend.startWatching { [weak self] change in
+            guard let self else { return }
+            switch change {
+            case .mayHaveChanged:
+                self.scheduleReload()
+            case .goneForGood:
+                self.scheduleReload(goneForGood: true)
+            case .changed(let changes, let version):
+                // Busy with a write or a reload: the reload that follows reads the backend whole.
+                if !self.applyIfIdle(changes, version: version) { self.scheduleReload() }
+            }
         }
     }
 }

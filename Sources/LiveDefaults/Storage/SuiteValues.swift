@@ -40,12 +40,11 @@ package struct SuiteValues: Sendable {
 
     /// Sets (nil: removes) `key`.
     ///
-    /// - Returns: Whether reads see a change (false when the value was already that), and the
-    ///   value they saw before. (A pair, not a ``StoredChange``: this is every write's path.)
+    /// - Returns: Whether reads see a change (false when the value was already that). (No
+    ///   ``StoredChange``: this is every write's path, and no reader needs the old value.)
     @inline(__always)
-    package mutating func set(
-        _ value: PropertyListValue?, forKey key: String
-    ) -> (changed: Bool, old: PropertyListValue?) {
+    @discardableResult
+    package mutating func set(_ value: PropertyListValue?, forKey key: String) -> Bool {
         generation += 1
         pending[key] = Pending(value: value, generation: generation)
         // One lookup, not a comparison and then a store (a SipHash each).
@@ -55,7 +54,7 @@ package struct SuiteValues: Sendable {
         } else {
             old = current.removeValue(forKey: key)
         }
-        return (old != value, old)
+        return old != value
     }
 
     /// Replaces every value (empty removes them all: the next write deletes the suite).
@@ -129,6 +128,34 @@ package struct SuiteValues: Sendable {
         let changes = Self.changes(from: current, to: merged)
         current = merged
         return changes
+    }
+
+    /// Applies a backend's own per-key changes at `version` (a backend that knows what changed,
+    /// as the fleet mirror does): the other keys are neither copied nor compared. As in
+    /// ``install(_:version:after:unchangedByOthers:)``, keys with changes of this process not yet
+    /// written keep their local value, and a replacement of the whole suite not yet written hides
+    /// the stored values entirely.
+    ///
+    /// - Returns: The changes reads see.
+    package mutating func apply(_ changes: [SuiteKeyChange], version: UInt64) -> [StoredChange] {
+        self.version = version
+        var seen: [StoredChange] = []
+        for change in changes {
+            if let value = change.value {
+                stored[change.key] = value
+            } else {
+                stored.removeValue(forKey: change.key)
+            }
+            guard wholeReplacement == nil, pending[change.key] == nil else { continue }
+            let old: PropertyListValue?
+            if let value = change.value {
+                old = current.updateValue(value, forKey: change.key)
+            } else {
+                old = current.removeValue(forKey: change.key)
+            }
+            if old != change.value { seen.append(StoredChange(key: change.key, old: old, new: change.value)) }
+        }
+        return seen
     }
 
     /// The per-key differences from `old` to `new`.

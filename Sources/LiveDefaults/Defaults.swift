@@ -65,6 +65,9 @@ public final class Defaults: Sendable {
     let backlogGate = BacklogGate()
     /// The most changes the observers' queue holds before writers wait (``ObservationBacklog``).
     let backlogLimit = Atomic<Int>(ObservationBacklog.defaultLimit)
+    /// How many registered observers asked for prior calls (``ObserverTable/priorObserverCount``,
+    /// kept beside it under the state lock): a write reads it without the lock.
+    let priorObservers = Atomic<Int>(0)
     /// The keys used through Swift Observation (``ObservableSetting``, ``Setting``).
     let trackedSettings = Locked(TrackedSettings())
     /// The undecodable value last reported for each typed key (``noteUndecodable(_:_:_:)``).
@@ -177,18 +180,9 @@ public final class Defaults: Sendable {
                 state.effective = EffectiveValues(
                     Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
             }
-            suite.addListener(self)
-            global?.addListener(self)
-            for store in administered.stores { store.addListener(self) }
-        }
-    }
-
-    deinit {
-        suite.removeListener(self)
-        global?.removeListener(self)
-        for store in administered.stores { store.removeListener(self) }
-        for added in state.withLock({ $0.addedSuites + $0.storesBeforeSuite + $0.storesAfterSuite }) {
-            added.removeListener(self)
+            suite.addReader(self)
+            global?.addReader(self)
+            for store in administered.stores { store.addReader(self) }
         }
     }
 
@@ -238,10 +232,9 @@ public final class Defaults: Sendable {
     /// The one path every write of a suite value takes.
     @usableFromInline
     func write(_ value: PropertyListValue?, forKey key: String) {
-        if state.withLock({
-            ($0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key)) || !$0.forced.isEmpty
-                || !$0.storesBeforeSuite.isEmpty
-        }) {
+        // Atomic loads, not the lock, when no observer asked for prior calls and no key can be
+        // forced (the usual case).
+        if priorObservers.load(ordering: .acquiring) > 0 || administered.mayForce.load(ordering: .acquiring) {
             writeSlowly(value, forKey: key)
         } else {
             suite.set(value, forKey: key)
@@ -251,7 +244,7 @@ public final class Defaults: Sendable {
     /// A write when observers asked for prior calls, or when keys may be forced.
     private func writeSlowly(_ value: PropertyListValue?, forKey key: String) {
         noteWriteIfForced(key)
-        if state.withLock({ $0.observers.priorObserverCount > 0 && $0.observers.wantsPrior(key) }) {
+        if priorObservers.load(ordering: .acquiring) > 0, state.withLock({ $0.observers.wantsPrior(key) }) {
             // Queued in the same step as the change, so it comes right before it, with its old value.
             suite.set(value, forKey: key) { self.queuePrior(of: key, suiteValue: value) }
             deliverQueuedChanges()
@@ -286,7 +279,8 @@ public final class Defaults: Sendable {
 
     // MARK: Search list
 
-    /// Walks the search list for `key`.
+    /// Walks the search list for `key`. Called under the ``ChangeLock`` (stores' values are read
+    /// in the change order).
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -302,35 +296,36 @@ public final class Defaults: Sendable {
     ) -> PropertyListValue? {
         if let value = state.arguments[key] { return value }
         for store in state.forced {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for store in state.storesBeforeSuite {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for domain in state.volatileDomains {
             if let value = domain.values[key] { return value }
         }
         for store in state.currentHost {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
-        if let value = suiteValue ?? suite.value(forKey: key) { return value }
+        if let value = suiteValue ?? suite.orderedValue(forKey: key) { return value }
         for store in state.anyHost {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for store in state.storesAfterSuite {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for added in state.addedSuites {
-            if let value = added.value(forKey: key) { return value }
+            if let value = added.orderedValue(forKey: key) { return value }
         }
-        if let value = global?.value(forKey: key) { return value }
+        if let value = global?.orderedValue(forKey: key) { return value }
         for store in state.system {
-            if let value = store.value(forKey: key) { return value }
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         return state.registration[key]
     }
 
-    /// Every key's effective value, built from the bottom of the search list up.
+    /// Every key's effective value, built from the bottom of the search list up. Called under the
+    /// ``ChangeLock``.
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
         var values = state.registration
         func lay(_ layer: [String: PropertyListValue]) {
@@ -343,218 +338,22 @@ public final class Defaults: Sendable {
                 values.merge(layer) { _, upper in upper }
             }
         }
-        for store in state.system.reversed() { lay(store.values()) }
-        if let global { lay(global.values()) }
-        for added in state.addedSuites.reversed() { lay(added.values()) }
-        for store in state.storesAfterSuite.reversed() { lay(store.values()) }
-        for store in state.anyHost { lay(store.values()) }
-        lay(suite.values())
-        for store in state.currentHost { lay(store.values()) }
+        for store in state.system.reversed() { lay(store.orderedValues()) }
+        if let global { lay(global.orderedValues()) }
+        for added in state.addedSuites.reversed() { lay(added.orderedValues()) }
+        for store in state.storesAfterSuite.reversed() { lay(store.orderedValues()) }
+        for store in state.anyHost { lay(store.orderedValues()) }
+        lay(suite.orderedValues())
+        for store in state.currentHost { lay(store.orderedValues()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
-        for store in state.storesBeforeSuite.reversed() { lay(store.values()) }
-        for store in state.forced.reversed() { lay(store.values()) }
+        for store in state.storesBeforeSuite.reversed() { lay(store.orderedValues()) }
+        for store in state.forced.reversed() { lay(store.orderedValues()) }
         lay(state.arguments)
         return values
-    }
-
-    /// Changes this instance's own layers with `change`, re-resolves `keys` (all keys when nil),
-    /// and delivers the changes outside every lock.
-    func refresh(_ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
-        let followUp = ChangeLock.withLock { applyRefresh(keys, origin: origin, changingState: change) }
-        followUp?()
-    }
-
-    /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
-    /// effective value that differs. Called under the ``ChangeLock``, so changes are applied (and
-    /// queued) in the order they were made.
-    ///
-    /// - Returns: What to run once the change lock is released (delivery, the notification), or nil.
-    func applyRefresh(
-        _ keys: ChangedKeys?, origin: ChangeOrigin, suiteValue: PropertyListValue?? = nil,
-        changingState change: (inout State) -> Void = { _ in }
-    ) -> (() -> Void)? {
-        typealias Batch = [(observer: Observer, change: UntypedChange)]
-        let claimed = state.withLock { state -> (batch: Batch?, notify: Bool, waits: Bool) in
-            change(&state)
-            var changed = false
-            if let keys {
-                keys.forEach { key in
-                    let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: suiteValue)
-                    guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
-                    changed = true
-                    if change.isObserved || state.observers.observesEveryKey {
-                        state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
-                    }
-                }
-            } else {
-                let all = EffectiveValues(
-                    Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
-                for change in state.effective.differences(from: all) {
-                    changed = true
-                    if all.isObserved(change.key) || state.observers.observesEveryKey {
-                        state.observers.enqueue(
-                            key: change.key.string, old: change.old, new: change.new, origin: origin)
-                    }
-                }
-                state.effective = all
-            }
-            let batch = state.observers.claimBatch()
-            // Another thread delivers, and its observers have fallen this far behind: wait for them.
-            let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
-            return (batch: batch, notify: changed && Self.claimNotification(&state), waits: waits)
-        }
-        if claimed.batch == nil && !claimed.notify && !claimed.waits { return nil }
-        return { [self] in
-            if let batch = claimed.batch { deliver(batch) }
-            if claimed.notify { scheduleChangeNotification() }
-            if claimed.waits { waitForObservers() }
-        }
-    }
-
-    /// Whether this change should schedule the notification: once per burst, and not when a
-    /// persistent-domain call posts its own.
-    private static func claimNotification(_ state: inout State) -> Bool {
-        if state.notificationPostedByCaller {
-            state.notificationPostedByCaller = false
-            return false
-        }
-        if state.notificationScheduled { return false }
-        state.notificationScheduled = true
-        return true
-    }
-
-    /// Waits while the observers' queue is at its limit and another thread delivers it
-    /// (``ObservationBacklog``).
-    private func waitForObservers() {
-        let limit = backlogLimit.load(ordering: .relaxed)
-        backlogGate.wait {
-            state.withLock { $0.observers.isDelivering && $0.observers.queue.count >= limit / 2 }
-        }
-    }
-
-    /// Sets how many changes the observers' queue, and each `queue:` observer registered after this,
-    /// may hold before writers wait (for tests of the bound; ``ObservationBacklog/defaultLimit`` otherwise).
-    package func setObservationBacklogLimit(_ limit: Int) {
-        backlogLimit.store(max(1, limit), ordering: .relaxed)
-    }
-
-    /// Delivers queued changes on this thread, unless another thread already is (it then delivers
-    /// these too, in order). Never called with the lock held.
-    func deliverQueuedChanges() {
-        guard let batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
-        deliver(batch)
-    }
-
-    /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: [(observer: Observer, change: UntypedChange)]) {
-        var batch = first
-        while true {
-            // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
-            if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
-            for item in batch { item.observer.deliver(item.change) }
-            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else {
-                backlogGate.wake()
-                return
-            }
-            batch = next
-        }
-    }
-
-    /// Queues a prior call for observers of `key` that asked for one, when setting the suite's value
-    /// to `suiteValue` would change the effective value. Called under the ``ChangeLock``.
-    private func queuePrior(of key: String, suiteValue: PropertyListValue?) {
-        state.withLock { state in
-            let old = state.effective[HashedKey(key)]
-            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
-                || state.storesBeforeSuite.contains(where: { $0.value(forKey: key) != nil })
-                || state.forced.contains(where: { $0.value(forKey: key) != nil })
-                || state.currentHost.contains(where: { $0.value(forKey: key) != nil })
-            {
-                return
-            }
-            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
-                stores.lazy.compactMap { $0.value(forKey: key) }.first
-            }
-            let new =
-                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
-                ?? global?.value(forKey: key) ?? first(state.system) ?? state.registration[key]
-            if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
-        }
-    }
-
-    /// How long the notification waits after the first change of a burst, so that a burst posts once.
-    ///
-    /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
-    /// then took this store's lock on the other core, and writes ran at half speed in some runs
-    /// (docs/design.md, "Observation: the change notification").
-    ///
-    /// Timed by Dispatch, not by the library's timer thread (``DeadlineTimer``, which times the
-    /// flush): with outside changes arriving back to back, the timer thread's wake-up every 5 ms
-    /// doubled the p99 of their delivery (docs/design.md, "Delayed work: one timer thread").
-    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
-
-    private func scheduleChangeNotification() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
-            guard let self else { return }
-            self.state.withLock { $0.notificationScheduled = false }
-            NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
-        }
     }
 
     /// Posted on `NotificationCenter.default` (object: the ``Defaults``) after effective values
     /// change; bursts post once. It has the name of `UserDefaults.didChangeNotification`, so code
     /// written against that notification works unchanged.
     public static let didChangeNotification = UserDefaults.didChangeNotification
-}
-
-extension Defaults: SuiteStoreListener {
-    // The effective values are re-resolved under the change lock (docs/design.md, "Observation: one
-    // order for every change"): a key's stored value is only one layer of the search list.
-
-    package func suiteStore(
-        _ store: SuiteStore, didChange key: String, from old: PropertyListValue?, to new: PropertyListValue?,
-        origin: ChangeOrigin
-    ) -> (() -> Void)? {
-        // The suite's own change carries its new value: no second lookup in the store on every
-        // `set` (the store's lock and a hash of the key).
-        if store !== suite, let followUp = refreshAdministered(store, .one(key), origin: origin) { return followUp }
-        return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
-    }
-
-    package func suiteStore(
-        _ store: SuiteStore, didChange changes: [StoredChange], origin: ChangeOrigin
-    ) -> (() -> Void)? {
-        let keys = ChangedKeys.many(Set(changes.lazy.map(\.key)))
-        if store !== suite, let followUp = refreshAdministered(store, keys, origin: origin) { return followUp }
-        return applyRefresh(keys, origin: origin)
-    }
-}
-
-/// Where a ``Defaults``' stores come from.
-enum StoreSource: Sendable {
-    /// The process's file stores (one per file, ``SuiteStore/open(_:watching:)``).
-    case files(watching: Bool)
-    /// The stores of one in-memory world.
-    case memory(MemorySuites)
-
-    var watchesFiles: Bool {
-        if case .files(watching: true) = self { return true }
-        return false
-    }
-
-    /// The store of the suite at `location`.
-    func open(_ location: SuiteLocation) -> SuiteStore {
-        switch self {
-        case .files(let watching): SuiteStore.open(location, watching: watching)
-        case .memory(let suites): suites.open(location)
-        }
-    }
-
-    /// The store of the suite at `location` for a one-off access: not watched.
-    func openUnwatched(_ location: SuiteLocation) -> SuiteStore {
-        switch self {
-        case .files: SuiteStore.open(location, watching: false)
-        case .memory(let suites): suites.open(location)
-        }
-    }
 }

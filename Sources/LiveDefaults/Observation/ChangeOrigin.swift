@@ -4,4 +4,7 @@ public enum ChangeOrigin: Sendable, Hashable {
     case local
     /// Another process, a tool or an editor changed the suite file and it was reloaded.
     case external
+    /// A migration step this process ran (``Defaults/migrate(to:_:)``); other processes see its
+    /// changes as ``external``.
+    case migration
 }

@@ -10,10 +10,3 @@ extension FileWatcher {
         usingInotify: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER"] != "poll",
         report: { problem in DefaultsErrorReporting.report(DefaultsError(problem)) })
 }
-
-extension DefaultsError {
-    /// A problem of the file watcher, as the library reports it.
-    package init(_ problem: WatchProblem) {
-        self.init(.watchingDegraded, problem.message, path: problem.path)
-    }
-}

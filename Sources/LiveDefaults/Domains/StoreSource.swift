@@ -1,0 +1,28 @@
+/// Where a ``Defaults``' stores come from.
+enum StoreSource: Sendable {
+    /// The process's file stores (one per file, ``SuiteStore/open(_:watching:)``).
+    case files(watching: Bool)
+    /// The stores of one in-memory world.
+    case memory(MemorySuites)
+
+    var watchesFiles: Bool {
+        if case .files(watching: true) = self { return true }
+        return false
+    }
+
+    /// The store of the suite at `location`.
+    func open(_ location: SuiteLocation) -> SuiteStore {
+        switch self {
+        case .files(let watching): SuiteStore.open(location, watching: watching)
+        case .memory(let suites): suites.open(location)
+        }
+    }
+
+    /// The store of the suite at `location` for a one-off access: not watched.
+    func openUnwatched(_ location: SuiteLocation) -> SuiteStore {
+        switch self {
+        case .files: SuiteStore.open(location, watching: false)
+        case .memory(let suites): suites.open(location)
+        }
+    }
+}

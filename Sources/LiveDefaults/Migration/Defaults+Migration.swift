@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+
+extension Defaults {
+    /// Brings the suite's file up to migration `version`: runs each numbered step not yet run
+    /// (those after the recorded ``DefaultsMigration/recordKey``), in order, once.
+    ///
+    /// The steps run under the suite file's lock (the sidecar `<suite>.plist.lock` every write
+    /// takes), so of several processes starting together exactly one runs each step, and the
+    /// others find it done. The pending steps run one after another on the values in memory, and
+    /// their result and the record are written in one atomic replace of the file: a crash midway
+    /// leaves the file as it was, and the next start runs the steps again. (When a step throws, the
+    /// steps before it are written.) Observers in this process see the changes as one burst with
+    /// the origin ``ChangeOrigin/migration``; other processes see one burst of
+    /// ``ChangeOrigin/external`` changes.
+    ///
+    /// ```swift
+    /// try defaults.migrate(to: 2) { step in
+    ///     switch step.number {
+    ///     case 1: step.rename("fontsize", to: "fontSize")
+    ///     case 2: step.remove(["legacyToolbar"])
+    ///     default: break
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// `body` runs while the lock is held: it must change only `step`, never call this or another
+    /// ``Defaults`` (a write would wait for the lock forever).
+    ///
+    /// - Parameters:
+    ///   - version: The number of the last step.
+    ///   - body: Makes step `step.number`'s changes to `step`.
+    /// - Returns: The numbers of the steps this process ran (empty when others had run them all).
+    /// - Throws: ``DefaultsError``: `migrationFailed` when `body` throws (the steps before stay done)
+    ///   or the suite is not kept in a file; `corruptFile`, `lockFailed` or `writeFailed` from the file.
+    @discardableResult
+    public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
+        guard suite.backend is FileBackend<SystemFileOperations> else {
+            throw DefaultsError(
+                .migrationFailed,
+                "Suite \"\(suiteName)\" is not kept in a file: migrate a fleet suite with FleetSuite.migrate(to:_:).",
+                suite: suiteName)
+        }
+        try synchronize()
+        let migrator = FileMigrator(file: SuiteFile(location: suite.location))
+        // This store learns of the new file now (the steps done when one failed too), its
+        // observers with the origin `.migration`.
+        defer { MigrationMarks.withMark(on: suite) { suite.reload() } }
+        return try migrator.migrate(to: version, body)
+    }
+
+    /// The origin a change the suite store reports is delivered with: `.migration` for the reload
+    /// that follows a migration in this process.
+    func deliveredOrigin(_ origin: ChangeOrigin, from store: SuiteStore) -> ChangeOrigin {
+        origin == .external && MigrationMarks.isMarked(store) ? .migration : origin
+    }
+}
+
+/// The stores whose next reload is a migration's, in this process.
+enum MigrationMarks {
+    /// How many stores are marked: zero on every change but a migration's, one relaxed load.
+    private static let count = Atomic<Int>(0)
+    private static let marked = Locked<Set<ObjectIdentifier>>([])
+
+    static func withMark<T>(on store: SuiteStore, _ body: () -> T) -> T {
+        marked.withLock { _ = $0.insert(ObjectIdentifier(store)) }
+        count.add(1, ordering: .sequentiallyConsistent)
+        defer {
+            marked.withLock { _ = $0.remove(ObjectIdentifier(store)) }
+            count.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        return body()
+    }
+
+    static func isMarked(_ store: SuiteStore) -> Bool {
+        guard count.load(ordering: .relaxed) > 0 else { return false }
+        return marked.withLock { $0.contains(ObjectIdentifier(store)) }
+    }
+}

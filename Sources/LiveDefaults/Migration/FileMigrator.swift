@@ -1,0 +1,119 @@
+import Foundation
+
+/// Runs a migration's steps on a suite file under its lock (``Defaults/migrate(to:_:)``).
+struct FileMigrator {
+    let file: SuiteFile
+
+    func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws(DefaultsError) -> [Int] {
+        let name = file.location.name
+        return try file.withLock(using: SystemFileOperations()) { (target) throws(DefaultsError) -> [Int] in
+            var (values, format) = try read(file)
+            var record = MigrationRecord(in: values)
+            if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
+            // Every pending step runs on the values in memory; the result is written once, so
+            // every process sees the migration as one change, and a crash leaves the file as it was.
+            var ran: [Int] = []
+            var moving = record.moving
+            var failure: DefaultsError?
+            while record.version + ran.count < version {
+                let number = record.version + ran.count + 1
+                let result: (values: [String: PropertyListValue], moves: [String: [String]])
+                do {
+                    result = try MigrationRecord.run(step: number, over: values, body)
+                } catch {
+                    failure = DefaultsError(
+                        .migrationFailed,
+                        "Step \(number) of the migration of suite \"\(name)\" failed; the steps before it are done "
+                            + "and the next start tries again from step \(number).",
+                        suite: name, underlying: SendableDescription(error))
+                    break
+                }
+                values = result.values
+                for (other, keys) in result.moves.sorted(by: { $0.key < $1.key }) {
+                    let source = try read(try otherFile(other)).values
+                    let present = keys.filter { source[$0] != nil }
+                    for key in present { values[key] = source[key] }
+                    if !present.isEmpty { moving[other, default: []].append(contentsOf: present) }
+                }
+                ran.append(number)
+            }
+            if let last = ran.last {
+                record = MigrationRecord(version: last, moving: moving)
+                values = record.stored(in: values)
+                try write(values, format: format, to: file, target: target)
+                if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
+            }
+            if let failure { throw failure }
+            return ran
+        }
+    }
+
+    /// Removes the moved keys from their old suites (each under its own lock), then clears them
+    /// from the record.
+    private func finishMoves(
+        _ record: inout MigrationRecord, _ values: inout [String: PropertyListValue], format: PropertyListFormat,
+        target: String
+    ) throws(DefaultsError) {
+        for (other, keys) in record.moving.sorted(by: { $0.key < $1.key }) {
+            let source = try otherFile(other)
+            try source.withLock(using: SystemFileOperations()) { (otherTarget) throws(DefaultsError) in
+                var (otherValues, otherFormat) = try read(source)
+                guard keys.contains(where: { otherValues[$0] != nil }) else { return }
+                for key in keys { otherValues[key] = nil }
+                try write(otherValues, format: otherFormat, to: source, target: otherTarget)
+            }
+        }
+        record.moving = [:]
+        values = record.stored(in: values)
+        try write(values, format: format, to: file, target: target)
+    }
+
+    private func otherFile(_ suite: String) throws(DefaultsError) -> SuiteFile {
+        do {
+            return SuiteFile(location: try SuiteLocation(suiteName: suite, directory: file.location.directory))
+        } catch let error as DefaultsError {
+            throw error
+        } catch {
+            throw DefaultsError(.invalidSuiteName, "\(error)", suite: suite)
+        }
+    }
+
+    /// The file's values and format (none, binary, when there is no file); a file that does not
+    /// parse is an error: a migration never writes over it.
+    private func read(_ file: SuiteFile) throws(DefaultsError) -> (
+        values: [String: PropertyListValue], format: PropertyListFormat
+    ) {
+        guard let contents = try file.read() else { return ([:], .binary) }
+        let decoded: (value: PropertyListValue, format: PropertyListFormat)
+        do throws(PropertyListError) {
+            decoded = try PropertyListCodec.decode(contents.data)
+        } catch {
+            throw DefaultsError(
+                .corruptFile, "The suite file \(file.location.path) does not parse; no migration step was run on it.",
+                suite: file.location.name, path: file.location.path, underlying: DefaultsError(error))
+        }
+        guard case .dictionary(let values) = decoded.value else {
+            throw DefaultsError(
+                .corruptFile, "The suite file \(file.location.path) is not a dictionary; no migration step was run.",
+                suite: file.location.name, path: file.location.path)
+        }
+        return (values, decoded.format)
+    }
+
+    /// Replaces the file at once (the store's atomic replace: temporary file, fsync, rename).
+    private func write(
+        _ values: [String: PropertyListValue], format: PropertyListFormat, to file: SuiteFile, target: String
+    ) throws(DefaultsError) {
+        let data: Data
+        do throws(PropertyListError) {
+            data = try PropertyListCodec.encode(.dictionary(values), format: format)
+        } catch {
+            throw DefaultsError(
+                .writeFailed, "Could not encode suite \"\(file.location.name)\": \(error.message)",
+                suite: file.location.name, path: file.location.path)
+        }
+        var existing = stat()
+        let exists = stat(target, &existing) == 0
+        _ = try file.replace(with: data, at: target, existing: exists ? existing : nil, using: SystemFileOperations())
+    }
+}

@@ -1,0 +1,206 @@
+import Dispatch
+import Foundation
+
+/// The delivery engine of a ``Defaults``: a change of a store it searches, or of its own layers,
+/// re-resolves the keys it touched under the ``ChangeLock``, queues a change for each effective
+/// value that differs, and delivers the queue to observers once every lock is released, in the
+/// order the changes were applied (docs/design.md, "Observation: one order for every change").
+extension Defaults {
+    /// Changes this instance's own layers with `change`, re-resolves `keys` (all keys when nil),
+    /// and delivers the changes outside every lock.
+    func refresh(_ keys: ChangedKeys?, origin: ChangeOrigin, changingState change: (inout State) -> Void = { _ in }) {
+        let delivery = ChangeLock.withLock { applyRefresh(keys, origin: origin, changingState: change) }
+        if let delivery { perform(delivery) }
+    }
+
+    /// A store this instance searches changed one key, to `new` (a `set`). Called by the store
+    /// under the ``ChangeLock``, in the step that made the change.
+    ///
+    /// - Returns: What to deliver once the change lock is released, or nil.
+    func storeChanged(
+        _ store: SuiteStore, key: String, to new: PropertyListValue?, origin: ChangeOrigin
+    ) -> Delivery? {
+        // The suite's own change carries its new value: no second lookup in the store on every
+        // `set` (the store's lock and a hash of the key).
+        if store !== suite, let delivery = refreshAdministered(store, .one(key), origin: origin) { return delivery }
+        return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
+    }
+
+    /// A store this instance searches changed `keys` (a reload, a flush that found others'
+    /// values, a replaced domain). Called by the store under the ``ChangeLock``.
+    ///
+    /// - Returns: What to deliver once the change lock is released, or nil.
+    func storeChanged(_ store: SuiteStore, keys: ChangedKeys, origin: ChangeOrigin) -> Delivery? {
+        if store !== suite, let delivery = refreshAdministered(store, keys, origin: origin) { return delivery }
+        return applyRefresh(keys, origin: deliveredOrigin(origin, from: store))
+    }
+
+    /// What a change leaves to do once the change lock is released.
+    struct Delivery {
+        /// Changes this thread claimed to deliver (another thread delivering leaves it nil).
+        var batch: [(observer: Observer, change: UntypedChange)]?
+        /// Whether to schedule the change notification.
+        var notifies: Bool
+        /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
+        var waits: Bool
+        /// Observers of keys becoming forced or released, with their news (``Defaults/observeForcing(ofKey:_:)``).
+        var forcing: [@Sendable () -> Void] = []
+    }
+
+    /// Does what a change left to do: delivers, schedules the notification, waits for observers.
+    /// Called with no lock held.
+    func perform(_ delivery: Delivery) {
+        if let batch = delivery.batch { deliver(batch) }
+        if delivery.notifies { scheduleChangeNotification() }
+        if delivery.waits { waitForObservers() }
+        for call in delivery.forcing { call() }
+    }
+
+    /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
+    /// effective value that differs. Called under the ``ChangeLock``, so changes are applied (and
+    /// queued) in the order they were made.
+    ///
+    /// - Returns: What to do once the change lock is released (delivery, the notification), or nil.
+    func applyRefresh(
+        _ keys: ChangedKeys?, origin: ChangeOrigin, suiteValue: PropertyListValue?? = nil,
+        changingState change: (inout State) -> Void = { _ in }
+    ) -> Delivery? {
+        let delivery = state.withLock { state -> Delivery in
+            change(&state)
+            var changed = false
+            if let keys {
+                keys.forEach { key in
+                    let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: suiteValue)
+                    guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
+                    changed = true
+                    if change.isObserved || state.observers.observesEveryKey {
+                        state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+                    }
+                }
+            } else {
+                let all = EffectiveValues(
+                    Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
+                for change in state.effective.differences(from: all) {
+                    changed = true
+                    if all.isObserved(change.key) || state.observers.observesEveryKey {
+                        state.observers.enqueue(
+                            key: change.key.string, old: change.old, new: change.new, origin: origin)
+                    }
+                }
+                state.effective = all
+            }
+            let batch = state.observers.claimBatch()
+            // Another thread delivers, and its observers have fallen this far behind: wait for them.
+            let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
+            return Delivery(batch: batch, notifies: changed && Self.claimNotification(&state), waits: waits)
+        }
+        if delivery.batch == nil && !delivery.notifies && !delivery.waits { return nil }
+        return delivery
+    }
+
+    /// Whether this change should schedule the notification: once per burst, and not when a
+    /// persistent-domain call posts its own.
+    private static func claimNotification(_ state: inout State) -> Bool {
+        if state.notificationPostedByCaller {
+            state.notificationPostedByCaller = false
+            return false
+        }
+        if state.notificationScheduled { return false }
+        state.notificationScheduled = true
+        return true
+    }
+
+    /// Waits while the observers' queue is at its limit and another thread delivers it
+    /// (``ObservationBacklog``).
+    private func waitForObservers() {
+        let limit = backlogLimit.load(ordering: .relaxed)
+        backlogGate.wait {
+            state.withLock { $0.observers.isDelivering && $0.observers.queue.count >= limit / 2 }
+        }
+    }
+
+    /// Sets how many changes the observers' queue, and each `queue:` observer registered after this,
+    /// may hold before writers wait (for tests of the bound; ``ObservationBacklog/defaultLimit`` otherwise).
+    package func setObservationBacklogLimit(_ limit: Int) {
+        backlogLimit.store(max(1, limit), ordering: .relaxed)
+    }
+
+    /// Delivers queued changes on this thread, unless another thread already is (it then delivers
+    /// these too, in order). Never called with the lock held.
+    func deliverQueuedChanges() {
+        guard let batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
+        deliver(batch)
+    }
+
+    /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
+    private func deliver(_ first: [(observer: Observer, change: UntypedChange)]) {
+        var batch = first
+        while true {
+            // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
+            if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
+            for item in batch { item.observer.deliver(item.change) }
+            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else {
+                backlogGate.wake()
+                return
+            }
+            batch = next
+        }
+    }
+
+    /// Queues a prior call for observers of `key` that asked for one, when setting the suite's value
+    /// to `suiteValue` would change the effective value. Called under the ``ChangeLock``.
+    func queuePrior(of key: String, suiteValue: PropertyListValue?) {
+        state.withLock { state in
+            let old = state.effective[HashedKey(key)]
+            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
+                || state.storesBeforeSuite.contains(where: { $0.orderedValue(forKey: key) != nil })
+                || state.forced.contains(where: { $0.orderedValue(forKey: key) != nil })
+                || state.currentHost.contains(where: { $0.orderedValue(forKey: key) != nil })
+            {
+                return
+            }
+            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
+                stores.lazy.compactMap { $0.orderedValue(forKey: key) }.first
+            }
+            let new =
+                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
+                ?? global?.orderedValue(forKey: key) ?? first(state.system) ?? state.registration[key]
+            if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
+        }
+    }
+
+    /// How long the notification waits after the first change of a burst, so that a burst posts once.
+    ///
+    /// Posting at once woke a Dispatch worker for nearly every write of a tight loop; that worker
+    /// then took this store's lock on the other core, and writes ran at half speed in some runs
+    /// (docs/design.md, "Observation: the change notification").
+    ///
+    /// Timed by Dispatch, not by the library's timer thread (``DeadlineTimer``, which times the
+    /// flush): with outside changes arriving back to back, the timer thread's wake-up every 5 ms
+    /// doubled the p99 of their delivery (docs/design.md, "Delayed work: one timer thread").
+    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
+
+    private func scheduleChangeNotification() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
+            guard let self else { return }
+            self.state.withLock { $0.notificationScheduled = false }
+            NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
+        }
+    }
+}
+
+/// What the ``Defaults`` that read a changed store have to deliver once the ``ChangeLock`` is
+/// released: empty (and free) when no one observes. It holds the `Defaults` strongly, so that none
+/// is deinitialised under the change lock.
+struct Deliveries {
+    private var items: [(defaults: Defaults, delivery: Defaults.Delivery)] = []
+
+    mutating func append(_ defaults: Defaults, _ delivery: Defaults.Delivery?) {
+        if let delivery { items.append((defaults, delivery)) }
+    }
+
+    /// Delivers them; call with no lock held.
+    func run() {
+        for item in items { item.defaults.perform(item.delivery) }
+    }
+}

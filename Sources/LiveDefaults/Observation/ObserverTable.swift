@@ -1,0 +1,89 @@
+/// The observers of one ``Defaults``, by key, and the queue of changes waiting to be delivered.
+///
+/// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
+/// key cost the same whatever the number of observers of other keys.
+struct ObserverTable {
+    private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
+    private var everyKey: [ObjectIdentifier: Observer] = [:]
+    /// Changes waiting for delivery, in the order they were applied.
+    var queue: [(observer: Observer, change: UntypedChange)] = []
+    /// Whether some thread is delivering the queue now.
+    var isDelivering = false
+
+    /// How many registered observers asked for prior calls: when none did (the usual case), a
+    /// write need not look for them.
+    private(set) var priorObserverCount = 0
+
+    mutating func add(_ observer: Observer) {
+        if observer.options.contains(.prior) { priorObserverCount += 1 }
+        if let key = observer.key {
+            byKey[HashedKey(key), default: [:]][ObjectIdentifier(observer)] = observer
+        } else {
+            everyKey[ObjectIdentifier(observer)] = observer
+        }
+    }
+
+    mutating func remove(_ observer: Observer) {
+        let removed: Observer?
+        if let key = observer.key {
+            let key = HashedKey(key)
+            removed = byKey[key]?.removeValue(forKey: ObjectIdentifier(observer))
+            if byKey[key]?.isEmpty == true { byKey[key] = nil }
+        } else {
+            removed = everyKey.removeValue(forKey: ObjectIdentifier(observer))
+        }
+        if removed != nil, observer.options.contains(.prior) { priorObserverCount -= 1 }
+    }
+
+    /// The keys that have observers of their own.
+    var observedKeys: Dictionary<HashedKey, [ObjectIdentifier: Observer]>.Keys { byKey.keys }
+
+    /// Whether some observer observes every key.
+    var observesEveryKey: Bool { !everyKey.isEmpty }
+
+    /// Whether `key` has observers of its own.
+    func hasObservers(of key: HashedKey) -> Bool { byKey[key] != nil }
+
+    /// Whether some observer of `key` asked for prior calls.
+    func wantsPrior(_ key: String) -> Bool {
+        guard priorObserverCount > 0 else { return false }
+        return byKey[HashedKey(key)]?.values.contains { $0.options.contains(.prior) } == true
+            || everyKey.values.contains { $0.options.contains(.prior) }
+    }
+
+    /// Queues a change of `key` for each of its observers.
+    mutating func enqueue(
+        key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false
+    ) {
+        for observer in byKey[HashedKey(key)]?.values ?? [:].values {
+            if isPrior && !observer.options.contains(.prior) { continue }
+            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        }
+        for observer in everyKey.values {
+            if isPrior && !observer.options.contains(.prior) { continue }
+            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        }
+    }
+
+    /// Takes the queue for delivery when there is something to deliver and no other thread is
+    /// delivering, marking this thread as the deliverer (to be called under the same lock that
+    /// queued the changes, saving a second acquisition).
+    mutating func claimBatch() -> [(observer: Observer, change: UntypedChange)]? {
+        takeBatch(claiming: true)
+    }
+
+    /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
+    /// deliverer. Returns nil (and clears the mark) when there is nothing left.
+    mutating func takeBatch(claiming: Bool) -> [(observer: Observer, change: UntypedChange)]? {
+        if claiming {
+            if isDelivering || queue.isEmpty { return nil }
+            isDelivering = true
+        }
+        if queue.isEmpty {
+            isDelivering = false
+            return nil
+        }
+        defer { queue = [] }
+        return queue
+    }
+}

@@ -1,0 +1,18 @@
+import Dispatch
+
+/// The library's clock: the work runs on Dispatch's global utility queue, timed by the
+/// ``DeadlineTimer`` (Dispatch's own `asyncAfter` where there is no timerfd).
+package struct DispatchStoreClock: StoreClock {
+    package init() {}
+
+    package func run(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        let queue = DispatchQueue.global(qos: .utility)
+        if let timer = DeadlineTimer.shared {
+            timer.run(after: delay, on: queue, action)  // (no delay: at once, on the queue)
+        } else if delay <= .zero {
+            queue.async(execute: action)
+        } else {
+            queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsPropertyList
+
+/// A domain's schema as the `defaults` command uses it: where it came from, the check of a value to be
+/// written (with macOS's conversions), and the redaction of secret values.
+///
+/// The check is here, in the command, never on the library's read path (docs/design.md, "The `defaults` command: schemas").
+package struct CommandSchema: Sendable {
+    /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary, as in a
+    /// schema file), so that every machine's `defaults` checks against the same one.
+    package static let reservedKey = "LiveDefaults.schema"
+    /// What secret values are printed as.
+    package static let redaction = PropertyListValue.string("<secret>")
+
+    package var schema: DefaultsSchema
+    /// The file, or the etcd key, it was read from.
+    package var source: String
+
+    package init(schema: DefaultsSchema, source: String) {
+        self.schema = schema
+        self.source = source
+    }
+
+    /// The value to store for `key`, given `value` as the command line gave it: converted where macOS users
+    /// expect it (`-int 14` or a bare `14` for a `real` key, a bare `14` for an `integer` key, a bare `yes` for a
+    /// `boolean` one), never from a `-string`; nil when the schema does not name the key.
+    ///
+    /// - Parameters:
+    ///   - value: The parsed value.
+    ///   - key: The key written.
+    ///   - isBare: Whether the value was given without a type flag (macOS stores it as a string).
+    /// - Returns: The value to store, or the reason it is refused.
+    package func admit(_ value: PropertyListValue, forKey key: String, isBare: Bool) -> Result<
+        PropertyListValue, Refusal
+    > {
+        guard let entry = schema[key] else { return .success(value) }
+        let converted = Self.convert(value, to: entry.type, isBare: isBare)
+        if let problem = entry.problem(with: converted) {
+            return .failure(Refusal(key: key, entry: entry, problem: problem, given: value, source: source))
+        }
+        return .success(converted)
+    }
+
+    private static func convert(_ value: PropertyListValue, to type: DefaultsSchema.ValueType, isBare: Bool)
+        -> PropertyListValue
+    {
+        switch (type, value) {
+        case (.integer, .real(let real)): return Int64(exactly: real).map(PropertyListValue.integer) ?? value
+        case (.real, .integer(let integer)): return .real(Double(integer))
+        case (.real, .unsignedInteger(let integer)): return .real(Double(integer))
+        case (_, .string(let text)) where isBare:
+            switch type {
+            case .integer: return Int64(text).map(PropertyListValue.integer) ?? value
+            case .real: return Double(text).flatMap { $0.isFinite ? .real($0) : nil } ?? value
+            case .boolean: return Bool(propertyListValue: value).map(PropertyListValue.bool) ?? value
+            case .date: return PropertyListDateFormat.date(from: text).map(PropertyListValue.date) ?? value
+            default: return value
+            }
+        default: return value
+        }
+    }
+
+    /// A value the schema does not allow, with everything the message names.
+    package struct Refusal: Error, Sendable {
+        package var key: String
+        package var entry: DefaultsSchema.Entry
+        package var problem: String
+        package var given: PropertyListValue
+        package var source: String
+
+        /// `Key fontSize expects an integer, not a string ("big") (schema: …).` — a secret value is not quoted.
+        package func message(domain: String) -> String {
+            let shown = entry.isSecret ? "" : " (\(OpenStepWriter.singleLineString(for: given)))"
+            return "defaults: key \(key) of \(domain) \(problem)\(shown), by the schema at \(source).\n"
+                + "Defaults have not been changed.\n"
+        }
+    }
+
+    // MARK: Secrets
+
+    /// Whether `key` is secret.
+    package func isSecret(_ key: String) -> Bool { schema[key]?.isSecret == true }
+
+    /// `value` as printed: the redaction for a secret key.
+    package func shown(_ value: PropertyListValue?, forKey key: String) -> PropertyListValue? {
+        guard value != nil, isSecret(key) else { return value }
+        return Self.redaction
+    }
+
+    /// The values as printed: each secret key's value redacted.
+    package func shown(_ values: [String: PropertyListValue]) -> [String: PropertyListValue] {
+        var shown = values
+        for entry in schema.entries where entry.isSecret && shown[entry.name] != nil {
+            shown[entry.name] = Self.redaction
+        }
+        return shown
+    }
+}
+
+extension CommandDomains {
+    /// The schema of a domain: for an `etcd://` suite, the one stored under its prefix
+    /// (``CommandSchema/reservedKey``); for a named domain (the global one included), the file installed for
+    /// it in ``schemaDirectories``; nil for a file given by path, and when there is none.
+    ///
+    /// - Throws: ``DefaultsError`` (`invalidSchema`) when the schema found cannot be read.
+    package func schema(of domain: DomainReference, values: @autoclosure () -> [String: PropertyListValue]) throws
+        -> CommandSchema?
+    {
+        switch domain {
+        case .remote(let address):
+            guard let stored = values()[CommandSchema.reservedKey] else { return nil }
+            let source = "etcd key \(address.root)\(address.suite)/\(CommandSchema.reservedKey)"
+            return CommandSchema(schema: try DefaultsSchema(propertyList: stored, source: source), source: source)
+        case .named(let name):
+            return try installedSchema(suite: name)
+        case .global:
+            return try installedSchema(suite: DomainReference.globalDomainName)
+        case .path:
+            return nil
+        }
+    }
+
+    private func installedSchema(suite: String) throws -> CommandSchema? {
+        guard let (schema, file) = try DefaultsSchema.find(suite: suite, in: schemaDirectories) else { return nil }
+        return CommandSchema(schema: schema, source: file.path)
+    }
+}

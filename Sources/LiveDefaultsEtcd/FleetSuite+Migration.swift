@@ -1,0 +1,107 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsEtcdClient
+import LiveDefaultsPropertyList
+
+extension FleetSuite {
+    /// Brings the fleet suite up to migration `version`, each step once per suite across the
+    /// fleet: the pending steps' changes and the record (`DefaultsMigration.recordKey`, under
+    /// the suite's prefix) are committed in one etcd transaction that applies only if the record and
+    /// every key the steps change are as they were read (compare-and-set). A process that loses the
+    /// race reads again and finds the steps done.
+    ///
+    /// ```swift
+    /// try suite.migrate(to: 1) { step in step.rename("maxConnections", to: "connectionLimit") }
+    /// ```
+    ///
+    /// `body` may be evaluated by several processes racing for the same step, and by one process
+    /// more than once; only one result is committed, so it must change only `step`. Every process
+    /// with the suite open, this one included, sees the changes as one burst with the origin
+    /// `ChangeOrigin.external`. Moving keys from another suite is for suites kept in a file.
+    ///
+    /// - Parameters:
+    ///   - version: The number of the last step.
+    ///   - body: Makes step `step.number`'s changes to `step`.
+    /// - Returns: The numbers of the steps this process committed.
+    /// - Throws: `DefaultsError`: `migrationFailed` when `body` throws, asks for a move, or changes
+    ///   more keys than one etcd transaction takes; `remoteUnavailable` when etcd cannot be reached.
+    @discardableResult
+    public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
+        let client = EtcdClient(
+            endpoints: endpoints, credentials: credentials.map { ($0.user, $0.password) },
+            requestTimeout: requestTimeout.timeInterval, certificateAuthorities: certificateAuthorities?.path)
+        let prefix = prefix
+        var ran: [Int] = []
+        while true {
+            let (header, kvs): (EtcdResponseHeader, [EtcdKeyValue])
+            do {
+                (header, kvs) = try client.range(prefix: prefix)
+            } catch {
+                throw DefaultsError(
+                    .remoteUnavailable, "The migration of fleet suite \"\(name)\" could not read etcd: \(error)",
+                    suite: name, underlying: SendableDescription(error))
+            }
+            var mirror = EtcdMirror(prefix: prefix)
+            _ = mirror.resync(header: header, kvs: kvs)
+            let values = mirror.values
+            let record = MigrationRecord(in: values)
+            guard record.version < version else { return ran }
+            // Every pending step on the values read, then one transaction: one burst for every process.
+            var migrated = values
+            for number in (record.version + 1)...version {
+                let result: (values: [String: PropertyListValue], moves: [String: [String]])
+                do {
+                    result = try MigrationRecord.run(step: number, over: migrated, body)
+                } catch {
+                    throw failure(step: number, "failed", SendableDescription(error))
+                }
+                guard result.moves.isEmpty else {
+                    throw failure(step: number, "asks to move keys from another suite, which only file suites do", nil)
+                }
+                migrated = result.values
+            }
+            let next = MigrationRecord(version: version).stored(in: migrated)
+            let number = record.version + 1
+            let changed = Set(next.keys).union(values.keys).filter { next[$0] != values[$0] }.sorted()
+            guard changed.count <= EtcdClient.maximumOperationsPerTransaction / 2 else {
+                throw failure(step: number, "changes \(changed.count) keys, more than one etcd transaction takes", nil)
+            }
+            let revisions = Dictionary(
+                kvs.compactMap { kv in kv.key.map { ($0.data, kv.mod_revision?.value ?? 0) } }, uniquingKeysWith: max)
+            var puts: [(key: Data, value: Data)] = []
+            var deletes: [Data] = []
+            var unchanged: [(key: Data, modRevision: Int64)] = []
+            do {
+                for key in changed {
+                    let etcdKey = EtcdMirror.etcdKey(key, prefix: prefix)
+                    unchanged.append((etcdKey, revisions[etcdKey] ?? 0))
+                    if let value = next[key] {
+                        puts.append((etcdKey, try EtcdMirror.encode(value)))
+                    } else {
+                        deletes.append(etcdKey)
+                    }
+                }
+            } catch {
+                throw failure(step: number, "made a value that cannot be encoded", SendableDescription(error))
+            }
+            let committed: Bool
+            do {
+                committed = try client.commit(puts: puts, deletes: deletes, unchanged: unchanged)
+            } catch {
+                throw DefaultsError(
+                    .remoteUnavailable,
+                    "Step \(number) of the migration of fleet suite \"\(name)\" could not be committed: \(error). "
+                        + "Steps 1 to \(number - 1) are done; the next start tries again.",
+                    suite: name, underlying: SendableDescription(error))
+            }
+            if committed { ran = Array(number...version) }
+        }
+    }
+
+    private func failure(step number: Int, _ problem: String, _ cause: SendableDescription?) -> DefaultsError {
+        DefaultsError(
+            .migrationFailed,
+            "Step \(number) of the migration of fleet suite \"\(name)\" \(problem); steps 1 to \(number - 1) are done.",
+            suite: name, underlying: cause)
+    }
+}

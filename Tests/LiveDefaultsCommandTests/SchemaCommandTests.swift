@@ -1,0 +1,250 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsCommand
+import LiveDefaultsPropertyList
+import TestSupport
+import Testing
+
+/// The `defaults` command with a schema installed: checked writes, the schema's verbs, secrets redacted.
+/// Run in process, with the domains in a temporary directory and the schema directories beside it.
+private struct SchemaFixture: ~Copyable {
+    static let suite = "com.example.described"
+    let directory: TemporaryDirectory
+
+    init(installing schema: DefaultsSchema? = SchemaFixture.schema) throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(at: directory.file("config"), withIntermediateDirectories: true)
+        try schema?.install(into: directory.file("user-schemas"))
+        self.directory = directory
+    }
+
+    var userSchemas: URL { directory.file("user-schemas") }
+    var systemSchemas: URL { directory.file("system-schemas") }
+
+    static let schema = DefaultsSchema(
+        suite: suite,
+        entries: [
+            .init(name: "fontSize", type: .integer, defaultValue: 12, summary: "Text size in points", range: 8...72),
+            .init(name: "theme", type: .string, defaultValue: "system", choices: ["light", "dark", "system"]),
+            .init(name: "volume", type: .real, defaultValue: 0.5),
+            .init(name: "autosave", type: .boolean, defaultValue: true),
+            .init(name: "apiToken", type: .string, summary: "Sync token", isSecret: true),
+            .init(name: "recent", type: .array, defaultValue: []),
+        ])
+
+    func run(_ arguments: String...) -> CommandResult { run(arguments) }
+
+    @discardableResult
+    func succeed(_ arguments: String...) -> String { succeed(arguments) }
+
+    func run(_ arguments: [String]) -> CommandResult {
+        let output = Locked(Data())
+        let errors = Locked(Data())
+        let io = CommandIO(
+            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
+            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
+            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
+            readStandardInput: { Data() })
+        let domains = CommandDomains(
+            directory: directory.file("config"), schemaDirectories: [userSchemas, systemSchemas])
+        let outcome = DefaultsCommandRunner(domains: domains, io: io).run(arguments)
+        guard case .exit(let status) = outcome else {
+            return CommandResult(status: -1, standardOutput: "", standardError: "")
+        }
+        return CommandResult(
+            status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
+            standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+
+    @discardableResult
+    func succeed(_ arguments: [String]) -> String {
+        let output = Locked(Data())
+        let errors = Locked(Data())
+        let io = CommandIO(
+            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
+            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
+            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
+            readStandardInput: { Data() })
+        let domains = CommandDomains(
+            directory: directory.file("config"), schemaDirectories: [userSchemas, systemSchemas])
+        let outcome = DefaultsCommandRunner(domains: domains, io: io).run(arguments)
+        let errorText = String(decoding: errors.withLock { $0 }, as: UTF8.self)
+        #expect(outcome.exitStatus == 0 && errorText.isEmpty, "\(arguments): \(errorText)")
+        return String(decoding: output.withLock { $0 }, as: UTF8.self)
+    }
+
+    var file: URL { directory.file("config/\(Self.suite).plist") }
+
+    func values() throws -> [String: PropertyListValue] {
+        try #require(try PropertyListCodec.decode(Data(contentsOf: file)).value.dictionaryValue)
+    }
+}
+
+extension CommandOutcome {
+    fileprivate var exitStatus: Int32? { if case .exit(let status) = self { status } else { nil } }
+}
+
+@Suite struct SchemaCommandTests {
+    static let suite = SchemaFixture.suite
+
+    // MARK: write, checked
+
+    @Test(arguments: [
+        (["fontSize", "-string", "big"], "expects an integer, not a string"),
+        (["fontSize", "-string", "14"], "expects an integer, not a string"),
+        (["fontSize", "big"], "expects an integer, not a string"),
+        (["fontSize", "-float", "14.5"], "expects an integer, not a float"),
+        (["fontSize", "-int", "100"], "allows only 8 to 72"),
+        (["fontSize", "-int", "7"], "allows only 8 to 72"),
+        (["theme", "-string", "purple"], "allows only \"light\", \"dark\", \"system\""),
+        (["theme", "-int", "3"], "expects a string, not an integer"),
+        (["volume", "-string", "loud"], "expects a real, not a string"),
+        (["autosave", "-int", "1"], "expects a boolean, not an integer"),
+        (["recent", "-dict", "a", "b"], "expects an array, not a dictionary"),
+        (["apiToken", "-int", "1234"], "expects a string, not an integer"),
+    ])
+    func aWriteTheSchemaRefusesExitsOneNamingTheTypeAndLeavesTheFileByteForByte(
+        arguments: [String], problem: String
+    ) throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "fontSize", "-int", "14")
+        let before = try Data(contentsOf: fixture.file)
+        let result = fixture.run(["write", Self.suite] + arguments)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardError.contains("key \(arguments[0]) of \(Self.suite) \(problem)"), "\(result)")
+        #expect(result.standardError.contains(fixture.userSchemas.path), "the message names the schema: \(result)")
+        #expect(result.standardError.hasSuffix("Defaults have not been changed.\n"), "\(result)")
+        #expect(try Data(contentsOf: fixture.file) == before, "the file is untouched, byte for byte")
+    }
+
+    @Test func aSecretValueIsNotQuotedInTheRefusal() throws {
+        let fixture = try SchemaFixture()
+        let result = fixture.run("write", Self.suite, "apiToken", "-int", "987654")
+        #expect(result.status == 1 && !result.standardError.contains("987654"), "\(result)")
+    }
+
+    static let conversions: [([String], PropertyListValue)] = [
+        (["fontSize", "-int", "14"], .integer(14)),
+        (["fontSize", "14"], .integer(14)),
+        (["fontSize", "-float", "20"], .integer(20)),
+        (["volume", "-int", "1"], .real(1)),
+        (["volume", "0.25"], .real(0.25)),
+        (["autosave", "no"], .bool(false)),
+        (["autosave", "-bool", "YES"], .bool(true)),
+        (["theme", "dark"], "dark"),
+        (["theme", "-string", "light"], "light"),
+        (["recent", "-array", "a", "b"], ["a", "b"]),
+        (["unlisted", "-string", "14"], "14"),
+    ]
+
+    @Test(arguments: conversions)
+    func aWriteIsConvertedWhereMacOSUsersExpectIt(arguments: [String], stored: PropertyListValue) throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed(["write", Self.suite] + arguments)
+        #expect(try fixture.values()[arguments[0]] == stored)
+    }
+
+    @Test func withoutASchemaTheCommandWritesAsToday() throws {
+        let fixture = try SchemaFixture(installing: nil)
+        fixture.succeed("write", Self.suite, "fontSize", "-string", "big")
+        fixture.succeed("write", Self.suite, "count", "14")
+        #expect(try fixture.values() == ["fontSize": "big", "count": "14"])
+        #expect(fixture.run("describe", Self.suite).status == 1)
+        #expect(fixture.succeed("list-keys", Self.suite) == "count\nfontSize\n", "the stored keys")
+    }
+
+    @Test func writingAWholeDomainOrImportingIsCheckedToo() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "fontSize", "-int", "14")
+        let before = try Data(contentsOf: fixture.file)
+        let result = fixture.run("write", Self.suite, "{ fontSize = huge; }")
+        #expect(result.status == 1 && result.standardError.contains("expects an integer"), "\(result)")
+        #expect(try Data(contentsOf: fixture.file) == before)
+    }
+
+    // MARK: describe, list-keys, reset, schema
+
+    @Test func describeShowsTypeDefaultAllowedValuesSummaryAndValue() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "fontSize", "-int", "14")
+        #expect(
+            fixture.succeed("describe", Self.suite, "fontSize")
+                == "fontSize\n  summary: Text size in points\n  type: integer\n  range: 8 to 72\n  default: 12\n  value: 14\n"
+        )
+        #expect(
+            fixture.succeed("describe", Self.suite, "theme")
+                == "theme\n  type: string\n  choices: light, dark, system\n  default: system\n  value: (default)\n")
+        let all = fixture.succeed("describe", Self.suite)
+        #expect(all.hasPrefix("apiToken\n") && all.contains("\nvolume\n"), "\(all)")
+        let json = fixture.succeed("describe", Self.suite, "fontSize", "--json")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["key"] as? String == "fontSize" && object["type"] as? String == "integer")
+        #expect(object["default"] as? Int == 12 && object["value"] as? Int == 14 && object["secret"] as? Bool == false)
+        #expect((object["range"] as? [String: Int]) == ["min": 8, "max": 72])
+        let list = try JSONSerialization.jsonObject(with: Data(fixture.succeed("describe", Self.suite, "--json").utf8))
+        #expect((list as? [[String: Any]])?.count == 6)
+        let missing = fixture.run("describe", Self.suite, "nope")
+        #expect(missing.status == 1 && missing.standardError.contains("key nope is not in the schema"), "\(missing)")
+    }
+
+    @Test func listKeysNamesTheSchemasKeys() throws {
+        let fixture = try SchemaFixture()
+        #expect(fixture.succeed("list-keys", Self.suite) == "apiToken\nautosave\nfontSize\nrecent\ntheme\nvolume\n")
+        #expect(
+            fixture.succeed("list-keys", Self.suite, "--json")
+                == #"["apiToken","autosave","fontSize","recent","theme","volume"]"# + "\n")
+    }
+
+    @Test func resetRemovesOneKeyOrEveryKeyOfTheSchema() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "fontSize", "-int", "14")
+        fixture.succeed("write", Self.suite, "theme", "dark")
+        fixture.succeed("write", Self.suite, "unlisted", "kept")
+        fixture.succeed("reset", Self.suite, "fontSize")
+        #expect(try fixture.values() == ["theme": "dark", "unlisted": "kept"])
+        #expect(fixture.succeed("reset", Self.suite, "--json") == #"{"reset":["theme"]}"# + "\n")
+        #expect(try fixture.values() == ["unlisted": "kept"], "a key the schema does not name is left")
+        #expect(fixture.run("reset", Self.suite, "nope").status == 1)
+    }
+
+    @Test func schemaPrintsTheDocumentThatInstallsIt() throws {
+        let fixture = try SchemaFixture()
+        let xml = fixture.succeed("schema", Self.suite)
+        #expect(try DefaultsSchema(propertyListData: Data(xml.utf8)) == SchemaFixture.schema)
+        let json = fixture.succeed("schema", Self.suite, "--json")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["suite"] as? String == Self.suite && (object["keys"] as? [String: Any])?.count == 6)
+    }
+
+    @Test func installSchemaInstallsAFileForTheUserOrTheSystem() throws {
+        let fixture = try SchemaFixture(installing: nil)
+        let file = fixture.directory.file("shipped.plist")
+        try SchemaFixture.schema.propertyListData().write(to: file)
+        let output = fixture.succeed("install-schema", file.path, "--system")
+        #expect(output.contains(fixture.systemSchemas.appendingPathComponent("\(Self.suite).plist").path))
+        #expect(fixture.succeed("list-keys", Self.suite).hasPrefix("apiToken\n"))
+        fixture.succeed("install-schema", file.path)
+        #expect(FileManager.default.fileExists(atPath: fixture.userSchemas.path + "/\(Self.suite).plist"))
+        try Data("{ suite = x; keys = { a = { type = colour; }; }; }".utf8).write(to: file)
+        let bad = fixture.run("install-schema", file.path)
+        #expect(bad.status == 1 && bad.standardError.contains("key \"a\" has no \"type\""), "\(bad)")
+    }
+
+    // MARK: secrets
+
+    @Test func secretValuesAreRedactedUnlessAskedFor() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
+        fixture.succeed("write", Self.suite, "theme", "dark")
+        #expect(fixture.succeed("read", Self.suite, "apiToken") == "<secret>\n")
+        let domain = fixture.succeed("read", Self.suite)
+        #expect(!domain.contains("tok-123456") && domain.contains("apiToken = \"<secret>\""), "\(domain)")
+        #expect(!fixture.succeed("describe", Self.suite, "apiToken").contains("tok-123456"))
+        #expect(!fixture.succeed("describe", Self.suite, "--json").contains("tok-123456"))
+        let found = fixture.run("find", "tok-123456")
+        #expect(!found.standardOutput.contains("tok-123456"), "\(found)")
+        #expect(fixture.succeed("read", Self.suite, "apiToken", "--show-secrets") == "tok-123456\n")
+        #expect(fixture.succeed("describe", Self.suite, "apiToken", "--show-secrets").contains("tok-123456"))
+        #expect(try fixture.values()["apiToken"] == "tok-123456", "stored in full")
+    }
+}
