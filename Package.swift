@@ -69,8 +69,11 @@ let package = Package(
             name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
             path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
-        // (It links LiveDefaultsEtcd for the fleet migration raced across processes.)
-        .executableTarget(name: "TestHelper", dependencies: ["LiveDefaults", "LiveDefaultsEtcd"], path: "Tests/TestHelper"),
+        // (It links LiveDefaultsEtcd for the fleet migration raced across processes, and LiveDefaultsWatching to
+        // time the shared watcher itself.)
+        .executableTarget(
+            name: "TestHelper", dependencies: ["LiveDefaults", "LiveDefaultsEtcd", "LiveDefaultsWatching"],
+            path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Helpers shared by the test targets that need the library's types (the observation log).

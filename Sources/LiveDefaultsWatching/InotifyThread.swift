@@ -20,10 +20,34 @@ final class InotifyThread {
         | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// The longest single wait for an event, in seconds. libinotifytools counts whole seconds and
     /// takes 0 to mean forever; waking early is the wake channel's job.
-    static let eventTimeoutSeconds = 1
+    ///
+    /// Test knob, not API: `LIVEDEFAULTS_WATCHER_IDLE_WAIT=<seconds>` stretches it (see
+    /// ``testKnobSeconds(_:)``), so that a test in a process of its own can tell a thread woken at
+    /// once from one that slept out its wait by tens of seconds rather than by one.
+    static let eventTimeoutSeconds = testKnobSeconds("LIVEDEFAULTS_WATCHER_IDLE_WAIT") ?? 1
     /// How often armed directories are checked to still be the directory at their path (an
     /// ancestor may have been renamed, which gives no event on the directory itself).
-    static let verificationInterval: Duration = .seconds(1)
+    ///
+    /// Test knob, not API: `LIVEDEFAULTS_WATCHER_VERIFICATION_INTERVAL=<seconds>` stretches it, so
+    /// that a test can tell a change seen through its own event from one found by this check.
+    static let verificationInterval: Duration = .seconds(
+        testKnobSeconds("LIVEDEFAULTS_WATCHER_VERIFICATION_INTERVAL") ?? 1)
+    /// The longest value a test knob takes, in seconds.
+    static let longestTestKnob = 3600
+
+    /// A whole number of seconds from 1 to ``longestTestKnob`` in the environment variable `name`,
+    /// else `nil` (the variable is ignored).
+    ///
+    /// Test knobs, not public API, and not for production: they stretch the watcher's fallbacks,
+    /// which makes it slower to notice what only a fallback notices. They are read once, when the
+    /// inotify thread starts (the first use of the constant), so only a process of the test's own
+    /// (the TestHelper executable) sets them.
+    static func testKnobSeconds(_ name: String) -> Int? {
+        guard let text = ProcessInfo.processInfo.environment[name], let seconds = Int(text),
+            (1...longestTestKnob).contains(seconds)
+        else { return nil }
+        return seconds
+    }
     /// How long a directory nobody wants any more stays watched. A watch cancelled and made again
     /// soon reuses it, and a directory deleted right after its last watch was cancelled loses its
     /// watch to the kernel first — removing it then would fail and make the library print.

@@ -247,6 +247,21 @@ final class LiveSuite {
 /// Watching through the `defaults watch` command in a separate process, where the watcher's
 /// process-wide set-up can be chosen.
 @Suite struct WatcherProcessTests {
+    /// A watch made while the inotify thread is blocked waiting for events is in place at once: the
+    /// thread is woken, not left to sleep out its wait (stretched to 30 s in the helper's process).
+    @Test func changeOneMillisecondAfterWatchIsSeenAtOnce() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run(
+            "TestHelper", ["watch-fresh-directory", directory.path],
+            environment: LiveReloadPathChangeTests.stretchedFallbacks)
+        #expect(result.status == 0, "\(result.standardError)")
+        let line = result.standardOutput.split(separator: "\n").first { $0.hasPrefix("latency ") }
+        let milliseconds = try #require(
+            line.flatMap { Int($0.dropFirst("latency ".count)) }, "\(result.standardOutput)")
+        // Not a speed target: a thread left asleep arms the directory only when its 30 s wait ends.
+        #expect(milliseconds < 10_000, "the change was seen after \(milliseconds) ms")
+    }
+
     func watch(_ directory: borrowing TemporaryDirectory, environment: [String: String] = [:]) throws -> RunningCommand
     {
         let runner = CommandRunner(
@@ -540,55 +555,62 @@ final class LiveSuite {
 
     /// A dotfile manager re-points the middle link of a chain (`ln -sfn`): the new target's values
     /// arrive as the net change per key, and the new target's later changes are seen.
+    static let chainSuite = "com.example.chain"
+
+    /// Makes `config/<chainSuite>.plist` a chain of links to `r1/S.plist` in `root`, with `r2/S.plist`
+    /// beside it.
+    ///
+    /// - Returns: The middle link, and where `ln -sfn` re-points it to reach `r2`.
+    static func makeChain(_ middle: MiddleLink, in root: borrowing TemporaryDirectory) throws -> (
+        middlePath: String, newDestination: String
+    ) {
+        for name in ["config", "dotfiles", "r1", "r2"] { try makeDirectory(root.file(name)) }
+        try save(["theme": "r1", "size": 12, "only-r1": true], to: root.file("r1/S.plist"))
+        try save(["theme": "r2", "size": 12], to: root.file("r2/S.plist"))
+        let link = root.file("config/\(chainSuite).plist").path
+        switch middle {
+        case .toTheFile:
+            let middlePath = root.file("dotfiles/current.plist").path
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1/S.plist")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current.plist")
+            return (middlePath, "../r2/S.plist")
+        case .toTheDirectory:
+            let middlePath = root.file("dotfiles/current").path
+            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current/S.plist")
+            return (middlePath, "../r2")
+        }
+    }
+
+    /// Re-points the link at `path` to `destination` as a dotfile manager does (`ln -sfn`).
+    static func repoint(_ path: String, to destination: String) throws {
+        let ln = Process()
+        ln.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        ln.arguments = ["ln", "-sfn", destination, path]
+        try ln.run()
+        ln.waitUntilExit()
+        try #require(ln.terminationStatus == 0)
+    }
+
     @Test(arguments: MiddleLink.allCases)
     func swappingTheMiddleLinkOfAChainIsSeen(middle: MiddleLink) async throws {
         let root = try TemporaryDirectory()
-        let suite = "com.example.chain"
-        for name in ["config", "dotfiles", "r1", "r2"] { try Self.makeDirectory(root.file(name)) }
-        try Self.save(["theme": "r1", "size": 12, "only-r1": true], to: root.file("r1/S.plist"))
-        try Self.save(["theme": "r2", "size": 12], to: root.file("r2/S.plist"))
-        let link = root.file("config/\(suite).plist").path
-        let middlePath: String
-        let newDestination: String
-        switch middle {
-        case .toTheFile:
-            middlePath = root.file("dotfiles/current.plist").path
-            newDestination = "../r2/S.plist"
-            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1/S.plist")
-            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current.plist")
-        case .toTheDirectory:
-            middlePath = root.file("dotfiles/current").path
-            newDestination = "../r2"
-            try FileManager.default.createSymbolicLink(atPath: middlePath, withDestinationPath: "../r1")
-            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../dotfiles/current/S.plist")
-        }
-        let defaults = try Defaults(suiteName: suite, directory: root.file("config"))
+        let (middlePath, newDestination) = try Self.makeChain(middle, in: root)
+        let defaults = try Defaults(suiteName: Self.chainSuite, directory: root.file("config"))
         let log = ChangeLog()
         let token = defaults.observeAll { log.record($0) }
         #expect(defaults.string(forKey: "theme") == "r1")
 
-        // When the new target's value reached an observer (timed there: this test's own task may
-        // wait for a thread of the cooperative pool while other tests hold both).
-        let swapSeen = Locked<ContinuousClock.Instant?>(nil)
-        let timer = defaults.observe("theme") { change in
-            if change.newValue == "r2" { swapSeen.withLock { $0 = $0 ?? .now } }
+        let swapSeen = Locked(false)
+        let observer = defaults.observe("theme") { change in
+            if change.newValue == "r2" { swapSeen.withLock { $0 = true } }
         }
-        let ln = Process()
-        ln.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        ln.arguments = ["ln", "-sfn", newDestination, middlePath]
-        let swapped = ContinuousClock.now
-        try ln.run()
-        ln.waitUntilExit()
-        try #require(ln.terminationStatus == 0)
+        try Self.repoint(middlePath, to: newDestination)
         // Waits for the observer, not for a read: a read can see the new value before the observer
-        // has run.
-        #expect(await eventually { swapSeen.withLock { $0 } != nil }, "the swap was seen")
+        // has run. (How soon: `swappingTheMiddleLinkOfAChainIsSeenAtOnce`.)
+        #expect(await eventually { swapSeen.withLock { $0 } }, "the swap was seen")
         #expect(defaults.string(forKey: "theme") == "r2")
-        // Not a speed target: a swap nothing watches for is noticed, if at all, by the once-a-second
-        // check that armed directories are still in place, a second or more late.
-        let latency = try #require(swapSeen.withLock { $0 }) - swapped
-        #expect(latency < .milliseconds(500))
-        timer.cancel()
+        observer.cancel()
         #expect(await eventually { defaults.object(forKey: "only-r1") == nil })
         #expect(await eventually { log.all.count >= 2 }, "the observer heard both keys")
         // The net change per key: `size` is the same in both targets and is not reported.
@@ -605,6 +627,36 @@ final class LiveSuite {
             "the links are left as they are")
         token.cancel()
     }
+
+    /// The swap is seen through its own event, not found later by a periodic check: in a process
+    /// whose watcher has its fallbacks (the inotify wait, the check that armed directories are in
+    /// place) stretched to 30 s, the new value arrives well within 10 s.
+    @Test(arguments: MiddleLink.allCases)
+    func swappingTheMiddleLinkOfAChainIsSeenAtOnce(middle: MiddleLink) async throws {
+        let root = try TemporaryDirectory()
+        let (middlePath, newDestination) = try Self.makeChain(middle, in: root)
+        let watcher = try ProductRunner.start(
+            "TestHelper", ["watch-key", root.file("config").path, Self.chainSuite, "theme"],
+            environment: Self.stretchedFallbacks, keepingInputOpen: true)
+        defer { watcher.terminate() }
+        try watcher.waitForLine(on: .output, timeout: .seconds(60), where: { $0.hasPrefix("ready") })
+        let swapped = ContinuousClock.now
+        try Self.repoint(middlePath, to: newDestination)
+        let changed = try watcher.waitForLine(
+            on: .output, timeout: .seconds(120), where: { $0.hasPrefix("changed") }, describedAs: "the swap")
+        let latency = ContinuousClock.now - swapped
+        #expect(changed == "changed \"r2\"" || changed == "changed r2")
+        // Not a speed target: a swap the watcher has no event for would be found, if at all, when a
+        // stretched fallback runs, some 30 s late; the margin is for a loaded machine.
+        #expect(latency < .seconds(10), "\(middle): the swap was seen after \(latency)")
+    }
+
+    /// The watcher's fallbacks stretched to 30 s (test knobs of InotifyThread, read when a process's
+    /// watcher starts), so that what only a fallback finds comes some 30 s late; inotify on.
+    static let stretchedFallbacks = [
+        "LIVEDEFAULTS_WATCHER_IDLE_WAIT": "30", "LIVEDEFAULTS_WATCHER_VERIFICATION_INTERVAL": "30",
+        "LIVEDEFAULTS_WATCHER": "inotify",
+    ]
 }
 
 /// An inotify instance of the test's own on a directory, with the queue size instances made at that

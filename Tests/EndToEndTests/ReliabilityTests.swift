@@ -307,10 +307,12 @@ import Testing
         let after = try figures("after")
         #expect(after["watches"] == 1, "the watcher let go of every directory (its wake channel stays)")
         // Unused directories stay watched for a second; letting go of thousands took minutes when
-        // each removal re-read the kernel's list of watches.
+        // each removal re-read the kernel's list of watches (at CI's 5,000 a half; a quick run's 500
+        // took 1.6 s instead of 1.0, which no bound can tell from load). Not a speed target: the bound
+        // is far above a second so that a loaded machine cannot reach it, and far below minutes.
         for phase in [middle, after] {
             let settling = try #require(phase["watches-settled-ms"])
-            #expect(settling >= 0 && settling < 5_000, "the watcher took \(settling) ms to let go")
+            #expect(settling >= 0 && settling < 20_000, "the watcher took \(settling) ms to let go")
         }
         #expect(after["descriptors"] == before["descriptors"])
         #expect(after["own-threads"] == before["own-threads"])

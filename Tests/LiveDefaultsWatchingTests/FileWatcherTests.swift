@@ -280,10 +280,8 @@ private func run(_ arguments: [String]) throws {
             let written = ContinuousClock.now
             try write("one", to: path, atomically: true)
             #expect(await eventually(within: 5) { recorder.all.contains { $0.time > written && $0.fileExisted } })
-            let latency = try #require(recorder.all.first { $0.time > written }).time - written
-            // Not a speed target: without the prompt wake-up the thread would sleep out libinotifytools'
-            // one-second wait before arming the directory, and the change would come a second late.
-            #expect(latency < .milliseconds(500))
+            // How soon, in a process whose inotify wait is stretched so that "late" is unmistakable:
+            // WatcherProcessTests.changeOneMillisecondAfterWatchIsSeenAtOnce.
             #expect(await eventually(within: 5) { watch.isQuiet })
         }
     }

@@ -3,6 +3,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsEtcd
+import LiveDefaultsWatching
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -340,6 +341,43 @@ case "watch-key":
     while let line = readLine(), line != "quit" {}
     token.cancel()
 
+case "watch-fresh-directory":
+    // watch-fresh-directory <dir>: once the inotify thread is blocked waiting for events, watches a
+    // file in a directory nobody watches yet, writes it 1 ms later and prints "latency <ms>" when a
+    // call finds it (or "unseen" after two minutes). Run with LIVEDEFAULTS_WATCHER_IDLE_WAIT stretched
+    // (InotifyThread.eventTimeoutSeconds): a thread not woken at once arms the directory only when
+    // that wait ends.
+    guard arguments.count == 2 else { fail("watch-fresh-directory <dir>") }
+    let watcher = FileWatcher.shared
+    guard watcher.mode == .inotify else { fail("the shared watcher does not use inotify") }
+    // Two directories side by side in <dir>, which is never watched: an event there would wake the thread.
+    let (other, fresh) = (arguments[1] + "/other", arguments[1] + "/fresh")
+    for directory in [other, fresh] where mkdir(directory, 0o700) != 0 { fail("mkdir \(directory): \(errno)") }
+    // A first watch, in place once its call comes: the thread has armed it and goes back to waiting.
+    let settled = DispatchSemaphore(value: 0)
+    let first = watcher.watch(path: other + "/first.plist") { _ in settled.signal() }
+    guard settled.wait(timeout: .now() + 120) == .success else { fail("the first watch got no call") }
+    guard waitUntilInotifyThreadWaits(within: 60) else { fail("the inotify thread did not wait for events") }
+    let path = fresh + "/suite.plist"
+    let found = DispatchSemaphore(value: 0)
+    let watch = watcher.watch(path: path) { _ in
+        // The file exists only after the write, so a call that finds it came after the write.
+        if FileManager.default.fileExists(atPath: path) { found.signal() }
+    }
+    usleep(1000)  // the scenario under test (a change 1 ms later), not synchronisation
+    let written = ContinuousClock.now
+    do {
+        try Data("one".utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    } catch { fail("write \(path): \(error)") }
+    if found.wait(timeout: .now() + 120) == .success {
+        let latency = ContinuousClock.now - written
+        say("latency \(latency.components.seconds * 1000 + latency.components.attoseconds / 1_000_000_000_000_000)")
+    } else {
+        say("unseen")
+    }
+    watch.cancel()
+    first.cancel()
+
 case "open-close-stores":
     // open-close-stores <dir> <count>: opens and closes <count> watched stores, each in its own
     // directory, each with an observation token (every tenth also writes); prints this process's
@@ -442,4 +480,26 @@ struct Resources: CustomStringConvertible {
         current.watchesSettledMilliseconds = watchesSettled.map { Int($0.timeIntervalSince(start) * 1000) } ?? -1
         return current
     }
+}
+
+/// Waits until the watcher's inotify thread is blocked waiting for events: in `select` (how
+/// libinotifytools waits), as `/proc/self/task/*/syscall` shows. No other thread of this process
+/// uses `select` (Dispatch uses epoll, the watcher's dispatcher a futex), and threads are not told
+/// apart by name: Foundation does not name them on Linux. Returns `false` when `seconds` pass first.
+func waitUntilInotifyThreadWaits(within seconds: Double) -> Bool {
+    #if arch(x86_64)
+        let selectCalls: Set<Substring> = ["23", "270"]  // select, pselect6
+    #else
+        let selectCalls: Set<Substring> = ["72"]  // pselect6
+    #endif
+    let deadline = Date() + seconds
+    while Date() < deadline {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            let call = (try? String(contentsOfFile: "/proc/self/task/\(task)/syscall", encoding: .utf8)) ?? ""
+            if let number = call.split(separator: " ").first, selectCalls.contains(number) { return true }
+        }
+        usleep(1000)
+    }
+    return false
 }
