@@ -154,6 +154,7 @@ extension Defaults {
     /// Called under the ``ChangeLock``, so each observer hears the changes in order.
     func forcingChanges() -> [@Sendable () -> Void] {
         let observers = administered.forcedObservers
+        let table = observers
         var calls: [@Sendable () -> Void] = []
         let watched = observers.withLock { $0.entries.map { ($0.key, $0.value.key) } }
         for (id, key) in watched {
@@ -163,7 +164,8 @@ extension Defaults {
                 entry.isForced = isForced
                 observers.entries[id] = entry
                 let handler = entry.handler
-                calls.append { handler(isForced) }
+                // No call starts once the token is cancelled (``ObservationToken/cancel()``).
+                calls.append { if table.withLock({ $0.entries[id] != nil }) { handler(isForced) } }
             }
         }
         return calls
