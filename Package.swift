@@ -23,7 +23,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux's timerfd, for the library's delayed work (glibc's header; nothing to link).
         .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
-        // `Locked` for the watcher: the library keeps its own copy, in-module for the read path (docs/design.md).
+        // `Locked` for the watcher and the etcd client; the library compiles the same file again (a symbolic link),
+        // in-module for the read path (docs/design.md).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
         // The property-list codec (binary, XML, old-style text) and `PropertyListValue`; the library re-exports it.
         .target(name: "LiveDefaultsPropertyList", path: "Sources/LiveDefaultsPropertyList"),
@@ -48,7 +49,8 @@ let package = Package(
             dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcdClient"],
             path: "Sources/LiveDefaultsEtcd"),
         // The `defaults` command's parsing and running, behind the CommandIO/CommandDomains seam; not a product.
-        // Remote suites (`etcd://…` domains) go through LiveDefaultsEtcd, so the `defaults` command links libcurl.
+        // Remote suites (`etcd://…` domains) go through LiveDefaultsEtcd; libcurl is loaded at the first etcd call,
+        // so a one-shot command on a local suite never loads it.
         .target(
             name: "LiveDefaultsCommand",
             dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],

@@ -1,6 +1,6 @@
 /// What a ``FileWatcher`` tells the owner of a watch: the only two things it ever says.
 ///
-/// The watcher owns the deletion grace (docs/design.md, "Live reload"): a file that goes away is
+/// The watcher owns the deletion grace (docs/design.md, "Live reload: coalescing"): a file that goes away is
 /// never reported until it has stayed away for ``FileWatcher/deletionGrace``, so an owner that is
 /// told ``mayHaveChanged`` and then finds the file absent (it went after the watcher looked) takes
 /// that for no change; the watcher reports ``goneForGood`` later if the file stays away.

@@ -198,7 +198,7 @@ case "set":
 case "flush-watched":
     // flush-watched <dir> <suite> <count>: with the file watched, sets and synchronizes `count`
     // times, 50 ms apart (for the watcher's call and the reload to come back), to measure what
-    // this process does with its own flushes (docs/flows.md: strace -e openat).
+    // this process does with its own flushes (docs/design.md, "Live reload: this process's own flush": strace -e openat).
     guard arguments.count == 4, let count = Int(arguments[3]) else { fail("flush-watched <dir> <suite> <count>") }
     let defaults: Defaults
     do {

@@ -270,7 +270,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package func reload(goneForGood: Bool) -> SuiteReload {
         // The identity first: when the file is the one this process last wrote or read (its own
         // flush, which the watcher reports as any other rename), nothing changed and the file is
-        // not read (docs/design.md, "Live reload").
+        // not read (docs/design.md, "Live reload: this process's own flush").
         var info = stat()
         let present = stat(location.path, &info) == 0
         let absent = !present && (errno == ENOENT || errno == ENOTDIR)

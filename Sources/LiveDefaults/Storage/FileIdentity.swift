@@ -8,7 +8,7 @@ import Foundation
 /// brings a new inode and change time, an editor's write in place a new change time (on Linux 6.13
 /// and later a fine-grained one, as the last `stat` of the file asked for it; on older kernels a
 /// same-size write within one clock tick could look the same; docs/design.md, "Live
-/// reload"). When the identity differs, the bytes are compared before parsing.
+/// reload: this process's own flush"). When the identity differs, the bytes are compared before parsing.
 package struct FileIdentity: Equatable, Sendable {
     var device: UInt64
     var inode: UInt64

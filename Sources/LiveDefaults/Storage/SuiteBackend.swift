@@ -3,7 +3,7 @@
 ///
 /// ``SuiteStore`` owns the values in memory (``SuiteValues``), the order of changes and the
 /// scheduling; a backend only moves values to and from its storage. Calls of ``load()``,
-/// ``write(_:over:)`` and ``reload()`` never overlap for one store (the store's I/O lock
+/// ``write(_:over:)`` and ``reload(goneForGood:)`` never overlap for one store (the store's I/O lock
 /// serialises them) and are never made under the ``ChangeLock``. Backends: files (``FileBackend``,
 /// contracts 3–5) and memory (``MemoryBackend``); a remote one plugs in the same way
 /// (docs/design.md, "Store model and backends").
@@ -42,8 +42,8 @@ package protocol SuiteBackend: Sendable {
     func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void)
 }
 
-/// What a backend's watch tells its store (docs/design.md's map: the flows of an outside edit
-/// and of an etcd change).
+/// What a backend's watch tells its store (docs/design.md, "Map: the three flows": an outside
+/// edit and an etcd change).
 package enum SuiteChange: Sendable {
     /// The suite may have changed: the store schedules a reload (its schedule coalesces them).
     case mayHaveChanged
