@@ -95,6 +95,9 @@ final class FleetBackend: SuiteBackend {
     /// The location the store is given: the suite's name, and its cache file's path.
     var location: SuiteLocation { cache.file.location }
 
+    /// The etcd revision of the values installed, nil before any came from etcd.
+    var installedRevision: Int64? { state.withLock { $0.installed?.revision } }
+
     func attach(_ store: SuiteStore) {
         state.withLock { $0.store = store }
     }
