@@ -38,6 +38,18 @@ struct BenchmarkRunner {
         foundation.set("hello", forKey: "name")
         let limit = Mutex<[String: PropertyListValue]>(["flag": true, "name": "hello"])
         let calls = options.calls
+        // The same read when the value comes from a system-wide file ($XDG_CONFIG_DIRS), the suite's
+        // own file holding other keys (docs/design.md, "Administered settings: the search list").
+        let systemDirectory = directory.appendingPathComponent("xdg", isDirectory: true)
+        let layered = must("opening suite bench.read.system over \(systemDirectory.path)") {
+            try FileManager.default.createDirectory(at: systemDirectory, withIntermediateDirectories: true)
+            try PropertyListSerialization.data(fromPropertyList: ["name": "hello"], format: .binary, options: 0)
+                .write(to: systemDirectory.appendingPathComponent("bench.read.system.plist"))
+            return try Defaults(
+                suiteName: "bench.read.system", directory: directory, watchesFiles: false,
+                administeredSettings: AdministeredSettings(systemDirectories: [systemDirectory], managedDirectory: nil))
+        }
+        for index in 0..<100 { layered.set("value \(index)", forKey: "s\(index)") }
 
         // Three passes, each measuring every variant in turn, keeping each one's best: the first
         // measurement of a run is otherwise slower (caches, frequency), whichever it is.
@@ -55,6 +67,7 @@ struct BenchmarkRunner {
             measure("ours string") { blackHole(defaults.string(forKey: "name")) }
             measure("theirs string") { blackHole(foundation.string(forKey: "name")) }
             measure("ours typed") { blackHole(defaults[.benchFlag]) }
+            measure("ours string, system-wide") { blackHole(layered.string(forKey: "name")) }
             // dconf_client_read of a boolean and of a string, timed the same way inside the peer.
             for kind in ["bool", "string"] {
                 if let each = dconf?.number("read-\(kind) \(calls)") {
@@ -72,6 +85,9 @@ struct BenchmarkRunner {
         record(
             &report, "read", "typed key (Bool)", measured("ours typed"), measured("theirs bool"), measured("limit bool")
         )
+        record(
+            &report, "read", "string(forKey:) from a system-wide file", measured("ours string, system-wide"),
+            measured("theirs string"), measured("limit string"))
     }
 
     private func record(

@@ -251,6 +251,7 @@ final class EtcdMember {
         return directories.map { $0 + "/etcd" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
+    let name: String
     let clientPort: Int
     let peerPort: Int
     let dataDirectory: URL
@@ -261,39 +262,71 @@ final class EtcdMember {
     var endpoint: String { "http://127.0.0.1:\(clientPort)" }
 
     init(in directory: URL, name: String) throws {
+        self.name = name
         dataDirectory = directory.appendingPathComponent("etcd-\(name)")
         clientPort = try Self.freePort()
         peerPort = try Self.freePort()
     }
 
+    var peerURL: String { "http://127.0.0.1:\(peerPort)" }
+
     /// Starts the member (again, on the same data and ports) and waits until it is healthy.
     func start() throws {
+        let start = monotonicNanoseconds()
+        try launch()
+        try waitUntilHealthy()
+        lastStartTime = monotonicNanoseconds() - start
+    }
+
+    /// Starts the member without waiting: a member of a new cluster is healthy only once a majority
+    /// of its peers run.
+    ///
+    /// - Parameter initialCluster: `--initial-cluster` (`name=peerURL,…`); nil for this member alone.
+    /// - Throws: When etcd is not installed or cannot be started.
+    func launch(initialCluster: String? = nil) throws {
         guard let binary = Self.binary else { throw RawEtcdConnection.Failure("etcd is not installed") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         let client = "http://127.0.0.1:\(clientPort)"
         let peer = "http://127.0.0.1:\(peerPort)"
         process.arguments = [
-            "--name", "bench", "--data-dir", dataDirectory.path,
+            "--name", name, "--data-dir", dataDirectory.path,
             "--listen-client-urls", client, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", "bench=\(peer)", "--log-level", "error",
+            "--initial-cluster", initialCluster ?? "\(name)=\(peer)", "--log-level", "error",
             "--experimental-watch-progress-notify-interval", "1s",
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        let start = monotonicNanoseconds()
         try process.run()
         self.process = process
+    }
+
+    /// Waits until `/health` answers true, for at most 30 s.
+    func waitUntilHealthy() throws {
         let deadline = Date().addingTimeInterval(30)
         while !isHealthy() {
-            guard Date() < deadline, process.isRunning else {
+            guard Date() < deadline, process?.isRunning == true else {
                 stop()
                 throw RawEtcdConnection.Failure("etcd on port \(clientPort) did not become healthy within 30 s")
             }
             usleep(5_000)  // polling /health, as a client would
         }
-        lastStartTime = monotonicNanoseconds() - start
+    }
+
+    /// Sends `signal` to the member (SIGSTOP, SIGCONT).
+    func send(_ signal: Int32) {
+        if let process, process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Whether the member is the leader it knows (`/v3/maintenance/status`).
+    func isLeader() -> Bool {
+        guard let connection = try? RawEtcdConnection(port: clientPort, timeout: 2),
+            let status = try? connection.post("/v3/maintenance/status", [:]),
+            let header = status["header"] as? [String: Any], let member = header["member_id"] as? String,
+            let leader = status["leader"] as? String
+        else { return false }
+        return member == leader
     }
 
     /// Whether `/health` answers true.
@@ -312,10 +345,11 @@ final class EtcdMember {
         self.process = nil
     }
 
-    /// Stops the member by its PID.
+    /// Stops the member by its PID (resumed first, if it was frozen).
     func stop() {
         guard let process else { return }
         if process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
         }

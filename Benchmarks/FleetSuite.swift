@@ -14,8 +14,16 @@ struct BenchFleet {
     /// Opens the local suite `bench.fleet-app` (no file: nothing local) and adds the fleet suite
     /// `suite` on `endpoint` to its search list, with no cache on disk yet when `cache` is new.
     init(endpoint: String, suite: String, cache: URL) throws {
-        guard let url = URL(string: endpoint) else { throw RawEtcdConnection.Failure("not a URL: \(endpoint)") }
-        let fleet = try FleetSuite(name: suite, endpoints: [url], cacheDirectory: cache)
+        try self.init(endpoints: [endpoint], suite: suite, cache: cache)
+    }
+
+    /// As ``init(endpoint:suite:cache:)``, on several members, tried in this order.
+    init(endpoints: [String], suite: String, cache: URL) throws {
+        let urls = try endpoints.map { endpoint in
+            guard let url = URL(string: endpoint) else { throw RawEtcdConnection.Failure("not a URL: \(endpoint)") }
+            return url
+        }
+        let fleet = try FleetSuite(name: suite, endpoints: urls, cacheDirectory: cache)
         defaults = try Defaults(suiteName: "bench.fleet-app", directory: cache, watchesFiles: false)
         connection = defaults.addFleetSuite(fleet)
     }

@@ -13,8 +13,9 @@ import Synchronization
 /// ```
 ///
 /// Lookups follow the search list, first match wins: the argument domain (`-key value` in the
-/// process's arguments), volatile domains (in the order they were set), the suite, added suites
-/// (in the order they were added), the global domain (`NSGlobalDomain`), the registration domain.
+/// process's arguments), keys an administrator forces, volatile domains (in the order they were
+/// set), this machine's file of the suite, the suite, added suites (in the order they were added),
+/// the global domain (`NSGlobalDomain`), system-wide defaults, the registration domain.
 ///
 /// Reads take one short lock and look up one dictionary; they never touch the disk. Writes change
 /// memory at once, notify observers, and are written by a coalesced background flush (and at
@@ -56,6 +57,9 @@ public final class Defaults: Sendable {
     /// Whether the suite is a file (false for a store given to ``init(primaryStore:watchesFiles:)``).
     let suiteHasFile: Bool
     let global: SuiteStore?
+    /// The administrator's layers (system-wide files, managed files; none for an instance opened
+    /// by path, in memory or on another backend).
+    let administered: AdministeredLayers
     let state: Locked<State>
     /// Where writers wait while the observers' queue is full.
     let backlogGate = BacklogGate()
@@ -79,6 +83,14 @@ public final class Defaults: Sendable {
         /// Stores of other backends searched right after the suite, before added suites (a fleet
         /// suite's defaults), in the order they were added.
         var storesAfterSuite: [SuiteStore] = []
+        /// Managed files that hold values: searched right after the argument domain (forced keys).
+        var forced: [SuiteStore] = []
+        /// System-wide files that hold values: searched after the global domain, before registration.
+        var system: [SuiteStore] = []
+        /// This machine's file of the suite (ByHost), when it holds values: searched right before the suite.
+        var currentHost: [SuiteStore] = []
+        /// The suite's file for any host, for an instance whose suite is a ByHost file: right after it.
+        var anyHost: [SuiteStore] = []
         var registration: [String: PropertyListValue] = [:]
         /// What each key resolves to through the search list, kept current on every change.
         var effective = EffectiveValues()
@@ -100,7 +112,9 @@ public final class Defaults: Sendable {
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
         let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
-        try self.init(location: location, directory: directory?.path, stores: .files(watching: watchesFiles))
+        try self.init(
+            location: location, directory: directory?.path, stores: .files(watching: watchesFiles),
+            administeredSettings: .fromEnvironment())
     }
 
     /// Opens the suite `suiteName` in a new in-memory world: no file is read or written and
@@ -131,12 +145,17 @@ public final class Defaults: Sendable {
         try self.init(location: store.location, directory: nil, stores: .files(watching: watchesFiles), primary: store)
     }
 
-    private init(location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil) throws {
+    init(
+        location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
+        administeredSettings: AdministeredSettings? = nil, host: Host? = nil
+    ) throws {
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores
         self.watchesFiles = stores.watchesFiles
-        self.suite = primary ?? stores.open(location)
+        let hostLayer = try Self.hostLayer(
+            of: location, host: host, searchesCurrentHost: administeredSettings != nil, watching: stores.watchesFiles)
+        self.suite = try primary ?? stores.open(host.map { try location.byHost($0) } ?? location)
         self.suiteHasFile = primary == nil
         if primary != nil {
             self.global = nil
@@ -149,15 +168,21 @@ public final class Defaults: Sendable {
             self.global =
                 globalLocation.path == location.path ? nil : stores.open(globalLocation)
         }
+        self.administered = AdministeredLayers(
+            settings: administeredSettings ?? .none, suiteName: location.name,
+            excluding: Set([location.path] + [global?.location.path].compactMap { $0 }),
+            host: hostLayer.map { (stores.open($0.location), $0.isAnyHost) }, watching: stores.watchesFiles)
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.
         ChangeLock.withLock {
             state.withLock { state in
+                administered.updateSearchList(&state)
                 state.effective = EffectiveValues(
                     Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
             }
             suite.addReader(self)
             global?.addReader(self)
+            for store in administered.stores { store.addReader(self) }
         }
     }
 
@@ -207,7 +232,18 @@ public final class Defaults: Sendable {
     /// The one path every write of a suite value takes.
     @usableFromInline
     func write(_ value: PropertyListValue?, forKey key: String) {
-        // An atomic load, not the lock, when no observer asked for prior calls (the usual case).
+        // Atomic loads, not the lock, when no observer asked for prior calls and no key can be
+        // forced (the usual case).
+        if priorObservers.load(ordering: .acquiring) > 0 || administered.mayForce.load(ordering: .acquiring) {
+            writeSlowly(value, forKey: key)
+        } else {
+            suite.set(value, forKey: key)
+        }
+    }
+
+    /// A write when observers asked for prior calls, or when keys may be forced.
+    private func writeSlowly(_ value: PropertyListValue?, forKey key: String) {
+        noteWriteIfForced(key)
         if priorObservers.load(ordering: .acquiring) > 0, state.withLock({ $0.observers.wantsPrior(key) }) {
             // Queued in the same step as the change, so it comes right before it, with its old value.
             suite.set(value, forKey: key) { self.queuePrior(of: key, suiteValue: value) }
@@ -259,13 +295,22 @@ public final class Defaults: Sendable {
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
         if let value = state.arguments[key] { return value }
-        for domain in state.volatileDomains {
-            if let value = domain.values[key] { return value }
+        for store in state.forced {
+            if let value = store.orderedValue(forKey: key) { return value }
         }
         for store in state.storesBeforeSuite {
             if let value = store.orderedValue(forKey: key) { return value }
         }
+        for domain in state.volatileDomains {
+            if let value = domain.values[key] { return value }
+        }
+        for store in state.currentHost {
+            if let value = store.orderedValue(forKey: key) { return value }
+        }
         if let value = suiteValue ?? suite.orderedValue(forKey: key) { return value }
+        for store in state.anyHost {
+            if let value = store.orderedValue(forKey: key) { return value }
+        }
         for store in state.storesAfterSuite {
             if let value = store.orderedValue(forKey: key) { return value }
         }
@@ -273,6 +318,9 @@ public final class Defaults: Sendable {
             if let value = added.orderedValue(forKey: key) { return value }
         }
         if let value = global?.orderedValue(forKey: key) { return value }
+        for store in state.system {
+            if let value = store.orderedValue(forKey: key) { return value }
+        }
         return state.registration[key]
     }
 
@@ -290,12 +338,16 @@ public final class Defaults: Sendable {
                 values.merge(layer) { _, upper in upper }
             }
         }
+        for store in state.system.reversed() { lay(store.orderedValues()) }
         if let global { lay(global.orderedValues()) }
         for added in state.addedSuites.reversed() { lay(added.orderedValues()) }
         for store in state.storesAfterSuite.reversed() { lay(store.orderedValues()) }
+        for store in state.anyHost { lay(store.orderedValues()) }
         lay(suite.orderedValues())
-        for store in state.storesBeforeSuite.reversed() { lay(store.orderedValues()) }
+        for store in state.currentHost { lay(store.orderedValues()) }
         for domain in state.volatileDomains.reversed() { lay(domain.values) }
+        for store in state.storesBeforeSuite.reversed() { lay(store.orderedValues()) }
+        for store in state.forced.reversed() { lay(store.orderedValues()) }
         lay(state.arguments)
         return values
     }

@@ -64,6 +64,13 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// A migration step that could not run (its code threw, or the suite cannot be migrated
         /// this way): the message names the step; the steps before it stay done.
         public static let migrationFailed = Code(name: "migrationFailed")
+        /// A change to a key an administrator forces (a managed file, a managed fleet suite): the
+        /// value is kept in the suite, for when the key is released, but reads give the forced
+        /// value. Reported once per key and instance.
+        public static let forcedKey = Code(name: "forcedKey")
+        /// A managed file, or its directory, that a user other than the trusted owner (root) could
+        /// change: it is ignored, and none of its keys are forced.
+        public static let untrustedManagedFile = Code(name: "untrustedManagedFile")
     }
 
     /// The kind of failure.

@@ -20,8 +20,23 @@ public enum DefaultsErrorReporting {
         handler.withLock { $0 = newHandler }
     }
 
+    /// Listeners that hear every report besides the handler, for tests running side by side
+    /// (one test's handler would take another's reports).
+    private static let listeners = Locked<[ObjectIdentifier: @Sendable (DefaultsError) -> Void]>([:])
+
+    /// Calls `listener` with every report, besides the handler, until the token is cancelled.
+    package static func listen(_ listener: @escaping @Sendable (DefaultsError) -> Void) -> ObservationToken {
+        let box = Locked(0)
+        let id = ObjectIdentifier(box)
+        listeners.withLock { $0[id] = listener }
+        return ObservationToken {
+            _ = box; listeners.withLock { _ = $0.removeValue(forKey: id) }
+        }
+    }
+
     /// Reports `error` to the installed handler.
     package static func report(_ error: DefaultsError) {
+        for listener in listeners.withLock({ Array($0.values) }) { listener(error) }
         if let installed = handler.withLock({ $0 }) {
             installed(error)
         } else {

@@ -28,6 +28,21 @@ package protocol CommandDomain: AnyObject, Sendable {
     /// token is released.
     func watchChanges(queue: DispatchQueue, _ handler: @escaping @Sendable (WatchedChange) -> Void)
         -> any AnyObject & Sendable
+    /// The managed file (or managed fleet suite) that forces `key`, nil when nothing does.
+    func forcingSource(ofKey key: String) -> String?
+    /// Every layer of the search list that holds `key`, the winner first (`defaults explain`).
+    func sources(forKey key: String) -> [ValueSource]
+    /// The values of the domain's system-wide files (`defaults read --system`).
+    func systemWideValues() -> [String: PropertyListValue]
+}
+
+extension CommandDomain {
+    /// Nothing forces keys of a domain that has no administered layers.
+    package func forcingSource(ofKey key: String) -> String? { nil }
+    /// A domain with no search list: nothing to explain.
+    package func sources(forKey key: String) -> [ValueSource] { [] }
+    /// A domain with no system-wide files.
+    package func systemWideValues() -> [String: PropertyListValue] { [:] }
 }
 
 extension CommandDomain {

@@ -51,9 +51,18 @@ package struct CommandVerb: Sendable {
             [
                 ("", "shows all defaults"), ("<domain>", "shows defaults for given domain"),
                 ("<domain> <key>", "shows defaults for given domain, key"),
+                ("--system <domain> [<key>]", "shows the domain's system-wide defaults ($XDG_CONFIG_DIRS)"),
             ]
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             if cursor.isAtEnd { return .readAll }
+            if cursor.peek == "--system" || cursor.peek == "-system" {
+                cursor.index += 1
+                let domain = try cursor.domain()
+                if cursor.isAtEnd { return .readSystemWide(domain, key: nil) }
+                let key = try cursor.key()
+                try cursor.expectEnd()
+                return .readSystemWide(domain, key: key)
+            }
             let domain = try cursor.domain()
             if cursor.isAtEnd { return .read(domain, key: nil) }
             let key = try cursor.key()
@@ -159,6 +168,21 @@ package struct CommandVerb: Sendable {
                 }
             }
             return .watch(domain, keys: keys, json: json)
+        },
+        CommandVerb(
+            "explain",
+            [("<domain> <key> [--json]", "shows every layer that holds the key, and which one wins")]
+        ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
+            // `--json` may come anywhere after the verb, as for `watch`.
+            let isFlag = { (argument: String) in argument == "--json" || argument == "-json" }
+            let json = cursor.arguments[cursor.index...].contains(where: isFlag)
+            cursor.arguments =
+                Array(cursor.arguments[..<cursor.index])
+                + cursor.arguments[cursor.index...].filter { !isFlag($0) }
+            let domain = try cursor.domain()
+            let key = try cursor.key()
+            try cursor.expectEnd()
+            return .explain(domain, key: key, json: json)
         },
         CommandVerb("help", [("", "print this help")]) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             try cursor.expectEnd()

@@ -77,6 +77,10 @@ package enum DefaultsCommand: Hashable, Sendable {
     case version
     /// The hidden `__complete <word> …` of the shell completions (``CommandCompletion``).
     case complete([String])
+    /// `read --system`: the domain's system-wide files (`$XDG_CONFIG_DIRS`).
+    case readSystemWide(DomainReference, key: String?)
+    /// `explain`: every layer that holds the key, the winner marked.
+    case explain(DomainReference, key: String, json: Bool)
 }
 
 /// Bad command-line input, found before any domain is opened.
@@ -134,7 +138,7 @@ extension DefaultsCommand {
             return .version
         }
         if remaining.first == CommandCompletion.verb { return .complete(Array(remaining.dropFirst())) }
-        // Hosts do not exist here: one machine, one set of files. Accept macOS's host options and ignore them.
+        // The host options select the domains' ByHost files; the runner reads them (`HostOption`).
         if remaining.first == "-currentHost" {
             remaining.removeFirst()
         } else if remaining.first == "-host" {

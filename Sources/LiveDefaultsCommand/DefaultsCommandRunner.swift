@@ -107,6 +107,9 @@ package struct DefaultsCommandRunner: Sendable {
         if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
             runner.valueIsBare = arguments[arguments.count - 2] != "-string"
         }
+        if let host = HostOption.host(in: arguments, environment: ProcessInfo.processInfo.environment) {
+            runner.domains = domains.forHost(host)
+        }
         return runner.execute(command)
     }
 
@@ -154,8 +157,13 @@ package struct DefaultsCommandRunner: Sendable {
     ///
     /// A remote domain's value that is not a property list is skipped, and said so on standard
     /// error (``unreadable(_:in:problem:)``), unless `key` is that key: then it is the error.
-    func openForReading(_ domain: DomainReference, key: String? = nil) throws -> any CommandDomain {
-        let store = try domains.openForReading?(domain, domains.directory) ?? open(domain, for: .read)
+    /// `searchList` asks for the store with its whole search list (`explain`, `read --system`),
+    /// never the suite file alone.
+    func openForReading(
+        _ domain: DomainReference, key: String? = nil, searchList: Bool = false
+    ) throws -> any CommandDomain {
+        let snapshot = searchList ? nil : try domains.openForReading?(domain, domains.directory)
+        let store = try snapshot ?? open(domain, for: .read)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")
         }
@@ -241,12 +249,14 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .write(let domain, let key, let operation):
             let store = try openForWriting(domain, "write", keys: [key])
+            try refuseForced([key], in: store, domain)
             let value = try newValue(of: key, in: store, applying: operation)
             store.set(try admitted([key: value], to: domain, in: store)[key], forKey: key)
             try save(store, domain)
 
         case .writeDomain(let domain, let values):
             let store = try openForWriting(domain, "write", keys: nil)
+            try refuseForced(values.keys.sorted(), in: store, domain)
             store.replacePersistentValues(try admitted(values, to: domain, in: store))
             try save(store, domain)
 
@@ -301,6 +311,22 @@ package struct DefaultsCommandRunner: Sendable {
         case .watch(let domain, let keys, let json):
             return .watching(try watch(domain, keys: Set(keys), json: json))
 
+        case .readSystemWide(let domain, let key):
+            let values = try openForReading(domain, searchList: true).systemWideValues()
+            guard let key else {
+                guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
+                print(.dictionary(values))
+                break
+            }
+            guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
+            print(value)
+
+        case .explain(let domain, let key, let json):
+            let sources = try openForReading(domain, searchList: true).sources(forKey: key)
+            guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            let report = ExplainReport(domain: domain.displayName, key: key, sources: sources)
+            io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
+
         case .showingSecrets(let command):
             var runner = self
             runner.revealsSecrets = true
@@ -310,6 +336,17 @@ package struct DefaultsCommandRunner: Sendable {
             try performSchemaVerb(command)
         }
         return .exit(Self.success)
+    }
+
+    /// Refuses a write of keys an administrator forces: reads would not show it (docs/design.md,
+    /// "Administered settings: forced keys").
+    private func refuseForced(_ keys: [String], in store: any CommandDomain, _ domain: DomainReference) throws {
+        for key in keys {
+            guard let source = store.forcingSource(ofKey: key) else { continue }
+            throw CommandFailure(
+                "defaults: the key \(key) of domain \(domain.displayName) is forced by the administrator in "
+                    + "\(source); nothing was written.\n")
+        }
     }
 
     /// The value `operation` leaves at `key`; `-array-add`/`-dict-add` need the current one.

@@ -17,6 +17,12 @@ import LiveDefaultsPropertyList
 /// idle timeout. A watch message from another cluster, or at a revision below the mirror's (etcd
 /// wiped and started again on the same port), ends the watch too: the next range replaces the
 /// mirror, and observers get the net change per key.
+///
+/// A member that stops answering without closing its connections (frozen, a hung VM, a partition)
+/// sends nothing more on the watch; the follower notices it with a check after each
+/// ``StallCheck/interval`` of silence on the watch (docs/design.md, "Fleet settings: a stalled
+/// member"): a member that does not answer within ``StallCheck/timeout`` ends the watch as a
+/// disconnect, and the next range, from the next member, gives each member that timeout too.
 final class EtcdSuiteFollower: Sendable {
     /// Where the follower is.
     enum Status: Sendable, Equatable {
@@ -26,6 +32,19 @@ final class EtcdSuiteFollower: Sendable {
         case live(revision: Int64)
         /// etcd is not reachable; the values are those of the last revision seen.
         case offline(since: Date, problem: String)
+    }
+
+    /// How often, and how patiently, the member of an open watch is checked.
+    struct StallCheck: Sendable, Equatable {
+        /// How long a watch may be silent (no message, no answered check) before its member is
+        /// checked.
+        var interval: TimeInterval
+        /// How long the member may take to answer one check (and each member, the range after a
+        /// stall).
+        var timeout: TimeInterval
+
+        /// FleetSuite's defaults: a check every 2 s, each given 2 s.
+        static let standard = StallCheck(interval: 2, timeout: 2)
     }
 
     private struct State {
@@ -41,6 +60,10 @@ final class EtcdSuiteFollower: Sendable {
         var rangesSent = 0
         var mirrorRange = 0
         var identityChanges = 0
+        var stalls = 0
+        var checks = 0
+        /// When the current watch's member was last heard from: a message, or an answered check.
+        var lastHeard = ContinuousClock.now
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
@@ -63,6 +86,7 @@ final class EtcdSuiteFollower: Sendable {
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
     private let reconnectJitter: TimeInterval
+    private let stallCheck: StallCheck?
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (RemoteProblem) -> Void
 
@@ -74,24 +98,28 @@ final class EtcdSuiteFollower: Sendable {
     ///     3× etcd's progress interval.
     ///   - reconnectJitter: The most the follower waits, at random, before it ranges again after a
     ///     watch ended, so that the watchers of one member do not all move at once.
+    ///   - stallCheck: How often the member of an open watch is checked, and how long it may take
+    ///     to answer; nil for no check (only the idle timeout notices a stalled member).
     ///   - onChange: Called with each burst's per-key changes and the revision, in order, from one
     ///     task at a time.
     ///   - onProblem: Called once when etcd becomes unreachable (``RemoteProblem/unreachable(_:)``, or
     ///     how else the range failed), and for each unreadable value.
     convenience init(
         client: EtcdClient, prefix: Data, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
+        stallCheck: StallCheck? = .standard,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
         onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
         self.init(
             client: client, mirror: EtcdMirror(prefix: prefix), idleTimeout: idleTimeout,
-            reconnectJitter: reconnectJitter, onChange: onChange, onProblem: onProblem)
+            reconnectJitter: reconnectJitter, stallCheck: stallCheck, onChange: onChange, onProblem: onProblem)
     }
 
     /// A follower that starts from values already read (the `defaults` command's `watch` ranges
     /// the suite to open it): its first range reports only what changed since.
     init(
         client: EtcdClient, mirror: EtcdMirror, idleTimeout: TimeInterval = 30, reconnectJitter: TimeInterval = 0.25,
+        stallCheck: StallCheck? = .standard,
         onChange: @escaping @Sendable ([EtcdMirror.Change], Int64) -> Void,
         onProblem: @escaping @Sendable (RemoteProblem) -> Void = { _ in }
     ) {
@@ -99,6 +127,7 @@ final class EtcdSuiteFollower: Sendable {
         self.state = Locked(State(mirror: mirror))
         self.idleTimeout = idleTimeout
         self.reconnectJitter = max(0, reconnectJitter)
+        self.stallCheck = stallCheck
         self.onChange = onChange
         self.onProblem = onProblem
     }
@@ -110,6 +139,10 @@ final class EtcdSuiteFollower: Sendable {
     /// How many watches were left because a message came from another cluster or went back in
     /// revisions.
     var identityChangeCount: Int { state.withLock { $0.identityChanges } }
+    /// How many watches were left because their member did not answer a check in time.
+    var stallCount: Int { state.withLock { $0.stalls } }
+    /// How many checks were sent.
+    var checkCount: Int { state.withLock { $0.checks } }
     /// The member the current watch comes from; nil between watches.
     var watchedEndpoint: URL? { state.withLock { $0.watch?.endpoint } }
 
@@ -222,6 +255,7 @@ final class EtcdSuiteFollower: Sendable {
         }
         let outcome = state.withLock { state -> Outcome in
             guard state.watchGeneration == generation else { return .stale }
+            state.lastHeard = .now
             if Self.identityProblem(of: message.header, mirror: state.mirror) != nil {
                 state.identityChanges += 1
                 return .otherEtcd
@@ -249,19 +283,53 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
+    /// Waits until `watch` ends, checking its member whenever it has been silent for
+    /// ``StallCheck/interval``: a watch message (an event, a progress notification) shows the member
+    /// answers as well as a check does, so a busy watch costs no check.
+    ///
+    /// - Returns: Whether the member failed a check (a stall), rather than the watch ending.
+    private func waitForEnd(of watch: EtcdWatch, prefix: Data, run: Int) -> Bool {
+        guard let stallCheck else {
+            _ = watch.waitForEnd()
+            return false
+        }
+        let interval = Duration.milliseconds(Int64(stallCheck.interval * 1000))
+        while true {
+            let due = state.withLock { $0.lastHeard } + interval
+            if ContinuousClock.now < due {
+                if watch.waitForEnd(until: due) { return false }
+                // A message may have come meanwhile: look again.
+                continue
+            }
+            guard isCurrent(run) else { return false }
+            state.withLock { $0.checks += 1 }
+            do {
+                try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
+                state.withLock { $0.lastHeard = .now }
+            } catch {
+                // Ended meanwhile (stopped, or the member closed it): not a stall.
+                return !watch.hasEnded
+            }
+        }
+    }
+
     /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
     /// ``stop()``.
     private func run(_ run: Int) {
         var delay = 0.0
         var quickEnds = 0
         var reportedOffline = false
+        // After a stall, each member gets the check's timeout to answer the range: a second frozen
+        // member must not hold the follower for a whole request timeout.
+        var rangeTimeout: TimeInterval?
         while isCurrent(run) {
             do {
                 let (prefix, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try client.range(prefix: prefix)
+                let (header, kvs) = try client.range(prefix: prefix, timeout: rangeTimeout)
+                rangeTimeout = nil
                 guard isCurrent(run) else { return }
                 let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
@@ -285,6 +353,7 @@ final class EtcdSuiteFollower: Sendable {
                 // settings: from the bytes to the observer"). This thread only waits for the end.
                 let generation = state.withLock { state -> Int in
                     state.watchGeneration += 1
+                    state.lastHeard = .now
                     return state.watchGeneration
                 }
                 let watch = try client.watch(
@@ -305,12 +374,21 @@ final class EtcdSuiteFollower: Sendable {
                 // An end with an error (killed, hung, leaderless, canceled) is, like a clean end
                 // (etcd stopped politely), a reason to range again — not, by itself, a sign that
                 // etcd is unreachable; the range says that.
-                _ = watch.waitForEnd()
+                let stalled = waitForEnd(of: watch, prefix: prefix, run: run)
                 // Range again, from the next member, after a random moment — longer each time when
                 // watches keep ending at once.
                 watch.cancel()
                 client.avoid(watch.endpoint)
                 state.withLock { $0.watch = nil }
+                guard isCurrent(run) else { return }
+                if stalled, let stallCheck {
+                    // The member went silent, so the values may already be behind: range again at
+                    // once, giving each member the check's timeout.
+                    state.withLock { $0.stalls += 1 }
+                    rangeTimeout = stallCheck.timeout
+                    quickEnds = 0
+                    continue
+                }
                 quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
                 let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
                 guard pause(Double.random(in: 0...ceiling), run: run) else { return }
@@ -326,6 +404,8 @@ final class EtcdSuiteFollower: Sendable {
                     return state.status
                 }
                 if let wentOffline { tellStatus(wentOffline) }
+                // A member that answers nothing within the check's timeout keeps the short one
+                // until a range succeeds; one that refuses at once is left at once anyway.
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
                 delay = min(max(delay * 2, 0.05), 30)
                 guard pause(Double.random(in: delay / 2...delay), run: run) else { return }

@@ -79,6 +79,8 @@ final class FleetBackend: SuiteBackend {
         let relay = Relay()
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
+            stallCheck: .init(
+                interval: suite.stallCheckInterval.timeInterval, timeout: suite.stallCheckTimeout.timeInterval),
             onChange: { changes, revision in relay.backend?.mirrorChanged(changes, revision: revision) },
             onProblem: { problem in relay.backend?.report(problem) })
         follower.onStatus { status in relay.backend?.statusChanged(status) }
@@ -92,6 +94,9 @@ final class FleetBackend: SuiteBackend {
 
     /// The location the store is given: the suite's name, and its cache file's path.
     var location: SuiteLocation { cache.file.location }
+
+    /// The etcd revision of the values installed, nil before any came from etcd.
+    var installedRevision: Int64? { state.withLock { $0.installed?.revision } }
 
     func attach(_ store: SuiteStore) {
         state.withLock { $0.store = store }

@@ -44,6 +44,14 @@ public struct FleetSuite: Sendable, Hashable {
     public let clientCertificate: URL?
     /// The PEM file of ``clientCertificate``'s private key; nil for none.
     public let clientKey: URL?
+    /// How long the watch of a suite may be silent before its member is checked (2 s by default):
+    /// a one-key serializable range to that member, one request per check; a change or a progress
+    /// notification counts as an answer.
+    public let stallCheckInterval: Duration
+    /// How long that member may take to answer a check (2 s by default) before it counts as stalled
+    /// (frozen, hung, cut off): the suite moves to the next member, and goes stale if none answers
+    /// within that time either.
+    public let stallCheckTimeout: Duration
 
     /// Describes a fleet suite.
     ///
@@ -59,14 +67,21 @@ public struct FleetSuite: Sendable, Hashable {
     ///   - clientCertificate: A PEM file of a client certificate, for members started with
     ///     `--client-cert-auth`; give `clientKey` with it.
     ///   - clientKey: The PEM file of the client certificate's private key.
+    ///   - stallCheckInterval: How long the watch may be silent before its member is checked (2 s
+    ///     by default: at most 30 requests a minute per suite and process).
+    ///   - stallCheckTimeout: How long it may take to answer (2 s by default). A frozen member is
+    ///     left within interval + timeout, and new values come from the next member; when no member
+    ///     answers, the suite goes stale within interval + timeout × (1 + the number of endpoints).
     /// - Throws: `DefaultsError.Code.invalidSuiteName` for a bad name; `DefaultsError.Code.invalidRemote`
     ///   for no endpoints, an endpoint that is not an `http`/`https` URL with a host, a root that
     ///   does not start with "/", a certificate-authorities, certificate or key file that cannot be
-    ///   read, or a client certificate without its key (or a key without its certificate).
+    ///   read, a client certificate without its key (or a key without its certificate), or a stall
+    ///   check interval or timeout that is not more than zero.
     public init(
         name: String, endpoints: [URL], root: String = FleetSuite.defaultRoot, credentials: FleetCredentials? = nil,
         cacheDirectory: URL? = nil, requestTimeout: Duration = .seconds(10), certificateAuthorities: URL? = nil,
-        clientCertificate: URL? = nil, clientKey: URL? = nil
+        clientCertificate: URL? = nil, clientKey: URL? = nil, stallCheckInterval: Duration = .seconds(2),
+        stallCheckTimeout: Duration = .seconds(2)
     ) throws {
         try SuiteLocation.validate(suiteName: name)
         guard !endpoints.isEmpty else {
@@ -97,6 +112,13 @@ public struct FleetSuite: Sendable, Hashable {
         guard requestTimeout > .zero else {
             throw DefaultsError(
                 .invalidRemote, "The request timeout of fleet suite \"\(name)\" must be more than zero.", suite: name)
+        }
+        guard stallCheckInterval > .zero, stallCheckTimeout > .zero else {
+            throw DefaultsError(
+                .invalidRemote,
+                "The stall check \(stallCheckInterval > .zero ? "timeout" : "interval") of fleet suite \"\(name)\" must "
+                    + "be more than zero.",
+                suite: name)
         }
         if let certificateAuthorities,
             !certificateAuthorities.isFileURL
@@ -136,6 +158,8 @@ public struct FleetSuite: Sendable, Hashable {
             URL(fileURLWithPath: $0.standardizedFileURL.path, isDirectory: true)
         }
         self.requestTimeout = requestTimeout
+        self.stallCheckInterval = stallCheckInterval
+        self.stallCheckTimeout = stallCheckTimeout
     }
 
     /// The etcd prefix of the suite's keys: `<root>/<name>/`.

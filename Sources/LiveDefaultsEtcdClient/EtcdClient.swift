@@ -58,10 +58,37 @@ package final class EtcdClient: Sendable {
     // MARK: Key-value calls
 
     /// Every key under `prefix` at one revision.
-    package func range(prefix: Data) throws -> (header: EtcdResponseHeader, kvs: [EtcdKeyValue]) {
+    ///
+    /// - Parameters:
+    ///   - prefix: The keys to read: every key that starts with it.
+    ///   - timeout: How long each member may take to answer; nil for the client's request timeout.
+    /// - Returns: The answer's header (its revision) and the keys with their values.
+    /// - Throws: ``EtcdError`` when no member answered, or etcd refused.
+    package func range(prefix: Data, timeout: TimeInterval? = nil) throws -> (
+        header: EtcdResponseHeader, kvs: [EtcdKeyValue]
+    ) {
         let response: EtcdRangeResponse = try call(
-            "/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix))))
+            "/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix))),
+            timeout: timeout)
         return (response.header ?? EtcdResponseHeader(), response.kvs ?? [])
+    }
+
+    /// Checks that the member at `endpoint` still answers: a serializable range of at most one
+    /// key's name under `prefix` (answered from the member's own store, without a round of its
+    /// cluster), sent to that member alone (docs/design.md, "Fleet settings: a stalled member").
+    ///
+    /// Any answer counts, a refusal too (no leader, an expired token): the member is alive, and
+    /// its watch ends by itself when it cannot serve. Only silence is a stall.
+    ///
+    /// - Throws: ``EtcdError`` (unavailable) when the member did not answer within `timeout`, or
+    ///   the connection failed.
+    package func checkAnswers(_ endpoint: URL, prefix: Data, timeout: TimeInterval) throws {
+        let request = try makeRequest(
+            endpoint, "/v3/kv/range",
+            EtcdRangeRequest(
+                key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)), serializable: true,
+                limit: EtcdInt64(1), keys_only: true))
+        _ = try send(request, timeout: timeout)
     }
 
     /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
@@ -247,9 +274,9 @@ package final class EtcdClient: Sendable {
     /// is one that answers "unavailable" for another reason (a request that timed out during an
     /// election), unless the call is not `idempotent`: then its outcome is unknown and the error
     /// is thrown.
-    func call<Body: Encodable, Answer: Decodable>(_ path: String, _ body: Body, idempotent: Bool = true)
-        throws -> Answer
-    {
+    func call<Body: Encodable, Answer: Decodable>(
+        _ path: String, _ body: Body, idempotent: Bool = true, timeout: TimeInterval? = nil
+    ) throws -> Answer {
         var lastProblem: (any Error)?
         let start = preferred.withLock { $0 }
         for attempt in 0..<endpoints.count {
@@ -259,7 +286,7 @@ package final class EtcdClient: Sendable {
                 var renewed = false
                 while true {
                     let request = try makeRequest(endpoint, path, body)
-                    let (data, status) = try send(request)
+                    let (data, status) = try send(request, timeout: timeout)
                     do {
                         let answer: Answer = try decode(data, status)
                         preferred.withLock { $0 = index }
@@ -288,10 +315,17 @@ package final class EtcdClient: Sendable {
     }
 
     /// Runs one POST on this thread (libcurl blocks), and gives its body and status.
-    private func send(_ request: Request) throws -> (Data, Int) {
+    ///
+    /// - Parameters:
+    ///   - request: The POST.
+    ///   - timeout: The most it may take; nil for the client's request timeout.
+    /// - Returns: The response's body and status.
+    /// - Throws: ``EtcdError`` (unavailable) when no answer came.
+    private func send(_ request: Request, timeout: TimeInterval? = nil) throws -> (Data, Int) {
         var received = Data()
         let post = CurlPost(
-            url: request.url, body: request.body, headers: request.headers, timeout: requestTimeout, idleTimeout: nil,
+            url: request.url, body: request.body, headers: request.headers, timeout: timeout ?? requestTimeout,
+            idleTimeout: nil,
             certificateAuthorities: request.certificateAuthorities, clientCertificate: request.clientCertificate
         ) { data, _ in received.append(data) }
         switch post.perform() {

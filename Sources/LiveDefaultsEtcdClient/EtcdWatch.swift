@@ -80,6 +80,16 @@ package final class EtcdWatch: Sendable {
         return error
     }
 
+    /// Waits on this thread until the stream ends or `deadline` passes.
+    ///
+    /// - Returns: Whether the stream ended.
+    package func waitForEnd(until deadline: ContinuousClock.Instant) -> Bool {
+        finished.wait(until: deadline) { $0 != nil } != nil
+    }
+
+    /// Whether the stream has ended.
+    package var hasEnded: Bool { finished.current != nil }
+
     /// Ends the stream (idempotent).
     package func cancel() {
         post.cancel()

@@ -81,6 +81,8 @@ package struct EtcdRangeRequest: Codable, Sendable {
     package var revision: EtcdInt64?
     package var serializable: Bool?
     package var count_only: Bool?
+    package var limit: EtcdInt64?
+    package var keys_only: Bool?
 }
 
 package struct EtcdRangeResponse: Codable, Sendable {

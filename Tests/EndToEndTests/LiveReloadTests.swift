@@ -172,12 +172,14 @@ final class LiveSuite {
     @Test func aBadFileFromOutsideKeepsTheLastGoodValuesUntilTheNextGoodSave() async throws {
         let suite = try LiveSuite(seed: Self.seed)
         let reported = Locked<[DefaultsError]>([])
-        DefaultsErrorReporting.setHandler { error in reported.withLock { $0.append(error) } }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        let reporting = DefaultsErrorReporting.listen { error in reported.withLock { $0.append(error) } }
+        defer { reporting.cancel() }
         try suite.shell("printf '<plist><dict><key>theme</key><string>half' > \"$F\"")
         #expect(await eventually { suite.defaults.lastError?.code == .corruptFile })
         #expect(suite.defaults.string(forKey: "theme") == "dark", "the last good values stay")
-        #expect(reported.withLock { $0.contains { $0.code == .corruptFile && $0.path == suite.path } })
+        // (Reported once the store's state has the error: wait for the report itself.)
+        #expect(
+            await eventually { reported.withLock { $0.contains { $0.code == .corruptFile && $0.path == suite.path } } })
         let names = try FileManager.default.contentsOfDirectory(atPath: suite.directory.path)
         #expect(!names.contains { $0.contains(".corrupt-") }, "not moved away while a person may be editing")
         // The person saves again, correctly.

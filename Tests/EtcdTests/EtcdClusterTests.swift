@@ -27,14 +27,14 @@ struct EtcdClusterTests {
     /// A follower of `prefix` on every member, `first` tried first.
     static func follower(
         _ cluster: EtcdCluster, first: Int, idleTimeout: TimeInterval = 3, requestTimeout: TimeInterval = 2,
-        record: Record
+        stallCheck: EtcdSuiteFollower.StallCheck? = .standard, record: Record
     ) -> EtcdSuiteFollower {
         var endpoints = cluster.endpoints
         endpoints = Array(endpoints[first...] + endpoints[..<first])
         return EtcdSuiteFollower(
             client: EtcdClient(endpoints: endpoints, requestTimeout: requestTimeout), prefix: prefix,
             idleTimeout: idleTimeout,
-            reconnectJitter: 0.1
+            reconnectJitter: 0.1, stallCheck: stallCheck
         ) { changes, _ in record.add(changes) }
     }
 
@@ -292,7 +292,8 @@ struct EtcdClusterStallTests {
         defer { cluster.stop() }
         let hung = try await EtcdClusterTests.nonLeader(cluster)
         let record = Record()
-        let follower = EtcdClusterTests.follower(cluster, first: hung, idleTimeout: 2, record: record)
+        // No stall check: the idle timeout alone (EtcdStallTests covers the check).
+        let follower = EtcdClusterTests.follower(cluster, first: hung, idleTimeout: 2, stallCheck: nil, record: record)
         follower.start()
         defer { follower.stop() }
         #expect(await eventually(within: 20) { follower.watchedEndpoint == cluster.members[hung].endpoint })

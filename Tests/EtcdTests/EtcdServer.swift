@@ -30,12 +30,15 @@ final class EtcdServer: @unchecked Sendable {
 
     let name: String
     let dataDirectory: TemporaryDirectory
-    let clientPort: Int
-    let peerPort: Int
+    /// The ports, chosen again only when etcd found one taken at its start (``start(progressInterval:extraArguments:clusterToken:)``).
+    private(set) var clientPort: Int
+    private(set) var peerPort: Int
     private(set) var process: Process?
 
-    let endpoint: URL
+    private(set) var endpoint: URL
     var peerURL: String { "http://127.0.0.1:\(peerPort)" }
+    /// etcd's own output (errors only), kept for a start that fails.
+    var logPath: String { dataDirectory.path + "/etcd.log" }
     var pid: Int32 { process?.processIdentifier ?? 0 }
     var isRunning: Bool { process?.isRunning ?? false }
 
@@ -44,18 +47,45 @@ final class EtcdServer: @unchecked Sendable {
         dataDirectory = try TemporaryDirectory()
         clientPort = try Self.freePort()
         peerPort = try Self.freePort()
-        guard let endpoint = URL(string: "http://127.0.0.1:\(clientPort)") else {
-            throw EtcdServerError("no URL for port \(clientPort)")
-        }
-        self.endpoint = endpoint
+        endpoint = try Self.endpoint(clientPort)
     }
 
-    /// Starts the member (again, on the same data and ports) and waits until it answers `/health`.
+    private static func endpoint(_ port: Int) throws -> URL {
+        guard let endpoint = URL(string: "http://127.0.0.1:\(port)") else {
+            throw EtcdServerError("no URL for port \(port)")
+        }
+        return endpoint
+    }
+
+    /// Starts the member (again, on the same data) and waits until it answers `/health`. A first
+    /// start that finds a port taken since it was chosen (by another test process of the machine)
+    /// is made again on new ports, up to three times.
     func start(progressInterval: String = "1s", extraArguments: [String] = [], clusterToken: String = "etcd-cluster")
         async throws
     {
-        try launch(progressInterval: progressInterval, extraArguments: extraArguments, clusterToken: clusterToken)
-        try await waitUntilHealthy()
+        var attempt = 1
+        while true {
+            try launch(progressInterval: progressInterval, extraArguments: extraArguments, clusterToken: clusterToken)
+            do {
+                try await waitUntilHealthy()
+                return
+            } catch let error as EtcdServerError where error.portTaken && attempt < 3 && !hasStarted {
+                attempt += 1
+                try choosePortsAgain()
+            }
+        }
+    }
+
+    /// Whether the member was ever healthy (a restart must keep its ports: its peers know them).
+    private var hasStarted = false
+
+    /// New ports, and no data, for a first start that found a port taken.
+    func choosePortsAgain() throws {
+        precondition(!isRunning, "choose ports only while the member is stopped")
+        try? FileManager.default.removeItem(atPath: dataDirectory.path + "/data")
+        clientPort = try Self.freePort()
+        peerPort = try Self.freePort()
+        endpoint = try Self.endpoint(clientPort)
     }
 
     /// Starts the member without waiting for it: a member of a new cluster is healthy only once a
@@ -85,17 +115,32 @@ final class EtcdServer: @unchecked Sendable {
                 "--experimental-watch-progress-notify-interval", progressInterval,
                 "--log-level", "error",
             ] + extraArguments
-        process = try MemberSpawner.shared.spawn(binary, arguments)
+        process = try MemberSpawner.shared.spawn(binary, arguments, log: logPath)
     }
 
     /// Waits until the member answers `/health` (it has a leader), for at most 60 s (a new cluster
     /// elects its leader in about a second, but a loaded CI machine has taken over 20).
+    ///
+    /// A member that exits meanwhile fails at once, with the end of its log: before, a member that
+    /// could not bind its port (taken between ``freePort()`` and etcd's start, by another test
+    /// process of the machine) was waited for the whole 60 s and reported as "not healthy".
     func waitUntilHealthy() async throws {
-        let healthy = await eventually(within: 60) { self.isHealthy() }
-        if !healthy {
-            stop()
-            throw EtcdServerError("etcd on port \(clientPort) did not become healthy within 60 s")
+        let done = await eventually(within: 60) { self.isHealthy() || !self.isRunning }
+        if done && isRunning {
+            hasStarted = true
+            return
         }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        // etcd 3.4 always warns that its default logger is deprecated: not the news.
+        let tail = log.split(separator: "\n").filter { !$0.contains("Deprecated '--logger") }.suffix(3)
+            .joined(separator: "; ")
+        let exited = done && !isRunning
+        stop()
+        throw EtcdServerError(
+            exited
+                ? "etcd on ports \(clientPort)/\(peerPort) exited at its start: \(tail)"
+                : "etcd on port \(clientPort) did not become healthy within 60 s; its log ends: \(tail)",
+            portTaken: exited && log.contains("address already in use"))
     }
 
     /// Removes the member's data (while it is stopped): started again, it is a new cluster.
@@ -107,6 +152,23 @@ final class EtcdServer: @unchecked Sendable {
     /// Sends `signal` to the member (SIGKILL, SIGTERM, SIGSTOP, SIGCONT).
     func send(_ signal: Int32) {
         if let process, process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Freezes the member (SIGSTOP, by its PID) and waits until the kernel shows it stopped
+    /// (`/proc/<pid>/stat`); resume it with `send(SIGCONT)` (``stop()`` does too).
+    ///
+    /// - Returns: Whether it is stopped within 5 s.
+    func freeze() async -> Bool {
+        guard let process, process.isRunning else { return false }
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        return await eventually(within: 5) {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            // "pid (comm) S …": the state follows the command's closing parenthesis.
+            return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
+        }
     }
 
     /// Stops the member by its PID and waits for it to exit.
@@ -177,32 +239,58 @@ final class EtcdServer: @unchecked Sendable {
         return healthy.value
     }
 
-    /// A loopback port nothing listens on now: bound to port 0, read back, closed.
+    /// The first port of the kernel's ephemeral range (`ip_local_port_range`, 32768 by default).
+    static let ephemeralStart: Int = {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32768
+    }()
+
+    /// A loopback port nothing listens on now, at random below the kernel's ephemeral range.
+    ///
+    /// Not port 0 read back: that is an ephemeral port, and so is the local port of every outgoing
+    /// connection of the machine (thousands a minute while several test runs share it): one of
+    /// them could take the port between its choice and etcd's start, and etcd exited with
+    /// "address already in use". Below the range only another explicit bind can take it, and a
+    /// random choice among over 10,000 ports makes two test processes' choices meet rarely; the
+    /// start is made again when they do.
     static func freePort() throws -> Int {
+        let low = 20_000
+        let high = max(low + 1_000, ephemeralStart)
+        for _ in 0..<100 {
+            let port = Int.random(in: low..<high)
+            if canBind(port) { return port }
+        }
+        throw EtcdServerError("no free loopback port in \(low)..<\(high)")
+    }
+
+    /// Whether a socket can bind `port` on 127.0.0.1 now (as etcd does, with SO_REUSEADDR).
+    private static func canBind(_ port: Int) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw EtcdServerError("socket() failed") }
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
+        var reuse: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard bound == 0 else { throw EtcdServerError("bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound == 0
     }
 }
 
 struct EtcdServerError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// Whether etcd could not start because a port was taken.
+    let portTaken: Bool
+    init(_ description: String, portTaken: Bool = false) {
+        self.description = description
+        self.portTaken = portTaken
+    }
 }
 
 /// Bytes set from a callback.
@@ -242,8 +330,9 @@ final class MemberSpawner: @unchecked Sendable {
         thread.start()
     }
 
-    /// Starts `binary` with `arguments` (output discarded) from the spawner's thread.
-    func spawn(_ binary: String, _ arguments: [String]) throws -> Process {
+    /// Starts `binary` with `arguments` from the spawner's thread: its standard output discarded,
+    /// its standard error appended to `log` (nil: discarded).
+    func spawn(_ binary: String, _ arguments: [String], log: String? = nil) throws -> Process {
         let process = Process()
         if let setpriv = Self.setpriv {
             process.executableURL = URL(fileURLWithPath: setpriv)
@@ -254,6 +343,19 @@ final class MemberSpawner: @unchecked Sendable {
         }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        var logHandle: FileHandle?
+        if let log {
+            if !FileManager.default.fileExists(atPath: log) {
+                _ = FileManager.default.createFile(atPath: log, contents: nil)
+            }
+            logHandle = FileHandle(forWritingAtPath: log)
+            if let logHandle {
+                logHandle.seekToEndOfFile()
+                process.standardError = logHandle
+            }
+        }
+        // The child has its own copy once started.
+        defer { try? logHandle?.close() }
         let done = DispatchSemaphore(value: 0)
         // Written by the spawner's thread before `done` is signalled, read after: the semaphore orders them.
         final class Outcome: @unchecked Sendable { var error: (any Error)? }
@@ -282,11 +384,25 @@ final class EtcdCluster: Sendable {
 
     var endpoints: [URL] { members.map(\.endpoint) }
 
-    /// Starts every member and waits until each answers `/health`.
+    /// Starts every member and waits until each answers `/health`; when one found a port taken at
+    /// its start (see `EtcdServer.freePort()`), the cluster is started again on new ports, up to
+    /// three times.
     func start(progressInterval: String = "1s") async throws {
-        let initialCluster = members.map { "\($0.name)=\($0.peerURL)" }.joined(separator: ",")
-        for member in members { try member.launch(progressInterval: progressInterval, initialCluster: initialCluster) }
-        for member in members { try await member.waitUntilHealthy() }
+        var attempt = 1
+        while true {
+            let initialCluster = members.map { "\($0.name)=\($0.peerURL)" }.joined(separator: ",")
+            for member in members {
+                try member.launch(progressInterval: progressInterval, initialCluster: initialCluster)
+            }
+            do {
+                for member in members { try await member.waitUntilHealthy() }
+                return
+            } catch let error as EtcdServerError where error.portTaken && attempt < 3 {
+                attempt += 1
+                stop()
+                for member in members { try member.choosePortsAgain() }
+            }
+        }
     }
 
     /// The index of the member the running members agree is the leader; nil while there is none.

@@ -46,6 +46,14 @@ struct FleetSuiteDescriptionTests {
                 { try FleetSuite(name: "s", endpoints: [endpoint], requestTimeout: .zero) }, .invalidRemote,
                 "more than zero"
             ),
+            (
+                { try FleetSuite(name: "s", endpoints: [endpoint], stallCheckInterval: .zero) }, .invalidRemote,
+                "stall check interval"
+            ),
+            (
+                { try FleetSuite(name: "s", endpoints: [endpoint], stallCheckTimeout: .seconds(-1)) }, .invalidRemote,
+                "stall check timeout"
+            ),
         ]
         for (make, code, names) in cases {
             let error = #expect(throws: DefaultsError.self) { _ = try make() }

@@ -79,6 +79,10 @@ struct FleetSuiteTests {
         managed.set(20, forKey: "fontSize")
         managed.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false), placement: .managed)
         #expect(await eventually { managed.integer(forKey: "fontSize") == 12 })
+        #expect(managed.objectIsForced(forKey: "fontSize"))
+        #expect(!managed.objectIsForced(forKey: "local-only"))
+        #expect(managed.sources(forKey: "fontSize").map(\.layer) == [.managedFleet, .suite])
+        #expect(managed.sources(forKey: "fontSize").first?.revision != nil)
         managed.set(30, forKey: "fontSize")  // written locally, and hidden by the fleet
         #expect(managed.integer(forKey: "fontSize") == 12)
         managed.setVolatileDomain(["fontSize": 40], forName: Defaults.argumentDomain)

@@ -351,14 +351,25 @@ private struct DefaultsFixture: ~Copyable {
         #expect(try fixture.succeed("domains") == "\n")
     }
 
-    @Test func currentHostAndHostAreAcceptedAndIgnored() throws {
-        // Linux has no per-host files: a host-specific write lands in the one set of files (a documented
-        // difference from macOS).
+    @Test func hostSelectsTheDomainsByHostFileAndTheFileForAnyHostShowsThrough() throws {
         let fixture = try DefaultsFixture()
-        try fixture.succeed("-currentHost", "write", "com.apple.screensaver", "idleTime", "-int", "0")
-        try fixture.succeed("-host", "other-box", "write", "com.apple.screensaver", "askForPassword", "-bool", "yes")
-        #expect(try fixture.values("com.apple.screensaver") == ["idleTime": 0, "askForPassword": true])
-        #expect(try fixture.succeed("read", "com.apple.screensaver", "idleTime") == "0\n")
+        try fixture.succeed("write", "com.apple.screensaver", "idleTime", "-int", "300")
+        try fixture.succeed("write", "com.apple.screensaver", "moduleName", "Flurry")
+        try fixture.succeed("-host", "other-box", "write", "com.apple.screensaver", "idleTime", "-int", "0")
+        let byHost = fixture.directory.file("ByHost/com.apple.screensaver.other-box.plist")
+        let written = try PropertyListCodec.decode(Data(contentsOf: byHost)).value
+        #expect(written == ["idleTime": 0])
+        #expect(try fixture.values("com.apple.screensaver") == ["idleTime": 300, "moduleName": "Flurry"])
+        #expect(
+            try fixture.succeed("-host", "other-box", "read", "com.apple.screensaver") == "{\n    idleTime = 0;\n}\n")
+        #expect(try fixture.succeed("read", "com.apple.screensaver", "idleTime") == "300\n")
+        // The explanation of a ByHost domain shows the file for any host under it.
+        let explained = try fixture.succeed("-host", "other-box", "explain", "com.apple.screensaver", "idleTime")
+        #expect(
+            explained
+                == "* currentHost  \(byHost.path)  0\n  suite        \(fixture.file("com.apple.screensaver").path)  300\n"
+        )
+        #expect(try fixture.defaults("-host", "a/b", "read", "com.apple.screensaver").status == 1)
     }
 
     @Test func aPathNamesAPlistFileWithOrWithoutItsExtension() throws {

@@ -138,10 +138,10 @@ extension Defaults.Keys {
             })
         try old.install(into: schemas)
         let reported = Locked<[DefaultsError]>([])
-        DefaultsErrorReporting.setHandler { error in
+        let reporting = DefaultsErrorReporting.listen { error in
             if error.suite == suite { reported.withLock { $0.append(error) } }
         }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        defer { reporting.cancel() }
         let differences = Self.appSchema(suite: suite).checkInstalled(environment: environment)
         #expect(differences.contains("key \"fontSize\" is integer in the app, string installed"))
         #expect(differences.contains("key \"apiToken\" is missing from the installed schema"))

@@ -201,10 +201,10 @@ final class Recorder<Value: Sendable>: Sendable {
         let themes = Recorder<Theme>()
         defaults[.theme] = .dark
         let token = defaults.observe(.theme) { themes.record($0) }
-        DefaultsErrorReporting.setHandler { error in
+        let reporting = DefaultsErrorReporting.listen { error in
             if error.code == .decodingFailed { reported.withLock { $0.append(error) } }
         }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        defer { reporting.cancel() }
         defaults.set(12, forKey: "theme")
         #expect(themes.all.map(\.newValue) == [.system])
         #expect(reported.withLock { $0.contains { $0.message.contains("\"theme\"") } })

@@ -168,10 +168,10 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         let suite = "com.example.decoding-once"
         let defaults = try Defaults(suiteName: suite, directory: directory.url, watchesFiles: false)
         let reported = Locked<[String]>([])
-        DefaultsErrorReporting.setHandler { error in
+        let reporting = DefaultsErrorReporting.listen { error in
             if error.code == .decodingFailed, error.suite == suite { reported.withLock { $0.append(error.message) } }
         }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        defer { reporting.cancel() }
 
         // Not observed: the first read reports, later reads do not.
         defaults.set("purple", forKey: "hourTheme")

@@ -423,8 +423,10 @@ private func run(_ arguments: [String]) throws {
             opened.append(descriptor)
         }
         let reports = Reports()
-        DefaultsErrorReporting.setHandler { error in reports.errors.withLock { $0.append(error) } }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        let reporting = DefaultsErrorReporting.listen { error in
+            if error.code == .watchingDegraded { reports.errors.withLock { $0.append(error) } }
+        }
+        defer { reporting.cancel() }
 
         #expect(FileWatcher.shared.mode == .polling)
         #expect(await eventually(within: 5) { reports.errors.withLock { !$0.isEmpty } })

@@ -127,6 +127,7 @@ extension Defaults {
         }
         guard case .some(let delivery) = delivery else { return false }
         if let delivery { perform(delivery) }
+        if position == .beforeSuite { deliverForcingChanges() }
         return true
     }
 
@@ -142,7 +143,10 @@ extension Defaults {
             state.storesAfterSuite.removeAll { $0 === store }
             removed = state.storesBeforeSuite.count + state.storesAfterSuite.count != count
         }
-        if removed { store.removeReader(self) }
+        if removed {
+            store.removeReader(self)
+            deliverForcingChanges()
+        }
         return removed
     }
 

@@ -22,7 +22,8 @@ extension Defaults {
     ) -> Delivery? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
+        if store !== suite, let delivery = refreshAdministered(store, .one(key), origin: origin) { return delivery }
+        return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
     /// A store this instance searches changed `keys` (a reload, a flush that found others'
@@ -30,7 +31,8 @@ extension Defaults {
     ///
     /// - Returns: What to deliver once the change lock is released, or nil.
     func storeChanged(_ store: SuiteStore, keys: ChangedKeys, origin: ChangeOrigin) -> Delivery? {
-        applyRefresh(keys, origin: deliveredOrigin(origin, from: store))
+        if store !== suite, let delivery = refreshAdministered(store, keys, origin: origin) { return delivery }
+        return applyRefresh(keys, origin: deliveredOrigin(origin, from: store))
     }
 
     /// What a change leaves to do once the change lock is released.
@@ -41,6 +43,8 @@ extension Defaults {
         var notifies: Bool
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
         var waits: Bool
+        /// Observers of keys becoming forced or released, with their news (``Defaults/observeForcing(ofKey:_:)``).
+        var forcing: [@Sendable () -> Void] = []
     }
 
     /// Does what a change left to do: delivers, schedules the notification, waits for observers.
@@ -49,6 +53,7 @@ extension Defaults {
         if let batch = delivery.batch { deliver(batch) }
         if delivery.notifies { scheduleChangeNotification() }
         if delivery.waits { waitForObservers() }
+        for call in delivery.forcing { call() }
     }
 
     /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
@@ -149,14 +154,17 @@ extension Defaults {
             let old = state.effective[HashedKey(key)]
             if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
                 || state.storesBeforeSuite.contains(where: { $0.orderedValue(forKey: key) != nil })
+                || state.forced.contains(where: { $0.orderedValue(forKey: key) != nil })
+                || state.currentHost.contains(where: { $0.orderedValue(forKey: key) != nil })
             {
                 return
             }
+            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
+                stores.lazy.compactMap { $0.orderedValue(forKey: key) }.first
+            }
             let new =
-                suiteValue
-                ?? state.storesAfterSuite.lazy.compactMap { $0.orderedValue(forKey: key) }.first
-                ?? state.addedSuites.lazy.compactMap { $0.orderedValue(forKey: key) }.first
-                ?? global?.orderedValue(forKey: key) ?? state.registration[key]
+                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
+                ?? global?.orderedValue(forKey: key) ?? first(state.system) ?? state.registration[key]
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }

@@ -1,0 +1,81 @@
+import Foundation
+
+/// Where an administrator's settings are: system-wide defaults for every user, and forced
+/// (managed) keys that users cannot change (docs/design.md, "Administered settings").
+///
+/// A ``Defaults`` opened by suite name uses ``fromEnvironment()``:
+///
+/// - **System-wide defaults**: `<directory>/<suite>.plist` and `<directory>/NSGlobalDomain.plist`
+///   in each directory of `$XDG_CONFIG_DIRS` (default `/etc/xdg`), searched after the user's own
+///   files and before the registration domain; earlier directories win.
+/// - **Forced keys**: `<managed directory>/<suite>.plist` and
+///   `<managed directory>/NSGlobalDomain.plist`, where the managed directory is
+///   `/etc/livedefaults/managed` (or `$LIVEDEFAULTS_MANAGED_DIR`). Their keys win over everything
+///   but the argument domain. A managed file counts only when its owner is ``trustedOwner`` (root)
+///   and neither it nor its directory can be written by group or others; anything else is
+///   ignored and reported as ``DefaultsError/Code/untrustedManagedFile``.
+///
+/// Tests point both at temporary directories:
+///
+/// ```swift
+/// let settings = AdministeredSettings(
+///     systemDirectories: [scratch.appendingPathComponent("xdg")],
+///     managedDirectory: scratch.appendingPathComponent("managed"))
+/// let defaults = try Defaults(suiteName: "com.example.app", administeredSettings: settings)
+/// ```
+///
+/// Directories that do not exist when a ``Defaults`` is opened are not searched or watched (they
+/// cost nothing); files that appear later in a directory that exists are followed live.
+public struct AdministeredSettings: Sendable, Hashable {
+    /// The directories of system-wide defaults, the one that wins first (`$XDG_CONFIG_DIRS`).
+    public var systemDirectories: [URL]
+    /// The directory of managed files, nil for none.
+    public var managedDirectory: URL?
+    /// The user ID a managed file and its directory must belong to (0, root).
+    public var trustedOwner: UInt32
+
+    /// The default managed directory: `/etc/livedefaults/managed`.
+    public static let defaultManagedDirectory = URL(fileURLWithPath: "/etc/livedefaults/managed")
+
+    /// No system-wide defaults and no forced keys.
+    public static let none = AdministeredSettings(systemDirectories: [], managedDirectory: nil)
+
+    /// Creates settings.
+    ///
+    /// - Parameters:
+    ///   - systemDirectories: The directories of system-wide defaults, the one that wins first.
+    ///   - managedDirectory: The directory of managed files, nil for none.
+    ///   - trustedOwner: The user ID managed files must belong to (root by default).
+    public init(systemDirectories: [URL], managedDirectory: URL?, trustedOwner: UInt32 = 0) {
+        self.systemDirectories = systemDirectories
+        self.managedDirectory = managedDirectory
+        self.trustedOwner = trustedOwner
+    }
+
+    /// The settings of this process's environment: `$XDG_CONFIG_DIRS` (colon-separated absolute
+    /// paths; `/etc/xdg` when unset or empty, relative entries ignored, as the XDG Base Directory
+    /// specification says) and `$LIVEDEFAULTS_MANAGED_DIR` (else `/etc/livedefaults/managed`).
+    ///
+    /// - Returns: The settings, with root as the trusted owner.
+    public static func fromEnvironment() -> AdministeredSettings {
+        // Two variables read directly: building the whole environment as a dictionary took a
+        // good part of opening a small suite.
+        var environment: [String: String] = [:]
+        for name in ["XDG_CONFIG_DIRS", "LIVEDEFAULTS_MANAGED_DIR"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return fromEnvironment(environment)
+    }
+
+    /// The settings `environment` gives (``fromEnvironment()``).
+    package static func fromEnvironment(_ environment: [String: String]) -> AdministeredSettings {
+        var directories = (environment["XDG_CONFIG_DIRS"] ?? "").split(separator: ":").map(String.init)
+            .filter { $0.hasPrefix("/") }
+        if directories.isEmpty { directories = ["/etc/xdg"] }
+        let managed = environment["LIVEDEFAULTS_MANAGED_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        return AdministeredSettings(
+            systemDirectories: directories.map { URL(fileURLWithPath: $0, isDirectory: true) },
+            managedDirectory: managed.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? defaultManagedDirectory)
+    }
+}

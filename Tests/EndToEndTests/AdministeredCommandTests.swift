@@ -1,0 +1,136 @@
+import Foundation
+import LiveDefaults
+import LiveDefaultsPropertyList
+import TestSupport
+import Testing
+
+/// One test's world for the `defaults` binary: the user's `XDG_CONFIG_HOME`, two system
+/// directories (`XDG_CONFIG_DIRS`) and a managed directory (`LIVEDEFAULTS_MANAGED_DIR`), all
+/// temporary. The files are made by this process, as root in CI: root is the trusted owner.
+private final class AdministeredFixture {
+    let root: TemporaryDirectory
+    let runner: CommandRunner
+
+    init() throws {
+        root = try TemporaryDirectory()
+        runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: [
+                "XDG_CONFIG_HOME": root.file("home").path, "HOME": root.file("home").path,
+                "XDG_CONFIG_DIRS": root.file("xdg1").path + ":" + root.file("xdg2").path,
+                "LIVEDEFAULTS_MANAGED_DIR": root.file("managed").path,
+            ])
+        for name in ["home", "xdg1", "xdg2", "managed"] {
+            try FileManager.default.createDirectory(at: root.file(name), withIntermediateDirectories: true)
+            chmod(root.file(name).path, 0o755)
+        }
+    }
+
+    /// The path of `name`.plist in the directory `directory` ("home", "xdg1", "xdg2", "managed").
+    func path(_ directory: String, _ name: String = "com.example.app") -> String {
+        root.file(directory).appendingPathComponent(name + ".plist").path
+    }
+
+    func put(_ values: [String: PropertyListValue], _ directory: String, _ name: String = "com.example.app") throws {
+        try PropertyListCodec.encode(.dictionary(values), format: .binary).write(
+            to: URL(fileURLWithPath: path(directory, name)))
+        chmod(path(directory, name), 0o644)
+    }
+
+    @discardableResult
+    func defaults(_ arguments: String...) throws -> CommandResult { try runner.run(arguments) }
+}
+
+@Suite(
+    .enabled(if: geteuid() == 0, "the managed files this test makes count only when root owns them (CI runs as root)"))
+struct AdministeredCommandTests {
+    @Test func writeRefusesAForcedKeyNamingTheManagedFileAndLeavesEverythingUntouched() throws {
+        let world = try AdministeredFixture()
+        try world.put(["homepage": "https://intranet"], "managed")
+        try world.put(["homepage": "https://mine", "other": 1], "home")
+        let before = try Data(contentsOf: URL(fileURLWithPath: world.path("home")))
+
+        let refused = try world.defaults("write", "com.example.app", "homepage", "https://elsewhere")
+        #expect(refused.status == 1)
+        #expect(refused.standardError.contains(world.path("managed")), "\(refused)")
+        #expect(refused.standardError.contains("homepage"))
+        let wholeDomain = try world.defaults("write", "com.example.app", "{ homepage = x; other = 2; }")
+        #expect(wholeDomain.status == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: world.path("home"))) == before)
+
+        // A key that is not forced is written as usual.
+        #expect(try world.defaults("write", "com.example.app", "other", "-int", "2").status == 0)
+        #expect(try world.defaults("read", "com.example.app", "other").standardOutput == "2\n")
+    }
+
+    @Test func readShowsSystemWideDefaultsOnlyWithItsFlagAndWriteNeverWritesThem() throws {
+        let world = try AdministeredFixture()
+        try world.put(["theme": "site", "fontSize": 12], "xdg1")
+        try world.put(["theme": "site 2", "banner": "hello"], "xdg2")
+        let system = try Data(contentsOf: URL(fileURLWithPath: world.path("xdg1")))
+
+        #expect(try world.defaults("read", "com.example.app").status == 1)
+        let shown = try world.defaults("read", "--system", "com.example.app")
+        #expect(shown.status == 0)
+        #expect(shown.standardOutput == "{\n    banner = hello;\n    fontSize = 12;\n    theme = site;\n}\n")
+        #expect(try world.defaults("read", "--system", "com.example.app", "theme").standardOutput == "site\n")
+
+        #expect(try world.defaults("write", "com.example.app", "theme", "mine").status == 0)
+        #expect(try world.defaults("read", "com.example.app").standardOutput == "{\n    theme = mine;\n}\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: world.path("xdg1"))) == system)
+    }
+
+    @Test func explainPrintsEveryLayerThatHoldsTheKeyWithTheWinnerMarked() throws {
+        let world = try AdministeredFixture()
+        try world.put(["homepage": "https://intranet"], "managed")
+        try world.put(["homepage": "https://mine"], "home")
+        try world.put(["homepage": "https://everywhere"], "home", "NSGlobalDomain")
+        try world.put(["homepage": "https://site"], "xdg1")
+        try world.put(["homepage": "https://site-wide"], "xdg2", "NSGlobalDomain")
+
+        let explained = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(explained.status == 0, "\(explained)")
+        let lines = explained.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.count == 6)
+        #expect(lines[0] == "* managed       \(world.path("managed"))  \"https://intranet\"")
+        #expect(lines[1] == "  suite         \(world.path("home"))  \"https://mine\"")
+        #expect(lines[2] == "  globalDomain  \(world.path("home", "NSGlobalDomain"))  \"https://everywhere\"")
+        #expect(lines[3] == "  systemWide    \(world.path("xdg1"))  \"https://site\"")
+        #expect(lines[4] == "  systemWide    \(world.path("xdg2", "NSGlobalDomain"))  \"https://site-wide\"")
+        #expect(lines[5] == "")
+
+        let json = try world.defaults("explain", "com.example.app", "homepage", "--json")
+        #expect(json.status == 0)
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        #expect(document["value"] as? String == "https://intranet")
+        let layers = try #require(document["layers"] as? [[String: Any]])
+        #expect(
+            layers.map { $0["layer"] as? String } == ["managed", "suite", "globalDomain", "systemWide", "systemWide"])
+        #expect(layers.map { $0["wins"] as? Bool } == [true, false, false, false, false])
+        #expect(layers[3]["location"] as? String == world.path("xdg1"))
+
+        let missing = try world.defaults("explain", "com.example.app", "nothing")
+        #expect(missing.status == 1)
+    }
+}
+
+@Suite struct ByHostCommandTests {
+    @Test func currentHostWritesAndReadsThisMachinesByHostFile() throws {
+        let directory = try TemporaryDirectory()
+        let machineID = directory.file("machine-id")
+        try "feedface\n".write(to: machineID, atomically: true, encoding: .utf8)
+        let runner = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: [
+                "XDG_CONFIG_HOME": directory.path, "HOME": directory.path,
+                "LIVEDEFAULTS_MACHINE_ID_FILE": machineID.path,
+            ])
+        #expect(try runner.run(["-currentHost", "write", "com.example.app", "scale", "-float", "2"]).status == 0)
+        let file = directory.file("ByHost/com.example.app.feedface.plist")
+        #expect(try PropertyListCodec.decode(Data(contentsOf: file)).value == ["scale": .real(2)])
+        #expect(try runner.run(["-currentHost", "read", "com.example.app", "scale"]).standardOutput == "2\n")
+        #expect(try runner.run(["read", "com.example.app"]).status == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("com.example.app.plist").path))
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The tests' member itself: a port taken between its choice and etcd's start (by another test
+/// process of the machine) costs a new start on new ports, not a 60 s wait for a member that
+/// exited at once.
+@Suite(.requiresEtcd)
+struct EtcdServerTests {
+    @Test func aMemberWhosePortWasTakenStartsAgainOnNewPortsAtOnce() async throws {
+        let server = try EtcdServer()
+        defer { server.stop() }
+        let taken = server.clientPort
+        let listener = try Listener(port: taken)
+        defer { listener.close() }
+        let began = ContinuousClock.now
+        try await server.start()
+        #expect(server.clientPort != taken)
+        #expect(server.isRunning)
+        // Not the 60 s of waiting for a member that had exited.
+        #expect(ContinuousClock.now - began < .seconds(50))
+    }
+
+    @Test func portsAreChosenBelowTheEphemeralRange() throws {
+        for _ in 0..<20 { #expect(try EtcdServer.freePort() < EtcdServer.ephemeralStart) }
+    }
+}
+
+/// A socket listening on a loopback port, so that nothing else can bind it.
+private struct Listener {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw EtcdServerError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(descriptor, 1) == 0 else {
+            Glibc.close(descriptor)
+            throw EtcdServerError("could not listen on port \(port)")
+        }
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+@Suite struct SystemDefaultsTests {
+    @Test func aSystemFileIsFollowedLiveWithOldAndNewValues() async throws {
+        let world = try AdministeredWorld()
+        let defaults = try world.defaults()
+        defaults.register(defaults: ["theme": "registered"])
+        let log = ChangeLog(defaults)
+
+        // Created after the suite was opened, in a directory that was there.
+        try world.put(["theme": "site"], in: world.system[1])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site" })
+        try world.put(["theme": "site 1"], in: world.system[0])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site 1" })
+        try world.put(["theme": "site 2"], in: world.system[0])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site 2" })
+        try world.remove(in: world.system[0])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site" })
+        #expect(
+            log.of("theme").map { [$0.oldValue, $0.newValue] } == [
+                ["registered", "site"], ["site", "site 1"], ["site 1", "site 2"], ["site 2", "site"],
+            ])
+        #expect(log.of("theme").allSatisfy { $0.origin == .external })
+        #expect(!defaults.objectIsForced(forKey: "theme"))
+    }
+
+    @Test func theUsersValueWinsAndIsWrittenToTheUsersFileOnly() throws {
+        let world = try AdministeredWorld()
+        try world.put(["theme": "site", "fontSize": 12], in: world.system[0])
+        let systemFile = world.system[0].appendingPathComponent("com.example.admin.plist")
+        let before = try Data(contentsOf: systemFile)
+        let defaults = try world.defaults(watching: false)
+        #expect(defaults.string(forKey: "theme") == "site")
+        defaults.set("mine", forKey: "theme")
+        #expect(defaults.string(forKey: "theme") == "mine")
+        #expect(defaults.persistentValues() == ["theme": "mine"])
+        try defaults.synchronize()
+        #expect(try Data(contentsOf: systemFile) == before)
+        defaults.removeObject(forKey: "theme")
+        #expect(defaults.string(forKey: "theme") == "site")
+        #expect(defaults.integer(forKey: "fontSize") == 12)
+    }
+
+    /// The user's file keeps its format and only the user's own keys: Foundation reads it as before
+    /// and writes it back, and both see each other's values.
+    @Test func foundationReadsAndWritesTheUsersFileAsBefore() throws {
+        let world = try AdministeredWorld()
+        try world.put(["theme": "managed"], in: world.managed)
+        try world.put(["fontSize": 12], in: world.system[0])
+        let file = world.user.appendingPathComponent("com.example.admin.plist")
+        let xml = try PropertyListSerialization.data(
+            fromPropertyList: ["greeting": "hello"], format: .xml, options: 0)
+        try xml.write(to: file)
+        do {
+            // Closed before Foundation writes: a second instance opens the file again.
+            let defaults = try world.defaults(watching: false)
+            defaults.set("mine", forKey: "theme")
+            defaults.set(3, forKey: "count")
+            try defaults.synchronize()
+        }
+
+        var format = PropertyListSerialization.PropertyListFormat.binary
+        let read = try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: &format)
+        #expect(format == .xml)
+        let values = try #require(read as? [String: Any])
+        #expect(Set(values.keys) == ["greeting", "theme", "count"])
+        #expect(values["theme"] as? String == "mine")
+
+        var written = values
+        written["fromFoundation"] = true
+        try PropertyListSerialization.data(fromPropertyList: written, format: .xml, options: 0).write(to: file)
+        let again = try world.defaults(watching: false)
+        #expect(again.bool(forKey: "fromFoundation"))
+        #expect(again.string(forKey: "theme") == "managed")
+        #expect(again.integer(forKey: "fontSize") == 12)
+    }
+}
