@@ -41,7 +41,7 @@ package enum BinaryPropertyListWriter {
         }
     }
 
-    static func byteCount(for value: UInt64) -> Int {
+    package static func byteCount(for value: UInt64) -> Int {
         value <= 0xFF ? 1 : value <= 0xFFFF ? 2 : value <= 0xFFFF_FFFF ? 4 : 8
     }
 

@@ -45,4 +45,20 @@ import Testing
             atPath: directory.path + "/." + suite + ".plist.journals")
         #expect(journals.isEmpty, "journals left: \(journals)")
     }
+
+    @Test(arguments: ["read", "export"])
+    func theDefaultsCommandShowsADeadProcesssLastSet(verb: String) throws {
+        let directory = try TemporaryDirectory()
+        let suite = "com.example.command"
+        let died = try ProductRunner.run(
+            "TestHelper", ["set-and-die", directory.path, suite, "counter", "41", "0", "kill"])
+        #expect(died.status != 0)
+        let command = CommandRunner(
+            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+            environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path])
+        let arguments = verb == "read" ? ["read", suite, "counter"] : ["export", suite, "-"]
+        let result = try command.run(arguments, standardInput: nil)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("41"), "\(verb) replays the journal first: \(result.standardOutput)")
+    }
 }

@@ -73,6 +73,23 @@ import Testing
         #expect(Self.read(bytes[..<last.upperBound]).records == whole.records)
     }
 
+    @Test func everyKindOfValueReadsBackAsWritten() throws {
+        let directory = try TemporaryDirectory()
+        let values: [PropertyListValue] = [
+            .bool(true), .bool(false), .integer(0), .integer(255), .integer(256), .integer(65_536),
+            .integer(1 << 40), .integer(-1), .integer(.min), .integer(.max), .real(-2.5), .real(.infinity),
+            .string(""), .string("short"), .string(String(repeating: "a", count: 15)),
+            .string(String(repeating: "b", count: 300)), .string("non-ASCII: é ✓"), .unsignedInteger(.max),
+            .float(1.5), .date(Date(timeIntervalSinceReferenceDate: 12.5)), .data(Data([0, 1, 2])),
+            .array([.integer(1), .string("x")]), .dictionary(["k": .bool(true)]),
+        ]
+        let path = try Self.deadJournal(directory, values.enumerated().map { ("key-\($0.offset)", $0.element) })
+        let contents = Self.read(try Self.journalBytes(path))
+        #expect(contents.problem == nil)
+        #expect(contents.records.map(\.value) == values)
+        #expect(contents.records.map(\.key) == values.indices.map { "key-\($0)" })
+    }
+
     @Test func aFlippedByteIsCaughtByTheChecksum() throws {
         let directory = try TemporaryDirectory()
         let path = try Self.deadJournal(directory, (0..<5).map { ("key-\($0)", .string("value \($0)")) })

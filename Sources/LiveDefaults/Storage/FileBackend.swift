@@ -132,11 +132,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     // MARK: Writing
 
     package func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
-        let clean = state.withLock { $0.cleanedTemporaryFiles }
-        if !clean {
-            file.removeOrphanedTemporaryFiles()
-            state.withLock { $0.cleanedTemporaryFiles = true }
-        }
+        removeOrphanedTemporaryFilesOnce()
         return try file.withLock(using: operations) { (target) throws(DefaultsError) in
             // Dead processes' changes first, then this process's (docs/design.md, "The journal").
             let dead = DeadJournal.take(suitePath: location.path, excluding: ownJournalPath)
@@ -144,6 +140,15 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             // The file is durable (renamed, directory synced): the journal's records in it go.
             releaseJournal()
             return written
+        }
+    }
+
+    /// Removes dead writers' temporary files before this backend's first write.
+    private func removeOrphanedTemporaryFilesOnce() {
+        let clean = state.withLock { $0.cleanedTemporaryFiles }
+        if !clean {
+            file.removeOrphanedTemporaryFiles()
+            state.withLock { $0.cleanedTemporaryFiles = true }
         }
     }
 
@@ -160,6 +165,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                     for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }
                     return
                 }
+                removeOrphanedTemporaryFilesOnce()
                 var known = SuiteSnapshot()
                 _ = try writeLocked(.changes([:]), over: &known, target: target, replaying: dead)
             }

@@ -105,10 +105,34 @@ package final class SuiteJournal: @unchecked Sendable {
     /// Appends a record. Returns an error to report when the journal could not grow (once: later
     /// appends do nothing).
     package func append(_ kind: JournalRecord.Kind, key: String, value: PropertyListValue?) -> DefaultsError? {
+        // The common values (numbers, booleans, short ASCII strings) are encoded straight into the
+        // mapping; others go through the codec first (an allocation).
+        if kind == .set, let value, var inline = JournalFormat.InlineObject(value) {
+            var key = key
+            return key.withUTF8 { keyBytes in
+                inline.withBytes { prefix, text in
+                    appendRecord(payloadCount: 8 + keyBytes.count + prefix.count + text.count) { destination in
+                        JournalFormat.writePayload(
+                            at: destination, kind: .setObject, key: keyBytes, value: prefix, text)
+                    }
+                }
+            }
+        }
         var payload = JournalFormat.payload(kind, key: key, value: value)
-        return lock.withLock { mapping -> DefaultsError? in
+        return payload.withUnsafeMutableBytes { bytes in
+            let payload = UnsafeRawBufferPointer(bytes)
+            return appendRecord(payloadCount: payload.count) { destination in
+                if let source = payload.baseAddress { destination.copyMemory(from: source, byteCount: payload.count) }
+            }
+        }
+    }
+
+    /// Appends a record whose payload `write` copies to the address it is given.
+    @inline(__always)
+    private func appendRecord(payloadCount: Int, _ write: (UnsafeMutableRawPointer) -> Void) -> DefaultsError? {
+        lock.withLock { mapping -> DefaultsError? in
             guard !mapping.failed else { return nil }
-            let size = JournalFormat.recordSize(payloadCount: payload.count)
+            let size = JournalFormat.recordSize(payloadCount: payloadCount)
             if mapping.end + size > mapping.capacity {
                 let wanted = (mapping.end + size + JournalFormat.chunk - 1) / JournalFormat.chunk * JournalFormat.chunk
                 if let code = Self.grow(&mapping, descriptor: descriptor, path: path, to: wanted) {
@@ -122,10 +146,9 @@ package final class SuiteJournal: @unchecked Sendable {
                 }
             }
             guard let base = mapping.base else { return nil }
-            payload.withUnsafeMutableBytes { bytes in
-                JournalFormat.writeRecord(
-                    at: base + mapping.end, payload: UnsafeRawBufferPointer(bytes), generation: mapping.generation)
-            }
+            let record = base + mapping.end
+            write(record + JournalFormat.recordHeaderSize)
+            JournalFormat.sealRecord(at: record, payloadCount: payloadCount, generation: mapping.generation)
             mapping.end += size
             return nil
         }

@@ -97,20 +97,97 @@ package enum JournalFormat {
         return file
     }
 
-    /// Writes one record at `destination`: the payload and its checksum first, then the head word
-    /// in one aligned store, so that a record is whole or absent.
-    static func writeRecord(
-        at destination: UnsafeMutableRawPointer, payload: UnsafeRawBufferPointer, generation: UInt32
-    ) {
+    /// Finishes the record at `destination` whose payload is in place: the checksum, then the head
+    /// word in one aligned store, so that a record is whole or absent.
+    static func sealRecord(at destination: UnsafeMutableRawPointer, payloadCount: Int, generation: UInt32) {
         destination.storeBytes(of: UInt32(0), toByteOffset: 12, as: UInt32.self)
-        if let source = payload.baseAddress {
-            (destination + recordHeaderSize).copyMemory(from: source, byteCount: payload.count)
-        }
         // The checksum covers the reserved word and the payload: every byte after the head word but its own.
-        let checksum = CRC32.checksum(UnsafeRawBufferPointer(start: destination + 12, count: 4 + payload.count))
+        let checksum = CRC32.checksum(UnsafeRawBufferPointer(start: destination + 12, count: 4 + payloadCount))
         destination.storeBytes(of: checksum.littleEndian, toByteOffset: 8, as: UInt32.self)
-        let head = UInt64(generation) << 32 | UInt64(UInt32(payload.count))
+        let head = UInt64(generation) << 32 | UInt64(UInt32(payloadCount))
         destination.assumingMemoryBound(to: UInt64.self).pointee = head.littleEndian
+    }
+
+    /// Writes a payload: kind, key, then the value's bytes (`value` and `text`, one after the other).
+    @inline(__always)
+    static func writePayload(
+        at destination: UnsafeMutableRawPointer, kind: JournalRecord.Kind, key: UnsafeBufferPointer<UInt8>,
+        value: UnsafeRawBufferPointer, _ text: UnsafeRawBufferPointer
+    ) {
+        destination.storeBytes(of: UInt32(kind.rawValue).littleEndian, as: UInt32.self)
+        destination.storeBytes(of: UInt32(key.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+        var target = destination + 8
+        if let source = key.baseAddress { target.copyMemory(from: source, byteCount: key.count) }
+        target += key.count
+        if let source = value.baseAddress { target.copyMemory(from: source, byteCount: value.count) }
+        target += value.count
+        if let source = text.baseAddress { target.copyMemory(from: source, byteCount: text.count) }
+    }
+
+    /// A value's one binary-plist object, made without the codec for the common values: a boolean,
+    /// an integer, a double, an ASCII string (the same bytes the codec writes for them).
+    struct InlineObject {
+        /// The marker and any number after it (at most 10 bytes).
+        private var prefix: (UInt64, UInt64) = (0, 0)
+        private var prefixCount = 0
+        private var text: String?
+
+        init?(_ value: PropertyListValue) {
+            switch value {
+            case .bool(let flag):
+                put(flag ? 0x09 : 0x08)
+            case .integer(let number):
+                if number < 0 {
+                    put(0x13)
+                    put(UInt64(bitPattern: number), size: 8)
+                } else {
+                    putInteger(UInt64(number))
+                }
+            case .real(let number):
+                put(0x23)
+                put(number.bitPattern, size: 8)
+            case .string(var string):
+                let isASCII = string.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
+                guard isASCII else { return nil }
+                let count = string.utf8.count
+                if count < 15 {
+                    put(0x50 | UInt8(count))
+                } else {
+                    put(0x5F)
+                    putInteger(UInt64(count))
+                }
+                text = string
+            default:
+                return nil
+            }
+        }
+
+        private mutating func putInteger(_ number: UInt64) {
+            let size = BinaryPropertyListWriter.byteCount(for: number)
+            put(0x10 | UInt8(truncatingIfNeeded: size.trailingZeroBitCount))
+            put(number, size: size)
+        }
+
+        private mutating func put(_ byte: UInt8) {
+            let offset = prefixCount
+            withUnsafeMutableBytes(of: &prefix) { $0[offset] = byte }
+            prefixCount += 1
+        }
+
+        private mutating func put(_ number: UInt64, size: Int) {
+            for index in (0..<size).reversed() { put(UInt8(truncatingIfNeeded: number >> (8 * UInt64(index)))) }
+        }
+
+        /// Calls `body` with the marker bytes and the string's bytes (empty when none).
+        mutating func withBytes<Result>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Result) -> Result {
+            let count = prefixCount
+            let prefix = self.prefix
+            return withUnsafeBytes(of: prefix) { prefixBytes in
+                let head = UnsafeRawBufferPointer(rebasing: prefixBytes[0..<count])
+                guard var text else { return body(head, UnsafeRawBufferPointer(start: nil, count: 0)) }
+                return text.withUTF8 { body(head, UnsafeRawBufferPointer($0)) }
+            }
+        }
     }
 
     /// What reading a journal found.
