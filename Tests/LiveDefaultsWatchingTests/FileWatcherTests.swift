@@ -160,9 +160,12 @@ private func run(_ arguments: [String]) throws {
             let call = try #require(recorder.all.last)
             #expect(!call.fileExisted)
             #expect(call.time - deleted >= FileWatcher.deletionGrace)
-            // Coming back is a change again.
+            // Coming back is a change again. (How many calls it gives is not this test's subject:
+            // the contract allows a spurious call, and under load the create and the write of the
+            // file coming back can be seen apart. The grace above is counted exactly.)
+            let back = ContinuousClock.now
             try write("back", to: path, atomically: false)
-            await expectCalls(3, recorder, watch)
+            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > back && $0.fileExisted } })
         }
     }
 
@@ -299,9 +302,12 @@ private func run(_ arguments: [String]) throws {
             try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
             try write("two", to: path, atomically: false)
             #expect(await eventually(within: 5) { recorder.all.last?.fileExisted == true && watch.isQuiet })
-            let count = recorder.count
+            // The new directory is watched: a write in it is called for. (Counting the calls is not
+            // this test's subject: the contract allows a spurious call, and under load the directory's
+            // re-arming can give a look after the calls above.)
+            let three = ContinuousClock.now
             try write("three", to: path, atomically: true)
-            await expectCalls(count + 1, recorder, watch)
+            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > three && $0.fileExisted } })
         }
     }
 
