@@ -13,12 +13,13 @@ struct EtcdServerTests {
         let taken = server.clientPort
         let listener = try Listener(port: taken)
         defer { listener.close() }
-        let began = ContinuousClock.now
+        // Without the check that the member exited, the first attempt would end at the health
+        // wait's 60 s as "did not become healthy", which is not a taken port: no new start, and
+        // `start()` would throw. (No bound on the time: a member on its new ports can take tens of
+        // seconds to elect itself while the whole suite runs, which is not this test's subject.)
         try await server.start()
         #expect(server.clientPort != taken)
         #expect(server.isRunning)
-        // Not the 60 s of waiting for a member that had exited.
-        #expect(ContinuousClock.now - began < .seconds(50))
     }
 
     @Test func portsAreChosenBelowTheEphemeralRange() throws {
