@@ -239,6 +239,9 @@ final class EtcdServer: @unchecked Sendable {
         return healthy.value
     }
 
+    /// The ports handed out so far (never twice in a process).
+    private static let handedOut = HandedOutPorts()
+
     /// The first port of the kernel's ephemeral range (`ip_local_port_range`, 32768 by default).
     static let ephemeralStart: Int = {
         let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
@@ -253,12 +256,16 @@ final class EtcdServer: @unchecked Sendable {
     /// "address already in use". Below the range only another explicit bind can take it, and a
     /// random choice among over 10,000 ports makes two test processes' choices meet rarely; the
     /// start is made again when they do.
+    ///
+    /// No port is handed out twice in one process: a member stopped for a while (an outage test)
+    /// keeps its ports and must find them free when it starts again, and a member of another test
+    /// was once given one of them meanwhile (a fresh-clone CI run failed so).
     static func freePort() throws -> Int {
         let low = 20_000
         let high = max(low + 1_000, ephemeralStart)
         for _ in 0..<100 {
             let port = Int.random(in: low..<high)
-            if canBind(port) { return port }
+            if canBind(port), handedOut.claim(port) { return port }
         }
         throw EtcdServerError("no free loopback port in \(low)..<\(high)")
     }
@@ -452,5 +459,18 @@ extension Trait where Self == ConditionTrait {
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/etcdctl") || EtcdServer.required,
             "etcdctl is not installed (apt-get install etcd-client, or scripts/setup.sh)")
+    }
+}
+
+/// The ports ``EtcdServer/freePort()`` has handed out in this process.
+final class HandedOutPorts: @unchecked Sendable {
+    // @unchecked: `ports` is only touched under `lock` (an NSLock, a pthread mutex the thread
+    // sanitizer sees).
+    private let lock = NSLock()
+    private var ports: Set<Int> = []
+
+    /// Takes `port` for good; false when it was handed out before.
+    func claim(_ port: Int) -> Bool {
+        lock.withLock { ports.insert(port).inserted }
     }
 }
