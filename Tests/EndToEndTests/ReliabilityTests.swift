@@ -289,9 +289,9 @@ import Testing
 
     /// Opening and closing many watched stores with observation tokens, in a process of its own:
     /// descriptors and threads come back exactly (dispatch's worker pool aside, which only has
-    /// to shrink back), and memory grows by less than 8 MB over all, under 1 MB over the second
-    /// half. CI opens 10,000 (a leak of 200 bytes a store would show in the second half); a quick
-    /// run opens 1,000 (a leak of 2 KB a store would).
+    /// to shrink back), and memory grows by less than 8 MB over all, under 512 KB over one of the
+    /// last two quarters. CI opens 10,000 (a leak of 200 bytes a store would show in each quarter);
+    /// a quick run opens 1,000 (a leak of 2 KB a store would).
     @Test func openingAndClosingManyStoresLeaksNothing() throws {
         let directory = try TemporaryDirectory()
         let count = Stress.scaled(10_000, quick: 1_000)
@@ -307,6 +307,7 @@ import Testing
         }
         let before = try figures("before")
         let middle = try figures("middle")
+        let late = try figures("late")
         let after = try figures("after")
         #expect(after["watches"] == 1, "the watcher let go of every directory (its wake channel stays)")
         // Unused directories stay watched for a second; letting go of thousands took minutes when
@@ -321,9 +322,15 @@ import Testing
         #expect(after["own-threads"] == before["own-threads"])
         #expect(try #require(after["threads"]) <= #require(before["threads"]))
         let growth = try #require(after["rss"]) - #require(before["rss"])
-        let secondHalf = try #require(after["rss"]) - #require(middle["rss"])
+        // Each quarter of the second half, measured apart: a leak grows both; a one-off (a new
+        // malloc arena or thread stack of dispatch's pool, which follows the machine's load: 1.1 MB
+        // once in CI's full run) grows one. So the smaller of the two is held to half the old bound.
+        let thirdQuarter = try #require(late["rss"]) - #require(middle["rss"])
+        let lastQuarter = try #require(after["rss"]) - #require(late["rss"])
         #expect(growth < 8 << 20, "resident memory grew by \(growth) bytes")
-        #expect(secondHalf < 1 << 20, "the second \(count / 2) stores added \(secondHalf) bytes")
+        #expect(
+            min(thirdQuarter, lastQuarter) < 512 << 10,
+            "the last two quarters of \(count / 4) stores each added \(thirdQuarter) and \(lastQuarter) bytes")
         Attachment.record(result.standardOutput, named: "resources.txt")
     }
 }
