@@ -32,6 +32,20 @@ extension DefaultsCommandRunner {
         return shown
     }
 
+    /// What `read` (and `read --system`) prints: the domain's values, or one key's, secrets redacted.
+    ///
+    /// - Throws: ``CommandFailure`` when the domain has no values, or not `key`.
+    func printRead(_ stored: [String: PropertyListValue], of domain: DomainReference, key: String?) throws {
+        let values = try shown(stored, of: domain)
+        guard let key else {
+            guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
+            print(.dictionary(values))
+            return
+        }
+        guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
+        print(value)
+    }
+
     func performSchemaVerb(_ command: DefaultsCommand) throws {
         switch command {
         case .installSchema(let file, let domain, let system):

@@ -232,14 +232,7 @@ package struct DefaultsCommandRunner: Sendable {
             print(.dictionary(all))
 
         case .read(let domain, let key):
-            let values = try shown(try openForReading(domain, key: key).persistentValues(), of: domain)
-            guard let key else {
-                guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
-                print(.dictionary(values))
-                break
-            }
-            guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
-            print(value)
+            try printRead(try openForReading(domain, key: key).persistentValues(), of: domain, key: key)
 
         case .readType(let domain, let key):
             guard let value = try openForReading(domain, key: key).persistentValues()[key] else {
@@ -312,14 +305,7 @@ package struct DefaultsCommandRunner: Sendable {
             return .watching(try watch(domain, keys: Set(keys), json: json))
 
         case .readSystemWide(let domain, let key):
-            let values = try openForReading(domain, searchList: true).systemWideValues()
-            guard let key else {
-                guard !values.isEmpty else { throw CommandFailure.missingDomain(domain) }
-                print(.dictionary(values))
-                break
-            }
-            guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
-            print(value)
+            try printRead(try openForReading(domain, searchList: true).systemWideValues(), of: domain, key: key)
 
         case .explain(let domain, let key, let json):
             let sources = try openForReading(domain, searchList: true).sources(forKey: key)
