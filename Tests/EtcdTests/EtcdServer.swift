@@ -277,6 +277,11 @@ final class EtcdServer: @unchecked Sendable {
         defer { close(descriptor) }
         var reuse: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        return bindLoopback(descriptor, port: port)
+    }
+
+    /// Binds `descriptor` to 127.0.0.1:`port`; whether it worked.
+    static func bindLoopback(_ descriptor: Int32, port: Int) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

@@ -34,16 +34,8 @@ private struct Listener {
     init(port: Int) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw EtcdServerError("socket() failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(descriptor, 1) == 0 else {
+        let bound = EtcdServer.bindLoopback(descriptor, port: port)
+        guard bound, listen(descriptor, 1) == 0 else {
             Glibc.close(descriptor)
             throw EtcdServerError("could not listen on port \(port)")
         }
