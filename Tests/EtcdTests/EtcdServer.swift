@@ -154,19 +154,48 @@ final class EtcdServer: @unchecked Sendable {
         if let process, process.isRunning { kill(process.processIdentifier, signal) }
     }
 
-    /// Freezes the member (SIGSTOP, by its PID) and waits until the kernel shows it stopped
-    /// (`/proc/<pid>/stat`); resume it with `send(SIGCONT)` (``stop()`` does too).
+    /// Freezes the member (SIGSTOP, by its PID) and waits until the kernel shows every one of its
+    /// threads stopped; resume it with `send(SIGCONT)` (``stop()`` does too).
+    ///
+    /// `kill` returns before the stop takes effect: one thread of the member takes the signal
+    /// when it next runs, and only then stops the others. Until then, on a loaded machine, the
+    /// member's other threads go on answering requests (a compare-and-set meant to get no answer
+    /// got one so, in a CI run).
     ///
     /// - Returns: Whether it is stopped within 5 s.
     func freeze() async -> Bool {
-        guard let process, process.isRunning else { return false }
+        guard let pid = signalled(SIGSTOP) else { return false }
+        return await eventually(within: 5) { Self.isStopped(pid) }
+    }
+
+    /// ``freeze()`` for a caller that cannot wait asynchronously (a transform run by the library):
+    /// it blocks the calling thread, polling the threads' states, for 5 s at most.
+    func freezeBlocking() -> Bool {
+        guard let pid = signalled(SIGSTOP) else { return false }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !Self.isStopped(pid) {
+            if ContinuousClock.now > deadline { return false }
+            sched_yield()
+        }
+        return true
+    }
+
+    private func signalled(_ signal: Int32) -> Int32? {
+        guard let process, process.isRunning else { return nil }
         let pid = process.processIdentifier
-        kill(pid, SIGSTOP)
-        return await eventually(within: 5) {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        return kill(pid, signal) == 0 ? pid : nil
+    }
+
+    /// Whether every thread of `pid` is stopped (`T` in `/proc/<pid>/task/<tid>/stat`).
+    static func isStopped(_ pid: Int32) -> Bool {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"),
+            !threads.isEmpty
+        else { return false }
+        return threads.allSatisfy { thread in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/stat", encoding: .utf8),
                 let close = stat.lastIndex(of: ")")
             else { return false }
-            // "pid (comm) S …": the state follows the command's closing parenthesis.
+            // "tid (comm) S …": the state follows the command's closing parenthesis.
             return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
         }
     }

@@ -289,18 +289,20 @@ struct FleetSuiteTests {
         #expect(await eventually(within: 30) { connection.state.isLive })
         // The member hangs between the read and the transaction: the transaction gets no answer.
         let stopped = Locked(false)
+        let frozen = Locked(false)
         let server = scenario.server
         let lost = await #expect(throws: DefaultsError.self) {
             try await connection.update("counter") { old in
                 if !stopped.withLock({ $0 }) {
                     stopped.withLock { $0 = true }
-                    server.send(SIGSTOP)
+                    frozen.withLock { $0 = server.freezeBlocking() }
                 }
                 guard case .integer(let count)? = old else { return 1 }
                 return .integer(count + 1)
             }
         }
         server.send(SIGCONT)
+        try #require(frozen.withLock { $0 }, "the member did not stop within 5 s")
         #expect(lost?.code == .remoteUnavailable)
         #expect(lost?.message.contains("may or may not have been made") == true, "\(String(describing: lost))")
         // Whether the member still made it once it ran again, it was made at most once.
