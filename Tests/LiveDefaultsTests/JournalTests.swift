@@ -156,10 +156,10 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let reported = Locked<[DefaultsError]>([])
         let root = directory.path
-        DefaultsErrorReporting.setHandler { error in
+        let token = DefaultsErrorReporting.listen { error in
             if error.path?.hasPrefix(root) == true { reported.withLock { $0.append(error) } }
         }
-        defer { DefaultsErrorReporting.setHandler(nil) }
+        defer { token.cancel() }
         let load = FileBackend(location: location, operations: SystemFileOperations()).load()
         #expect(load.snapshot.values == (damage == "checksum" ? ["first": .integer(1)] : [:]))
         let reports = reported.withLock { $0 }
@@ -253,44 +253,88 @@ import Testing
         #expect(Self.read(try Self.journalBytes(path)).records.map(\.key) == ["next"])
     }
 
-    @Test func aJournalThatCannotBeMappedFallsBackWithOneReport() throws {
-        let directory = try TemporaryDirectory()
-        let location = try Self.location(directory)
-        JournalHooks.unmappableDirectories.withLock { _ = $0.insert(directory.path) }
-        defer { JournalHooks.unmappableDirectories.withLock { _ = $0.remove(directory.path) } }
-        try Self.fallsBackWithOneReport(location, directory.path, mentioning: "map")
+    /// A way making or growing the journal fails, through the file-operations seam.
+    struct Fallback: Sendable, CustomTestStringConvertible {
+        var operation: String
+        var code: Int32
+        /// Fails when the journal grows past its first chunk, rather than when it is made.
+        var whenGrowing: Bool
+        /// What the report says.
+        var mentioning: String
+        var testDescription: String { "\(operation) fails with \(code) when \(whenGrowing ? "growing" : "made")" }
     }
 
-    @Test func aJournalThatCannotBeCreatedFallsBackWithOneReport() throws {
+    @Test(arguments: [
+        // A read-only directory: the journals' directory cannot be made.
+        Fallback(operation: "mkdir", code: EROFS, whenGrowing: false, mentioning: "create the directory of"),
+        // A full disk: the first chunk's blocks cannot be reserved, or the next chunk's.
+        Fallback(operation: "allocate", code: ENOSPC, whenGrowing: false, mentioning: "No space left on device"),
+        Fallback(operation: "allocate", code: ENOSPC, whenGrowing: true, mentioning: "grow the journal"),
+        // No mapping (a process at its limit of mappings or address space).
+        Fallback(operation: "map", code: ENOMEM, whenGrowing: false, mentioning: "map the journal"),
+        Fallback(operation: "map", code: ENOMEM, whenGrowing: true, mentioning: "grow the journal"),
+    ])
+    func aJournalThatCannotBeMadeOrGrownFallsBackWithOneReport(fallback: Fallback) async throws {
+        let directory = try TemporaryDirectory()
+        let operations = FailingFileOperations()
+        if !fallback.whenGrowing { operations.fail(fallback.operation, with: fallback.code) }
+        try await Self.fallsBackWithOneReport(
+            try Self.location(directory), operations: operations, mentioning: fallback.mentioning
+        ) { store in
+            guard fallback.whenGrowing else { return }
+            store.set(.string("in the first chunk"), forKey: "before")
+            operations.fail(fallback.operation, with: fallback.code)
+            // More than a chunk: the journal must grow.
+            store.set(.string(String(repeating: "g", count: JournalFormat.chunk + 1)), forKey: "big")
+        }
+    }
+
+    @Test func aJournalWhosePlaceIsTakenFallsBackWithOneReport() async throws {
         let directory = try TemporaryDirectory()
         let location = try Self.location(directory)
-        // Something else holds the journals' place (as a read-only directory refuses it).
+        // A file where the journals' directory goes: the journal cannot be created in it.
         #expect(
             FileManager.default.createFile(
                 atPath: SuiteJournal.directory(forSuiteFile: location.path), contents: Data()))
-        try Self.fallsBackWithOneReport(location, directory.path, mentioning: "create")
+        try await Self.fallsBackWithOneReport(location, operations: SystemFileOperations(), mentioning: "create")
     }
 
-    static func fallsBackWithOneReport(_ location: SuiteLocation, _ directory: String, mentioning: String) throws {
+    /// Sets values in a store on `location` (after `prepare`) whose journal cannot be made or grown:
+    /// one report naming the journal's path, every value kept in memory, and written at the flush.
+    static func fallsBackWithOneReport(
+        _ location: SuiteLocation, operations: some FileOperations, mentioning: String,
+        prepare: (SuiteStore) -> Void = { _ in }
+    ) async throws {
+        let journals = SuiteJournal.directory(forSuiteFile: location.path)
         let reported = Locked<[DefaultsError]>([])
-        let done = DispatchSemaphore(value: 0)
-        DefaultsErrorReporting.setHandler { error in
-            guard error.path?.hasPrefix(directory) == true else { return }
+        let token = DefaultsErrorReporting.listen { error in
+            guard error.path?.hasPrefix(journals + "/") == true || error.path == journals else { return }
             reported.withLock { $0.append(error) }
-            done.signal()
         }
-        defer { DefaultsErrorReporting.setHandler(nil) }
-        let store = Self.store(location)
+        defer { token.cancel() }
+        // A manual clock: nothing is written before the test flushes.
+        let store = SuiteStore(
+            location: location, backend: FileBackend(location: location, operations: operations),
+            clock: ManualStoreClock())
+        _ = store.load()
+        prepare(store)
         for index in 0..<100 { store.set(.integer(Int64(index)), forKey: "k\(index % 3)") }
-        #expect(done.wait(timeout: .now() + 5) == .success, "reported")
-        #expect(store.value(forKey: "k0") == .integer(99), "the value stays in memory")
+        #expect(await eventually { !reported.withLock(\.isEmpty) }, "reported")
+        let expected = store.values()
+        #expect(expected["k0"] == .integer(99), "the value stays in memory")
+        #expect(!FileManager.default.fileExists(atPath: location.path), "not written before the flush")
         try store.flush()
-        #expect(
-            FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values["k0"]
-                == .integer(99))
+        #expect(FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values == expected)
+        // Later sets are not journalled and not reported again.
+        store.set(.integer(100), forKey: "k0")
+        try store.flush()
+        #expect(FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values["k0"] == 100)
         let reports = reported.withLock { $0 }
         #expect(reports.count == 1, "\(reports)")
-        #expect(
-            reports.first?.message.contains(mentioning) == true && reports.first?.path?.contains(".journals") == true)
+        let report = try #require(reports.first)
+        #expect(report.code == .writeFailed)
+        #expect(report.message.contains(mentioning), "\(report.message)")
+        let path = try #require(report.path)
+        #expect(report.message.contains(path), "the report names the journal's path: \(report.message)")
     }
 }

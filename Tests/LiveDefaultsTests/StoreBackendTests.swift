@@ -82,6 +82,18 @@ struct FailingFileOperations: FileOperations {
     func rename(_ source: String, _ destination: String) -> Int32 {
         failure("rename") == nil ? SystemFileOperations().rename(source, destination) : -1
     }
+
+    func mkdir(_ path: String, _ mode: mode_t) -> Int32 {
+        failure("mkdir") == nil ? SystemFileOperations().mkdir(path, mode) : -1
+    }
+
+    func allocate(_ descriptor: Int32, _ length: off_t) -> Int32 {
+        failure("allocate") ?? SystemFileOperations().allocate(descriptor, length)
+    }
+
+    func map(_ descriptor: Int32, _ length: Int) -> UnsafeMutableRawPointer? {
+        failure("map") == nil ? SystemFileOperations().map(descriptor, length) : MAP_FAILED
+    }
 }
 
 /// Records the changes a store's values go through, as observers of a ``Defaults`` that searches

@@ -53,7 +53,7 @@ extension FileBackend {
         if let journal = slot.journal { return journal }
         guard !slot.disabled else { return nil }
         do throws(DefaultsError) {
-            slot.journal = try SuiteJournal(suitePath: file.location.path)
+            slot.journal = try SuiteJournal(suitePath: file.location.path, operations: operations)
         } catch {
             slot.disabled = true
             var error = error

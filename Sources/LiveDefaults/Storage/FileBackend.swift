@@ -13,7 +13,7 @@ private let insecureDirectoriesReported = Locked<Set<String>>([])
 /// library's writes call the system directly, and tests make calls fail on demand.
 package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package let file: SuiteFile
-    private let operations: Operations
+    let operations: Operations
     private let state = Locked(State())
     /// This process's journal of the suite (FileBackend+Journal.swift).
     let journaling = Locked(JournalSlot())

@@ -18,6 +18,8 @@ import LiveDefaultsWatching
 package final class SuiteJournal: @unchecked Sendable {
     package let path: String
     private let descriptor: Int32
+    /// For growing (rare: every ``JournalFormat/chunk`` bytes), so an existential is enough.
+    private let operations: any FileOperations
     private let lock = Locked<Mapping>(Mapping())
 
     private struct Mapping {
@@ -37,9 +39,15 @@ package final class SuiteJournal: @unchecked Sendable {
 
     /// Creates this process's journal for the suite file at `suitePath`.
     ///
+    /// - Parameters:
+    ///   - suitePath: The suite file the journal is beside.
+    ///   - operations: The system calls that make, lock, size and map the journal, and grow it
+    ///     later (``FileOperations``: tests make them fail). Appending makes none.
     /// - Throws: ``DefaultsError`` (`writeFailed`) naming the path when the directory or file cannot
     ///   be made, locked, sized or mapped.
-    package init(suitePath: String) throws(DefaultsError) {
+    package init(
+        suitePath: String, operations: some FileOperations = SystemFileOperations()
+    ) throws(DefaultsError) {
         let directory = Self.directory(forSuiteFile: suitePath)
         let path = directory + "/\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         self.path = path
@@ -50,17 +58,22 @@ package final class SuiteJournal: @unchecked Sendable {
                     + "are written at the next flush as before, but a set made just before the process dies may be lost.",
                 path: path, underlying: SystemError(errno: code, operation: what))
         }
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw failure("create the directory of", errno) }
-        let opened = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        self.operations = operations
+        if operations.mkdir(directory, 0o700) != 0, errno != EEXIST { throw failure("create the directory of", errno) }
+        let opened = operations.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard opened >= 0 else { throw failure("create", errno) }
-        guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
+        guard operations.flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(opened)
             unlink(path)
             throw failure("lock", code)
         }
         let mapped = lock.withLock { mapping -> Int32? in
-            if let code = Self.grow(&mapping, descriptor: opened, path: path, to: JournalFormat.chunk) { return code }
+            if let code = Self.grow(
+                &mapping, descriptor: opened, path: path, to: JournalFormat.chunk, using: operations)
+            {
+                return code
+            }
             if let base = mapping.base {
                 JournalFormat.writeHeader(base, generation: mapping.generation, start: JournalFormat.headerSize)
             }
@@ -90,11 +103,13 @@ package final class SuiteJournal: @unchecked Sendable {
 
     /// Makes the mapping at least `capacity` bytes: reserves the blocks (so a full disk fails here,
     /// not as a fault on a later memory copy) and maps the file again. Returns the error, nil on success.
-    private static func grow(_ mapping: inout Mapping, descriptor: Int32, path: String, to capacity: Int) -> Int32? {
-        let reserved = posix_fallocate(descriptor, 0, off_t(capacity))
+    private static func grow(
+        _ mapping: inout Mapping, descriptor: Int32, path: String, to capacity: Int, using operations: some FileOperations
+    ) -> Int32? {
+        let reserved = operations.allocate(descriptor, off_t(capacity))
         if reserved != 0 { return reserved }
         if JournalHooks.mappingFails(for: path) { return ENOMEM }
-        let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0)
+        let mapped = operations.map(descriptor, capacity)
         guard let mapped, mapped != MAP_FAILED else { return errno }
         if let old = mapping.base { munmap(old, mapping.capacity) }
         mapping.base = mapped
@@ -135,7 +150,9 @@ package final class SuiteJournal: @unchecked Sendable {
             let size = JournalFormat.recordSize(payloadCount: payloadCount)
             if mapping.end + size > mapping.capacity {
                 let wanted = (mapping.end + size + JournalFormat.chunk - 1) / JournalFormat.chunk * JournalFormat.chunk
-                if let code = Self.grow(&mapping, descriptor: descriptor, path: path, to: wanted) {
+                if let code = Self.grow(
+                    &mapping, descriptor: descriptor, path: path, to: wanted, using: operations)
+                {
                     mapping.failed = true
                     return DefaultsError(
                         .writeFailed,
