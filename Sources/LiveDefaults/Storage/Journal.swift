@@ -104,7 +104,8 @@ package final class SuiteJournal: @unchecked Sendable {
     /// Makes the mapping at least `capacity` bytes: reserves the blocks (so a full disk fails here,
     /// not as a fault on a later memory copy) and maps the file again. Returns the error, nil on success.
     private static func grow(
-        _ mapping: inout Mapping, descriptor: Int32, path: String, to capacity: Int, using operations: some FileOperations
+        _ mapping: inout Mapping, descriptor: Int32, path: String, to capacity: Int,
+        using operations: some FileOperations
     ) -> Int32? {
         let reserved = operations.allocate(descriptor, off_t(capacity))
         if reserved != 0 { return reserved }
