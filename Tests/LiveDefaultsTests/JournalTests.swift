@@ -234,6 +234,44 @@ import Testing
         #expect(watching.string(forKey: "other") == "here")
     }
 
+    /// A flush lists the journals directory only when it may have changed (docs/design.md, "The
+    /// journal"), yet still replays a journal whose writer died since, and one that appeared since.
+    @Test func aFlushThatTrustsItsLastListingStillReplaysAWriterThatDiedSince() async throws {
+        let directory = try TemporaryDirectory()
+        let location = try Self.location(directory)
+        let backend = FileBackend(location: location, operations: SystemFileOperations())
+        let store = SuiteStore(location: location, backend: backend, clock: ManualStoreClock())
+        _ = store.load()
+        // Another process's journal, its writer alive.
+        let other = try SuiteJournal(suitePath: location.path)
+        #expect(other.append(.set, key: "theirs", value: .string("unwritten")) == nil)
+        // Flushes until one trusts its listing: the directory's last change is old enough.
+        var round: Int64 = 0
+        let trusted = await eventually {
+            round += 1
+            store.set(.integer(round), forKey: "ours")
+            #expect(throws: Never.self) { try store.flush() }
+            return !backend.journaling.withLock { $0.listing.isStale }
+        }
+        #expect(trusted, "a listing made after the directory settled is trusted")
+        #expect(store.value(forKey: "theirs") == nil, "a live writer's journal is not replayed")
+        // The writer dies: its lock goes, and the directory does not change.
+        let otherPath = other.path
+        _ = consume other
+        store.set(.integer(0), forKey: "ours")
+        try store.flush()
+        #expect(store.value(forKey: "theirs") == .string("unwritten"), "replayed at the next flush")
+        #expect(!FileManager.default.fileExists(atPath: otherPath))
+        // A journal that appeared since (its writer already dead): the directory changed.
+        let newcomer = try Self.deadJournal(directory, [("newcomer", .integer(1))])
+        store.set(.integer(1), forKey: "ours")
+        try store.flush()
+        #expect(store.value(forKey: "newcomer") == .integer(1), "replayed at the next flush")
+        #expect(!FileManager.default.fileExists(atPath: newcomer))
+        let file = FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values
+        #expect(file == ["ours": .integer(1), "theirs": .string("unwritten"), "newcomer": .integer(1)])
+    }
+
     @Test func aFlushReleasesTheJournalAndKeepsRecordsAppendedDuringIt() throws {
         let directory = try TemporaryDirectory()
         let location = try Self.location(directory)

@@ -7,6 +7,8 @@ package struct JournalSlot {
     var disabled = false
     /// Where the journal stood when the store took the changes now being written.
     var mark: Int?
+    /// What this process last found in the journals directory (listed again only when it changed).
+    var listing = JournalListing()
 }
 
 extension FileBackend {
@@ -44,6 +46,16 @@ extension FileBackend {
             if let mark = slot.mark { slot.journal?.release(upTo: mark) }
             slot.mark = nil
         }
+    }
+
+    /// The journals of dead processes, opened and locked (``DeadJournal/take(suitePath:excluding:listing:)``).
+    /// Call under the suite lock.
+    func takeDeadJournals() -> [DeadJournal] {
+        var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
+        let dead = DeadJournal.take(suitePath: file.location.path, excluding: own, listing: &listing)
+        // (Another thread's write may have listed meanwhile: either listing is a true one.)
+        journaling.withLock { $0.listing = listing }
+        return dead
     }
 
     /// The path of this process's journal, if it has one.

@@ -135,7 +135,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         removeOrphanedTemporaryFilesOnce()
         return try file.withLock(using: operations) { (target) throws(DefaultsError) in
             // Dead processes' changes first, then this process's (docs/design.md, "The journal").
-            let dead = DeadJournal.take(suitePath: location.path, excluding: ownJournalPath)
+            let dead = takeDeadJournals()
             let written = try writeLocked(changes, over: &known, target: target, replaying: dead)
             // The file is durable (renamed, directory synced): the journal's records in it go.
             releaseJournal()
@@ -159,7 +159,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         guard access(directory, F_OK) == 0 else { return nil }
         do throws(DefaultsError) {
             try file.withLock(using: operations) { (target) throws(DefaultsError) in
-                let dead = DeadJournal.take(suitePath: location.path, excluding: ownJournalPath)
+                let dead = takeDeadJournals()
                 guard !dead.isEmpty else { return }
                 guard dead.contains(where: { !$0.contents.records.isEmpty }) else {
                     for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }

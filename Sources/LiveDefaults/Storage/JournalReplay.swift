@@ -52,16 +52,18 @@ package struct DeadJournal {
 
     /// The journals of dead processes for the suite file at `suitePath`, oldest modification first,
     /// each opened and locked. `ownPath` (this process's journal) is skipped. Call under the suite lock.
-    package static func take(suitePath: String, excluding ownPath: String?) -> [DeadJournal] {
+    ///
+    /// - Parameter listing: What this process found the last time it looked (a flush's call keeps
+    ///   it): the directory is listed again only when it may have changed (``JournalListing``);
+    ///   otherwise the journals found then are tried again, as a dead process's lock goes without a
+    ///   change to the directory.
+    package static func take(
+        suitePath: String, excluding ownPath: String?, listing: inout JournalListing
+    ) -> [DeadJournal] {
         let directory = SuiteJournal.directory(forSuiteFile: suitePath)
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
+        guard let names = listing.names(in: directory) else { return [] }
         var found: [DeadJournal] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard !name.hasPrefix(".") else { continue }
+        for name in names {
             let path = directory + "/" + name
             guard path != ownPath else { continue }
             let descriptor = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -85,5 +87,66 @@ package struct DeadJournal {
             found.append(DeadJournal(path: path, descriptor: descriptor, contents: contents, modified: info.st_mtim))
         }
         return found.sorted { ($0.modified.tv_sec, $0.modified.tv_nsec) < ($1.modified.tv_sec, $1.modified.tv_nsec) }
+    }
+}
+
+/// What a process last found in a suite's journals directory, so that a flush lists it only when it
+/// may have changed (docs/design.md, "The journal"): one `stat` instead of opening and reading
+/// the directory, at every flush.
+///
+/// The directory's identity (``FileIdentity``: device, inode, size, modification and change times)
+/// changes when an entry is added, removed or renamed. A listing is trusted only when the
+/// directory's change time was already older than ``settledAfter`` when it was listed: a change
+/// after the listing then gets a later time, even where the file system keeps its times at a
+/// clock tick or a second. (A change time cannot be set by hand, as a modification time can.)
+/// The names found are kept, not what was found of them: a journal whose writer was alive may be
+/// dead by the next flush, and is tried again.
+package struct JournalListing: Sendable {
+    /// How old the directory's last change must be for a listing to be trusted: the coarsest time
+    /// step of Linux's file systems (FAT keeps times to 2 s) when the change time has no fraction
+    /// of a second, else several clock ticks (the kernel stamps times from a clock that may lag by
+    /// one tick, 10 ms at HZ=100).
+    static func settledAfter(_ changed: timespec) -> Duration {
+        changed.tv_nsec == 0 ? .seconds(2) : .milliseconds(50)
+    }
+
+    /// The directory as it stood when listed; nil when the listing is not to be trusted.
+    private var identity: FileIdentity?
+    private var names: [String] = []
+
+    package init() {}
+
+    /// Whether the next call lists the directory (the last listing was not trusted).
+    var isStale: Bool { identity == nil }
+
+    /// The entries of `directory` but hidden ones, from the last listing when the directory has
+    /// not changed since; nil when there is no directory.
+    fileprivate mutating func names(in directory: String) -> [String]? {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            self = JournalListing()
+            return nil
+        }
+        let current = FileIdentity(info)
+        if let identity, identity == current { return names }
+        guard let stream = opendir(directory) else {
+            self = JournalListing()
+            return nil
+        }
+        defer { closedir(stream) }
+        var found: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if !name.hasPrefix(".") { found.append(name) }
+        }
+        let age =
+            Duration.seconds(now.tv_sec - info.st_ctim.tv_sec) + .nanoseconds(now.tv_nsec - info.st_ctim.tv_nsec)
+        identity = age > Self.settledAfter(info.st_ctim) ? current : nil
+        names = found
+        return found
     }
 }
