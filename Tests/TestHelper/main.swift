@@ -172,6 +172,76 @@ case "standard-set":
     Defaults.standard.set(arguments[2], forKey: arguments[1])
     say(Defaults.standard.suiteName)
 
+case "journal-seeds":
+    // journal-seeds <dir>: journals written by the real writer (SuiteJournal), for the journal
+    // fuzzer's corpus (Fuzz/run.sh): whole, partly released, started over, cut short, with a byte
+    // flipped, and with another format's header. Each is cut after its last record.
+    guard arguments.count == 2 else { fail("journal-seeds <dir>") }
+    let output = arguments[1]
+    let scratch = NSTemporaryDirectory() + "journal-seeds-\(getpid())"
+    var seeds: [String: [UInt8]] = [:]
+    func written(_ name: String, _ body: (SuiteJournal) -> Void) -> [UInt8] {
+        do {
+            let journal = try SuiteJournal(suitePath: scratch + "/\(name).plist")
+            body(journal)
+            let end = journal.mark()
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: journal.path)).prefix(end))
+            unlink(journal.path)
+            return bytes
+        } catch {
+            fail("\(error)")
+        }
+    }
+    let values: [PropertyListValue] = [
+        .bool(true), .integer(-3), .integer(70_000), .real(2.5), .string("short"),
+        .string(String(repeating: "long ", count: 8)), .string("non-ASCII é"), .data(Data([0, 1, 2])),
+        .date(Date(timeIntervalSinceReferenceDate: 1_000)), .array([.integer(1), .string("x")]),
+        .dictionary(["nested": .dictionary(["k": .bool(false)])]), .unsignedInteger(.max), .float(1.5),
+    ]
+    seeds["whole"] = written("whole") { journal in
+        for (index, value) in values.enumerated() { _ = journal.append(.set, key: "key-\(index)", value: value) }
+        _ = journal.append(.remove, key: "key-0", value: nil)
+        _ = journal.append(.clear, key: "", value: nil)
+        _ = journal.append(.set, key: "after the clear", value: .integer(1))
+    }
+    seeds["released"] = written("released") { journal in
+        _ = journal.append(.set, key: "written", value: .integer(1))
+        let mark = journal.mark()
+        _ = journal.append(.set, key: "during the flush", value: .string("kept"))
+        journal.release(upTo: mark)
+        _ = journal.append(.remove, key: "written", value: nil)
+    }
+    seeds["started-over"] = written("started-over") { journal in
+        for index in 0..<4 { _ = journal.append(.set, key: "old-\(index)", value: .string("older generation")) }
+        journal.release(upTo: journal.mark())
+        _ = journal.append(.set, key: "new", value: .integer(2))
+    }
+    let whole = seeds["whole"] ?? []
+    for cut in [whole.count - 1, whole.count - 9, whole.count / 2, 40, 31] {
+        seeds["cut-\(cut)"] = Array(whole[..<cut])
+    }
+    for position in [44, 60, whole.count / 2, whole.count - 2] {
+        var flipped = whole
+        flipped[position] ^= 0x10
+        seeds["flipped-\(position)"] = flipped
+    }
+    var newer = whole
+    newer[8] = 2
+    seeds["format-2"] = newer
+    var foreign = whole
+    foreign.replaceSubrange(0..<8, with: Array("bplist00".utf8))
+    seeds["other-magic"] = foreign
+    do {
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        for (name, bytes) in seeds {
+            try Data(bytes).write(to: URL(fileURLWithPath: output + "/seed-" + name + ".journal"))
+        }
+        try? FileManager.default.removeItem(atPath: scratch)
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+
 case "set-and-exit":
     // set-and-exit <dir> <suite> <key> <value>: sets without synchronize; the exit flush writes it.
     let defaults = open(1)

@@ -58,6 +58,18 @@ extension FileBackend {
         return dead
     }
 
+    /// Whether the journals directory holds another process's journal (live or dead), looked at
+    /// without the suite lock: opening a suite takes the lock only then. (A journal made after this
+    /// look is a live process's, or one that died after this open began: the next open or flush
+    /// replays it.)
+    func mayHaveDeadJournals() -> Bool {
+        var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
+        let directory = SuiteJournal.directory(forSuiteFile: file.location.path)
+        let names = listing.names(in: directory) ?? []
+        journaling.withLock { $0.listing = listing }
+        return names.contains { directory + "/" + $0 != own }
+    }
+
     /// The path of this process's journal, if it has one.
     var ownJournalPath: String? { journaling.withLock { $0.journal?.path } }
 

@@ -155,8 +155,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     /// Replays the journals of dead processes into the suite file, if there are any (at open, so
     /// that the first values read include them).
     private func replayDeadJournals() -> DefaultsError? {
-        let directory = SuiteJournal.directory(forSuiteFile: location.path)
-        guard access(directory, F_OK) == 0 else { return nil }
+        guard mayHaveDeadJournals() else { return nil }
         do throws(DefaultsError) {
             try file.withLock(using: operations) { (target) throws(DefaultsError) in
                 let dead = takeDeadJournals()

@@ -13,18 +13,7 @@ package struct DeadJournal {
     package func apply(
         to values: inout [String: PropertyListValue], changed: inout [(key: String, value: PropertyListValue?)]
     ) {
-        for record in contents.records {
-            switch record.kind {
-            case .set, .setObject:
-                guard let value = record.value else { continue }
-                changed.append((record.key, values.updateValue(value, forKey: record.key)))
-            case .remove:
-                changed.append((record.key, values.removeValue(forKey: record.key)))
-            case .clear:
-                for (key, value) in values { changed.append((key, value)) }
-                values.removeAll()
-            }
-        }
+        contents.apply(to: &values, changed: &changed)
     }
 
     /// The suite file now holds the records: the journal goes (or, when it could not be read to its
@@ -53,10 +42,14 @@ package struct DeadJournal {
     /// The journals of dead processes for the suite file at `suitePath`, oldest modification first,
     /// each opened and locked. `ownPath` (this process's journal) is skipped. Call under the suite lock.
     ///
-    /// - Parameter listing: What this process found the last time it looked (a flush's call keeps
-    ///   it): the directory is listed again only when it may have changed (``JournalListing``);
-    ///   otherwise the journals found then are tried again, as a dead process's lock goes without a
-    ///   change to the directory.
+    /// - Parameters:
+    ///   - suitePath: The suite file whose journals these are.
+    ///   - ownPath: This process's journal, skipped.
+    ///   - listing: What this process found the last time it looked (a flush's call keeps it): the
+    ///     directory is listed again only when it may have changed (``JournalListing``); otherwise
+    ///     the journals found then are tried again, as a dead process's lock goes without a change
+    ///     to the directory.
+    /// - Returns: The dead journals, opened and locked, oldest modification first.
     package static func take(
         suitePath: String, excluding ownPath: String?, listing: inout JournalListing
     ) -> [DeadJournal] {
@@ -121,7 +114,7 @@ package struct JournalListing: Sendable {
 
     /// The entries of `directory` but hidden ones, from the last listing when the directory has
     /// not changed since; nil when there is no directory.
-    fileprivate mutating func names(in directory: String) -> [String]? {
+    mutating func names(in directory: String) -> [String]? {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var info = stat()
