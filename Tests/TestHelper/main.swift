@@ -180,6 +180,7 @@ case "journal-seeds":
     let output = arguments[1]
     let scratch = NSTemporaryDirectory() + "journal-seeds-\(getpid())"
     var seeds: [String: [UInt8]] = [:]
+    guard mkdir(scratch, 0o700) == 0 else { fail("could not make \(scratch)") }
     func written(_ name: String, _ body: (SuiteJournal) -> Void) -> [UInt8] {
         do {
             let journal = try SuiteJournal(suitePath: scratch + "/\(name).plist")
