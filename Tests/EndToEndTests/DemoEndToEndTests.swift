@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaults
 import TestSupport
 import Testing
 
@@ -203,5 +204,56 @@ import Testing
         #expect(file["username"] as? String == "Bob")
         #expect(file["theme"] as? String == "light")
         #expect(file["has_seen_onboarding"] == nil)
+    }
+
+    /// A `set` that returned survives the death of its process (docs/design.md, "The journal"):
+    /// the demo finishes onboarding and is killed with SIGKILL within a millisecond of setting the
+    /// flag, and the next launch shows the main screen. Another process holds the suite's lock
+    /// meanwhile (as a writer of the suite at that moment would), so that no flush of the demo's
+    /// can put the flag in the file first: only the journal carries it.
+    @Test func killedJustAfterFinishingOnboardingTheNextLaunchShowsTheMainScreen() async throws {
+        let directory = try TemporaryDirectory()
+        let demo = try ProductRunner.start(
+            "onboarding-demo", [], environment: ["XDG_CONFIG_HOME": directory.path], keepingInputOpen: true)
+        demo.write("Anna\ndark\n")
+        try #require(
+            await demo.waitForOutput { $0.contains("==== Notifications (4/4) ====") }, "\(demo.standardOutput)")
+        let lock = open(directory.path + "/\(Self.suite).plist.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(lock >= 0 && flock(lock, LOCK_EX) == 0, "the suite's lock is taken")
+        demo.write("yes\n")
+        // The event: the flag's record in the demo's journal (the set has returned); then the kill.
+        let journals = directory.path + "/.\(Self.suite).plist.journals"
+        let deadline = ContinuousClock.now + .seconds(10)
+        var flagged = Self.journal(in: journals, holds: "has_seen_onboarding", .bool(true))
+        while !flagged, ContinuousClock.now < deadline {
+            usleep(100)
+            flagged = Self.journal(in: journals, holds: "has_seen_onboarding", .bool(true))
+        }
+        demo.send(SIGKILL)
+        #expect(flagged, "the flag's record reached the journal: \(demo.standardOutput)")
+        #expect(await demo.waitForExit(within: 10) != 0)
+        close(lock)
+        let before = try? suiteFile(in: directory)
+        #expect(before?["has_seen_onboarding"] == nil, "the flag was not in the suite file when the demo died")
+
+        let next = try runDemo(input: "", in: directory)
+        #expect(next.status == 0, "\(next.standardError)")
+        #expect(titles(next.standardOutput) == ["==== Main screen ===="], "\(next.standardOutput)")
+        #expect(next.standardOutput.contains("Welcome back, Anna!"))
+        #expect(next.standardOutput.contains("Theme          dark"))
+        #expect(next.standardOutput.contains("Notifications  on"))
+        let file = try suiteFile(in: directory)
+        #expect(file["has_seen_onboarding"] as? Bool == true)
+        #expect(file["launch_count"] as? Int == 2)
+    }
+
+    /// Whether a journal in `directory` holds, unreleased, a record setting `key` to `value`.
+    private static func journal(in directory: String, holds key: String, _ value: PropertyListValue) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        return names.contains { name in
+            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { return false }
+            let records = data.withUnsafeBytes { JournalFormat.read($0) }.records
+            return records.contains { $0.kind == .set && $0.key == key && $0.value == value }
+        }
     }
 }
