@@ -224,6 +224,39 @@ import Testing
         #expect(written, "written once the directory was writable again")
     }
 
+    /// A directory that is read-only before the first `set`: the journal cannot be made (EROFS, for
+    /// real), which gives one report naming its path; the value stays in memory and is written once
+    /// the directory is writable (docs/design.md, "The journal": failure).
+    @Test(.enabled(if: SmallDisk.isAvailable, "mounting a tmpfs needs root"))
+    func aReadOnlyDirectoryGivesOneJournalReportAndTheValueIsWrittenOncePossible() async throws {
+        let disk = try #require(try SmallDisk(megabytes: 1))
+        let suite = "com.example.readonly-journal"
+        let journals = disk.path + "/.\(suite).plist.journals"
+        let reported = Locked<[DefaultsError]>([])
+        let token = DefaultsErrorReporting.listen { error in
+            if error.path?.hasPrefix(journals) == true { reported.withLock { $0.append(error) } }
+        }
+        defer { token.cancel() }
+        #expect(disk.remount(readOnly: true))
+        let defaults = try Defaults(suiteName: suite, directory: URL(fileURLWithPath: disk.path), watchesFiles: false)
+        defaults.set("kept", forKey: "k")
+        defaults.set("also kept", forKey: "j")
+        #expect(await eventually { !reported.withLock(\.isEmpty) }, "the journal's failure is reported")
+        #expect(defaults.string(forKey: "k") == "kept", "the value stays in memory")
+        #expect(throws: DefaultsError.self) { try defaults.synchronize() }
+
+        #expect(disk.remount(readOnly: false))
+        try defaults.synchronize()
+        #expect(
+            (try? Data(contentsOf: URL(fileURLWithPath: disk.path + "/\(suite).plist")))
+                .flatMap { try? PropertyListValue.decodeForTest($0) } == ["k": "kept", "j": "also kept"])
+        let reports = reported.withLock { $0 }
+        #expect(reports.count == 1, "\(reports)")
+        #expect(reports.first?.message.contains("Read-only file system") == true, "\(reports)")
+        let path = try #require(reports.first?.path)
+        #expect(reports.first?.message.contains(path) == true, "the report names the journal's path")
+    }
+
     // MARK: Watcher
 
     /// Runs `watch-key` (through `prefix`, a command and its arguments, when given), waits for it to
