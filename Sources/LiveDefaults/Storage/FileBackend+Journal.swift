@@ -8,7 +8,11 @@ package struct JournalSlot {
     /// Where the journal stood when the store took the changes now being written.
     var mark: Int?
     /// What this process last found in the journals directory (listed again only when it changed).
-    var listing = JournalListing()
+    var listing: JournalListing
+
+    init(suitePath: String) {
+        listing = JournalListing(directory: SuiteJournal.directory(forSuiteFile: suitePath))
+    }
 }
 
 extension FileBackend {
@@ -48,11 +52,11 @@ extension FileBackend {
         }
     }
 
-    /// The journals of dead processes, opened and locked (``DeadJournal/take(suitePath:excluding:listing:)``).
+    /// The journals of dead processes, opened and locked (``DeadJournal/take(excluding:listing:)``).
     /// Call under the suite lock.
     func takeDeadJournals() -> [DeadJournal] {
         var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
-        let dead = DeadJournal.take(suitePath: file.location.path, excluding: own, listing: &listing)
+        let dead = DeadJournal.take(excluding: own, listing: &listing)
         // (Another thread's write may have listed meanwhile: either listing is a true one.)
         journaling.withLock { $0.listing = listing }
         return dead
@@ -64,10 +68,9 @@ extension FileBackend {
     /// replays it.)
     func mayHaveDeadJournals() -> Bool {
         var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
-        let directory = SuiteJournal.directory(forSuiteFile: file.location.path)
-        let names = listing.names(in: directory) ?? []
+        let names = listing.entries() ?? []
         journaling.withLock { $0.listing = listing }
-        return names.contains { directory + "/" + $0 != own }
+        return names.contains { listing.directory + "/" + $0 != own }
     }
 
     /// The path of this process's journal, if it has one.

@@ -16,7 +16,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     let operations: Operations
     private let state = Locked(State())
     /// This process's journal of the suite (FileBackend+Journal.swift).
-    let journaling = Locked(JournalSlot())
+    let journaling: Locked<JournalSlot>
 
     private struct State {
         /// The bytes last read from or written to the file: a reload that finds another identity
@@ -40,6 +40,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package init(location: SuiteLocation, operations: Operations) {
         self.file = SuiteFile(location: location)
         self.operations = operations
+        self.journaling = Locked(JournalSlot(suitePath: location.path))
     }
 
     private var location: SuiteLocation { file.location }

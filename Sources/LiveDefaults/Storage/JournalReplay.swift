@@ -39,22 +39,20 @@ package struct DeadJournal {
     /// Releases the journal's lock without removing it (the suite file was not written).
     package func abandon() { close(descriptor) }
 
-    /// The journals of dead processes for the suite file at `suitePath`, oldest modification first,
+    /// The journals of dead processes in a suite's journals directory, oldest modification first,
     /// each opened and locked. `ownPath` (this process's journal) is skipped. Call under the suite lock.
     ///
     /// - Parameters:
-    ///   - suitePath: The suite file whose journals these are.
     ///   - ownPath: This process's journal, skipped.
-    ///   - listing: What this process found the last time it looked (a flush's call keeps it): the
+    ///   - listing: The journals directory (``SuiteJournal/directory(forSuiteFile:)``, made once per
+    ///     suite), and what this process found the last time it looked (a flush's call keeps it): the
     ///     directory is listed again only when it may have changed (``JournalListing``); otherwise
     ///     the journals found then are tried again, as a dead process's lock goes without a change
     ///     to the directory.
     /// - Returns: The dead journals, opened and locked, oldest modification first.
-    package static func take(
-        suitePath: String, excluding ownPath: String?, listing: inout JournalListing
-    ) -> [DeadJournal] {
-        let directory = SuiteJournal.directory(forSuiteFile: suitePath)
-        guard let names = listing.names(in: directory) else { return [] }
+    package static func take(excluding ownPath: String?, listing: inout JournalListing) -> [DeadJournal] {
+        let directory = listing.directory
+        guard let names = listing.entries() else { return [] }
         var found: [DeadJournal] = []
         for name in names {
             let path = directory + "/" + name
@@ -103,29 +101,33 @@ package struct JournalListing: Sendable {
         changed.tv_nsec == 0 ? .seconds(2) : .milliseconds(50)
     }
 
+    /// The journals directory.
+    package let directory: String
     /// The directory as it stood when listed; nil when the listing is not to be trusted.
     private var identity: FileIdentity?
     private var names: [String] = []
 
-    package init() {}
+    package init(directory: String) {
+        self.directory = directory
+    }
 
     /// Whether the next call lists the directory (the last listing was not trusted).
     var isStale: Bool { identity == nil }
 
-    /// The entries of `directory` but hidden ones, from the last listing when the directory has
+    /// The entries of the directory but hidden ones, from the last listing when the directory has
     /// not changed since; nil when there is no directory.
-    mutating func names(in directory: String) -> [String]? {
+    mutating func entries() -> [String]? {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var info = stat()
         guard stat(directory, &info) == 0 else {
-            self = JournalListing()
+            self = JournalListing(directory: directory)
             return nil
         }
         let current = FileIdentity(info)
         if let identity, identity == current { return names }
         guard let stream = opendir(directory) else {
-            self = JournalListing()
+            self = JournalListing(directory: directory)
             return nil
         }
         defer { closedir(stream) }
