@@ -95,7 +95,9 @@ package struct CommandDomains: Sendable {
         (@Sendable (_ domain: DomainReference, _ directoryPath: String) throws -> (any CommandDomain)?)?
 
     /// - Parameters:
-    ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
+    ///   - directory: the directory of named domains; when not given, `$XDG_CONFIG_HOME` when it is an absolute
+    ///     path, else `~/.config` (where Foundation's UserDefaults keeps suites on Linux): the library's one
+    ///     rule, ``SuiteLocation/defaultDirectory()``, which reads the two variables with getenv.
     ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectoryPaths()``
     ///     when not given.
     ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
@@ -116,13 +118,6 @@ package struct CommandDomains: Sendable {
 
     /// The schema directories, as URLs (for messages and `install-schema`).
     package var schemaDirectories: [URL] { schemaDirectoryPaths.map { URL(fileURLWithPath: $0, isDirectory: true) } }
-
-    /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
-    /// suites on Linux): the library's one rule, ``SuiteLocation/defaultDirectory()`` (which reads the two
-    /// variables with getenv, for the command's start-up).
-    package static func defaultDirectory() -> URL {
-        URL(fileURLWithPath: SuiteLocation.defaultDirectory())
-    }
 
     /// The paths of ``DefaultsSchema/searchDirectories``, from the three variables it reads, with getenv (a
     /// dictionary of the environment costs a one-shot command a tenth of its start-up: docs/design.md, "The
