@@ -47,6 +47,13 @@ import Testing
         Array(bytes).withUnsafeBytes { JournalFormat.read($0) }
     }
 
+    @Test(arguments: ["/home/u/.config/com.example.plist", "/top.plist", "relative.plist", "/d/é ✓.plist", "a/b"])
+    func theJournalsDirectoryIsTheSuiteFilesHiddenSibling(suitePath: String) {
+        #expect(
+            SuiteJournal.directory(forSuiteFile: suitePath)
+                == SuiteFile.directory(of: suitePath) + "/." + SuiteFile.name(of: suitePath) + ".journals")
+    }
+
     @Test func aJournalCutAnywhereInItsLastRecordGivesTheRecordsBefore() throws {
         let directory = try TemporaryDirectory()
         let path = try Self.deadJournal(
