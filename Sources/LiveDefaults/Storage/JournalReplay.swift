@@ -29,7 +29,10 @@ package struct DeadJournal {
 
     /// The suite file now holds the records: the journal goes (or, when it could not be read to its
     /// end, is kept aside beside the suite file and reported). Releases its lock.
-    package func finish(suitePath: String, suite: String) {
+    ///
+    /// `applied` says where the records went, when not into the suite file (a fleet suite's
+    /// journal: "were made pending writes of …").
+    package func finish(suitePath: String, suite: String, applied: String? = nil) {
         defer { close(descriptor) }
         guard let problem = contents.problem else {
             unlink(path)
@@ -41,7 +44,7 @@ package struct DeadJournal {
             DefaultsError(
                 .corruptFile,
                 "The journal \(path) of a process that ended, for suite \"\(suite)\", \(problem). The "
-                    + "\(contents.records.count) change(s) before that point were written to \(suitePath); "
+                    + "\(contents.records.count) change(s) before that point \(applied ?? "were written to \(suitePath)"); "
                     + (moved
                         ? "the journal was kept as \(kept)." : "the journal could not be moved aside and was left."),
                 suite: suite, path: moved ? kept : path))
