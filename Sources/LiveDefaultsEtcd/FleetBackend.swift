@@ -169,7 +169,7 @@ final class FleetBackend: SuiteBackend {
             return SuiteSnapshot(values: mirror.values, version: state.version)
         }
         guard let snapshot else { return .unchanged }
-        cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+        cache.save(follower)
         return .changed(snapshot)
     }
 
@@ -265,7 +265,8 @@ final class FleetBackend: SuiteBackend {
     /// second diff. Behind this process's own last commit they are held back (the commit's events
     /// follow), and the next news asks for a reload of the whole mirror, as a range does.
     private func mirrorChanged(_ changes: [EtcdMirror.Change], revision: Int64) {
-        let mirror = follower.snapshot
+        // Where the mirror is, without a copy of its values (this runs for every change).
+        let mirror = follower.position
         enum Forward { case changes([SuiteKeyChange], version: UInt64), reload }
         let (onChange, forward) = state.withLock { state -> ((@Sendable (SuiteChange) -> Void)?, Forward?) in
             guard let onChange = state.onChange else { return (nil, nil) }
@@ -284,7 +285,7 @@ final class FleetBackend: SuiteBackend {
         }
         switch forward {
         case .changes(let keyChanges, let version)?:
-            cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+            cache.save(follower)
             onChange?(.changed(keyChanges, version: version))
         case .reload?:
             onChange?(.mayHaveChanged)
