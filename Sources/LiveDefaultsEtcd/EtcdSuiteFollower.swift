@@ -423,6 +423,8 @@ final class EtcdSuiteFollower: Sendable {
 extension EtcdSuiteFollower: FleetCacheSource {
     /// The mirror as the offline cache keeps it.
     var cacheContents: FleetCache {
-        state.withLock { FleetCache(values: $0.mirror.values, revision: $0.mirror.revision, clusterID: $0.mirror.clusterID) }
+        state.withLock {
+            FleetCache(values: $0.mirror.values, revision: $0.mirror.revision, clusterID: $0.mirror.clusterID)
+        }
     }
 }

@@ -83,7 +83,8 @@ final class FleetCacheWriter: Sendable {
     private func replace(with data: Data) throws(DefaultsError) {
         let path = file.location.path
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let temporary = directory + "/." + URL(fileURLWithPath: path).lastPathComponent
+        let temporary =
+            directory + "/." + URL(fileURLWithPath: path).lastPathComponent
             + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         func failure(_ operation: String, _ code: Int32) -> DefaultsError {
             DefaultsError(
