@@ -71,7 +71,7 @@ package enum DefaultsCommand: Hashable, Sendable {
     case listKeys(DomainReference, json: Bool)
     case reset(DomainReference, key: String?, json: Bool)
     case schema(DomainReference, json: Bool)
-    /// The command, printing secret values in full (`--show-secrets` after `read`, `watch`, `describe`, `find`).
+    /// The command, printing secret values in full (`--show-secrets` after `read`, `watch`, `describe`, `find`, `explain`).
     indirect case showingSecrets(DefaultsCommand)
     /// `--version`: prints ``CommandVersion/text``.
     case version

@@ -32,6 +32,22 @@ extension DefaultsCommandRunner {
         return shown
     }
 
+    /// The layers `explain` prints: a secret key's value redacted in every layer unless
+    /// `--show-secrets` was given (a system-wide or managed layer's value is as secret as the
+    /// user's own).
+    func shown(
+        _ sources: [ValueSource], forKey key: String, of domain: DomainReference,
+        values: @autoclosure () -> [String: PropertyListValue]
+    ) throws -> [ValueSource] {
+        guard !revealsSecrets, let schema = try domains.schema(of: domain, values: values()), schema.isSecret(key)
+        else { return sources }
+        return sources.map { source in
+            var shown = source
+            shown.value = CommandSchema.redaction
+            return shown
+        }
+    }
+
     /// What `read` (and `read --system`) prints: the domain's values, or one key's, secrets redacted.
     ///
     /// - Throws: ``CommandFailure`` when the domain has no values, or not `key`.

@@ -308,9 +308,12 @@ package struct DefaultsCommandRunner: Sendable {
             try printRead(try openForReading(domain, searchList: true).systemWideValues(), of: domain, key: key)
 
         case .explain(let domain, let key, let json):
-            let sources = try openForReading(domain, searchList: true).sources(forKey: key)
+            let store = try openForReading(domain, searchList: true)
+            let sources = store.sources(forKey: key)
             guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
-            let report = ExplainReport(domain: domain.displayName, key: key, sources: sources)
+            let report = ExplainReport(
+                domain: domain.displayName, key: key,
+                sources: try shown(sources, forKey: key, of: domain, values: store.persistentValues()))
             io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
 
         case .showingSecrets(let command):

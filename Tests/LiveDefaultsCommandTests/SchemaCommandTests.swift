@@ -247,4 +247,17 @@ extension CommandOutcome {
         #expect(fixture.succeed("describe", Self.suite, "apiToken", "--show-secrets").contains("tok-123456"))
         #expect(try fixture.values()["apiToken"] == "tok-123456", "stored in full")
     }
+
+    @Test func explainRedactsASecretInEveryLayerUnlessAskedFor() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
+        fixture.succeed("write", Self.suite, "theme", "dark")
+        let explained = fixture.succeed("explain", Self.suite, "apiToken")
+        #expect(!explained.contains("tok-123456") && explained.contains("\"<secret>\""), "\(explained)")
+        let json = fixture.succeed("explain", Self.suite, "apiToken", "--json")
+        #expect(!json.contains("tok-123456") && json.contains("\"value\":\"<secret>\""), "\(json)")
+        #expect(fixture.succeed("explain", Self.suite, "apiToken", "--show-secrets").contains("\"tok-123456\""))
+        // A key the schema does not mark secret is shown as it is.
+        #expect(fixture.succeed("explain", Self.suite, "theme").hasSuffix("  dark\n"))
+    }
 }
