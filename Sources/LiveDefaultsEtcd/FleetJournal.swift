@@ -10,10 +10,10 @@ import LiveDefaultsPropertyList
 /// - Every `set`, removal and replacement is appended before `set` returns (a memory copy).
 /// - The records a flush took are released once etcd has taken them, or refused them for good
 ///   (they are dropped then); a flush etcd does not answer keeps them.
-/// - At open, before the suite is followed, the process adopts the journals of dead processes (their
-///   lock could be taken, whatever process now has their PID): their records become this process's
-///   pending writes, in the order written, appended to its own journal first, and then the dead
-///   journals go. So they are sent as this process's own queued writes: each key keeps the last
+/// - At open, before the suite is followed, and when etcd answers again after an outage, the
+///   process adopts the journals of dead processes (their lock could be taken, whatever process now
+///   has their PID): their records become this process's pending writes, in the order written,
+///   appended to its own journal first, and then the dead journals go. So they are sent as this process's own queued writes: each key keeps the last
 ///   write, and a write whose answer was lost is sent again (README, "Fleet settings").
 ///
 /// When the journal cannot be made or grown, one report names its path and the pending writes are

@@ -81,6 +81,27 @@ struct FleetJournalTests {
         #expect(try await scenario.etcdValues() == ["written": "from the dead"])
     }
 
+    @Test func aProcessFollowingTheSuiteSendsTheWriteOfOneKilledDuringTheOutageOnceEtcdIsBack() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        scenario.server.stop()
+        #expect(await eventually(within: 30) { connection.lastError?.code == .remoteUnavailable })
+        // Another process on this machine writes while etcd is away, and is killed.
+        try setAndDie(scenario, key: "written", value: "from the dead")
+        #expect(try journals(scenario).count == 1)
+
+        // No process opens the suite again: the one following it takes the write over at the recovery.
+        try await scenario.server.start()
+        #expect(await eventually(within: 30) { (try? etcdKey(scenario, "written").value) == "from the dead" })
+        #expect(try etcdKey(scenario, "written").version == 1, "sent exactly once")
+        #expect(await eventually { defaults.string(forKey: "written") == "from the dead" })
+        #expect(await eventually(within: 30) { !connection.store.hasPendingChanges })
+        #expect(try journals(scenario, excluding: connection.backend.pendingJournal.path).isEmpty)
+    }
+
     @Test func aDeadProcesssWriteLandsLateAndWinsOverANewerValueInEtcdAsAQueuedWriteDoes() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
