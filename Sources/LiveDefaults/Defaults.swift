@@ -111,9 +111,16 @@ public final class Defaults: Sendable {
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that cannot name a file.
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
-        let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
+        try self.init(suiteName: suiteName, directoryPath: directory?.path, watchesFiles: watchesFiles)
+    }
+
+    /// ``init(suiteName:directory:watchesFiles:)`` with the directory as a path: the `defaults` command
+    /// keeps paths, since `URL`'s `path` costs a one-shot command a first generic instantiation inside
+    /// Foundation (docs/design.md, "The `defaults` command's start-up").
+    package convenience init(suiteName: String, directoryPath: String?, watchesFiles: Bool) throws {
+        let location = try SuiteLocation(suiteName: suiteName, directory: directoryPath)
         try self.init(
-            location: location, directory: directory?.path, stores: .files(watching: watchesFiles),
+            location: location, directory: directoryPath, stores: .files(watching: watchesFiles),
             administeredSettings: .fromEnvironment())
     }
 

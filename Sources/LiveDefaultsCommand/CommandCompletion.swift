@@ -73,7 +73,8 @@ package enum CommandCompletion {
         guard let domain = try? cursor.domain() else { return [] }
         if case .remote = domain { return [] }
         let opened =
-            try? domains.openForReading?(domain, domains.directory) ?? domains.open(domain, domains.directory, false)
+            try? domains.openForReading?(domain, domains.directoryPath)
+            ?? domains.open(domain, domains.directoryPath, false)
         guard let store = opened else { return [] }
         return store.persistentValues().keys.filter { !$0.contains("\n") }
             .sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }

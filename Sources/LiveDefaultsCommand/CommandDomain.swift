@@ -75,64 +75,60 @@ package struct WatchedChange: Sendable {
 }
 
 /// Where the command's domains are, and how one is opened.
+///
+/// The directories are kept as paths: the reading verbs use them as they are, since `URL`'s `path` costs a
+/// one-shot command a first generic instantiation inside Foundation (docs/design.md, "The `defaults`
+/// command's start-up").
 package struct CommandDomains: Sendable {
-    /// The directory of named domains: `$XDG_CONFIG_HOME`, else `~/.config`, unless given.
-    package var directory: URL
-    /// Where installed schemas are looked for, in order (``DefaultsSchema/searchDirectories``), unless given.
-    package var schemaDirectories: [URL]
-    /// Opens a domain; `watching` asks for live reload (for `watch`).
+    /// The path of the directory of named domains: `$XDG_CONFIG_HOME`, else `~/.config`, unless given.
+    package var directoryPath: String
+    /// The paths where installed schemas are looked for, in order (``DefaultsSchema/searchDirectories``),
+    /// unless given.
+    package var schemaDirectoryPaths: [String]
+    /// Opens a domain, from the path of the directory of named domains; `watching` asks for live reload (for
+    /// `watch`).
     package var open:
-        @Sendable (_ domain: DomainReference, _ directory: URL, _ watching: Bool) throws -> any CommandDomain
-    /// Opens a local domain only to read it (``SuiteFileSnapshot``), or nil to use ``open``: set when ``open``
-    /// is the store's.
+        @Sendable (_ domain: DomainReference, _ directoryPath: String, _ watching: Bool) throws -> any CommandDomain
+    /// Opens a local domain only to read it (``SuiteFileSnapshot``), from the path of the directory of named
+    /// domains, or nil to use ``open``: set when ``open`` is the store's.
     package var openForReading:
-        (@Sendable (_ domain: DomainReference, _ directory: URL) throws -> (any CommandDomain)?)?
+        (@Sendable (_ domain: DomainReference, _ directoryPath: String) throws -> (any CommandDomain)?)?
 
     /// - Parameters:
-    ///   - directory: the directory of named domains; ``defaultDirectory()`` when not given.
-    ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectories()``
+    ///   - directory: the directory of named domains; when not given, `$XDG_CONFIG_HOME` when it is an absolute
+    ///     path, else `~/.config` (where Foundation's UserDefaults keeps suites on Linux): the library's one
+    ///     rule, ``SuiteLocation/defaultDirectory()``, which reads the two variables with getenv.
+    ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectoryPaths()``
     ///     when not given.
     ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
     ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
         directory: URL? = nil, schemaDirectories: [URL]? = nil,
-        open: (@Sendable (DomainReference, URL, Bool) throws -> any CommandDomain)? = nil
+        open: (@Sendable (DomainReference, String, Bool) throws -> any CommandDomain)? = nil
     ) {
-        self.directory = directory ?? Self.defaultDirectory()
-        self.schemaDirectories = schemaDirectories ?? Self.defaultSchemaDirectories()
+        self.directoryPath = directory?.path ?? SuiteLocation.defaultDirectory()
+        self.schemaDirectoryPaths = schemaDirectories?.map(\.path) ?? Self.defaultSchemaDirectoryPaths()
         self.open = open ?? Self.openStore
         if open == nil {
-            self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory.path) }
+            self.openForReading = { domain, directory in try SuiteFileSnapshot.open(domain, directory: directory) }
         } else {
             self.openForReading = nil
         }
     }
 
-    /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config` (where Foundation's UserDefaults keeps
-    /// suites on Linux): the library's one rule, ``SuiteLocation/defaultDirectory()`` (which reads the two
-    /// variables with getenv, for the command's start-up).
-    package static func defaultDirectory() -> URL {
-        URL(fileURLWithPath: SuiteLocation.defaultDirectory())
+    /// The schema directories, as URLs (for messages and `install-schema`).
+    package var schemaDirectories: [URL] { schemaDirectoryPaths.map { URL(fileURLWithPath: $0, isDirectory: true) } }
+
+    /// The paths of ``DefaultsSchema/searchDirectories``, from the three variables it reads, with getenv (a
+    /// dictionary of the environment costs a one-shot command a tenth of its start-up: docs/design.md, "The
+    /// `defaults` command's start-up").
+    package static func defaultSchemaDirectoryPaths() -> [String] {
+        DefaultsSchema.searchDirectoryPaths { getenv($0).map { String(cString: $0) } }
     }
 
-    /// ``DefaultsSchema/searchDirectories``, from the three variables it reads (with getenv: building
-    /// `ProcessInfo.processInfo.environment` costs a one-shot command a tenth of its start-up).
-    package static func defaultSchemaDirectories() -> [URL] {
-        var environment: [String: String] = [:]
-        for name in ["XDG_DATA_HOME", "XDG_DATA_DIRS", "HOME"] {
-            environment[name] = getenv(name).map { String(cString: $0) }
-        }
-        return DefaultsSchema.searchDirectories(environment: environment)
-    }
-
-    /// The file of a named domain.
-    package func fileURL(ofDomainNamed name: String) -> URL {
-        directory.appendingPathComponent(name + ".plist")
-    }
-
-    /// The names of the domains in ``directory`` (files `<name>.plist`, hidden files skipped), sorted.
+    /// The names of the domains in ``directoryPath`` (files `<name>.plist`, hidden files skipped), sorted.
     package func domainNames() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directoryPath)) ?? []
         return
             names
             .filter { $0.hasSuffix(".plist") && !$0.hasPrefix(".") && $0.count > ".plist".count }

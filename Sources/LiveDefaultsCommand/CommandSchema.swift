@@ -101,7 +101,7 @@ package struct CommandSchema: Sendable {
 extension CommandDomains {
     /// The schema of a domain: for an `etcd://` suite, the one stored under its prefix
     /// (``CommandSchema/reservedKey``); for a named domain (the global one included), the file installed for
-    /// it in ``schemaDirectories``; nil for a file given by path, and when there is none.
+    /// it in ``schemaDirectoryPaths``; nil for a file given by path, and when there is none.
     ///
     /// - Throws: ``DefaultsError`` (`invalidSchema`) when the schema found cannot be read.
     package func schema(of domain: DomainReference, values: @autoclosure () -> [String: PropertyListValue]) throws
@@ -122,7 +122,8 @@ extension CommandDomains {
     }
 
     private func installedSchema(suite: String) throws -> CommandSchema? {
-        guard let (schema, file) = try DefaultsSchema.find(suite: suite, in: schemaDirectories) else { return nil }
-        return CommandSchema(schema: schema, source: file.path)
+        guard let (schema, file) = try DefaultsSchema.find(suite: suite, inDirectoryPaths: schemaDirectoryPaths)
+        else { return nil }
+        return CommandSchema(schema: schema, source: file)
     }
 }

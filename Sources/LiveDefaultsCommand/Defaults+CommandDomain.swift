@@ -15,14 +15,15 @@ extension Defaults: CommandDomain {
 }
 
 extension CommandDomains {
-    /// Opens a domain as the store: a name or the global domain in `directory`, or a plist file by path.
-    package static let openStore: @Sendable (DomainReference, URL, Bool) throws -> any CommandDomain = {
-        domain, directory, watching in
+    /// Opens a domain as the store: a name or the global domain in the directory at `directoryPath`, or a plist
+    /// file by path.
+    package static let openStore: @Sendable (DomainReference, String, Bool) throws -> any CommandDomain = {
+        domain, directoryPath, watching in
         switch domain {
         case .global:
-            try Defaults(suiteName: Defaults.globalDomain, directory: directory, watchesFiles: watching)
+            try Defaults(suiteName: Defaults.globalDomain, directoryPath: directoryPath, watchesFiles: watching)
         case .named(let name):
-            try Defaults(suiteName: name, directory: directory, watchesFiles: watching)
+            try Defaults(suiteName: name, directoryPath: directoryPath, watchesFiles: watching)
         case .path(let path):
             try Defaults(fileURL: URL(fileURLWithPath: path + ".plist"), watchesFiles: watching)
         case .remote(let address):

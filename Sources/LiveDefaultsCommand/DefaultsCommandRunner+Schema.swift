@@ -142,7 +142,7 @@ extension DefaultsCommandRunner {
             case .remote(let address):
                 places = "etcd key \(address.root)\(address.suite)/\(CommandSchema.reservedKey)"
             default:
-                places = domains.schemaDirectories.map(\.path).joined(separator: ", ")
+                places = domains.schemaDirectoryPaths.joined(separator: ", ")
             }
             throw CommandFailure(
                 "defaults: no schema is installed for \(domain.displayName) (looked in \(places)); "

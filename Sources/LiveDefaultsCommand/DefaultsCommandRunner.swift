@@ -107,7 +107,7 @@ package struct DefaultsCommandRunner: Sendable {
         if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
             runner.valueIsBare = arguments[arguments.count - 2] != "-string"
         }
-        if let host = HostOption.host(in: arguments, environment: ProcessInfo.processInfo.environment) {
+        if let host = HostOption.host(in: arguments) {
             runner.domains = domains.forHost(host)
         }
         return runner.execute(command)
@@ -148,7 +148,7 @@ package struct DefaultsCommandRunner: Sendable {
     func open(_ domain: DomainReference, for access: CommandDomainAccess, watching: Bool = false) throws
         -> any CommandDomain
     {
-        let store = try domains.open(domain, domains.directory, watching)
+        let store = try domains.open(domain, domains.directoryPath, watching)
         try store.prepare(for: access)
         return store
     }
@@ -162,7 +162,7 @@ package struct DefaultsCommandRunner: Sendable {
     func openForReading(
         _ domain: DomainReference, key: String? = nil, searchList: Bool = false
     ) throws -> any CommandDomain {
-        let snapshot = searchList ? nil : try domains.openForReading?(domain, domains.directory)
+        let snapshot = searchList ? nil : try domains.openForReading?(domain, domains.directoryPath)
         let store = try snapshot ?? open(domain, for: .read)
         if let error = store.lastError, error.code == .corruptFile || error.code == .readFailed {
             throw CommandFailure("defaults: cannot read domain \(domain.displayName): \(error.message)\n")

@@ -5,11 +5,13 @@ import LiveDefaults
 /// host (docs/design.md, "Administered settings: per-host values").
 package enum HostOption {
     /// The host the arguments select, nil for none. `-currentHost` is this machine, its ID read
-    /// from `$LIVEDEFAULTS_MACHINE_ID_FILE` when set (for tests), else `/etc/machine-id`.
-    package static func host(in arguments: [String], environment: [String: String]) -> Defaults.Host? {
+    /// from `$LIVEDEFAULTS_MACHINE_ID_FILE` when set (for tests), else `/etc/machine-id`. The variable
+    /// is read with getenv, and only for `-currentHost` (docs/design.md, "The `defaults` command's
+    /// start-up").
+    package static func host(in arguments: [String]) -> Defaults.Host? {
         switch arguments.first {
         case "-currentHost":
-            if let file = environment["LIVEDEFAULTS_MACHINE_ID_FILE"], !file.isEmpty {
+            if let file = getenv("LIVEDEFAULTS_MACHINE_ID_FILE").map({ String(cString: $0) }), !file.isEmpty {
                 return .current(machineIDFile: URL(fileURLWithPath: file))
             }
             return .current
@@ -28,14 +30,15 @@ extension CommandDomains {
         var domains = self
         // The reading verbs' snapshot reads the file for any host: the ByHost store reads instead.
         domains.openForReading = nil
-        domains.open = { domain, directory, watching in
-            switch domain {
+        domains.open = { domain, directoryPath, watching in
+            let directory = URL(fileURLWithPath: directoryPath, isDirectory: true)
+            return switch domain {
             case .global:
                 try Defaults(suiteName: Defaults.globalDomain, directory: directory, watchesFiles: watching, host: host)
             case .named(let name):
                 try Defaults(suiteName: name, directory: directory, watchesFiles: watching, host: host)
             case .path, .remote:
-                try fallback(domain, directory, watching)
+                try fallback(domain, directoryPath, watching)
             }
         }
         return domains

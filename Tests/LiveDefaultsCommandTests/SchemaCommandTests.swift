@@ -144,6 +144,13 @@ extension CommandOutcome {
         #expect(try fixture.values()[arguments[0]] == stored)
     }
 
+    /// The command reads the schema directories' variables with getenv (for its start-up); the directories are
+    /// still the library's rule, from the same environment.
+    @Test func theCommandsSchemaDirectoriesAreTheLibrarys() {
+        #expect(CommandDomains.defaultSchemaDirectoryPaths() == DefaultsSchema.searchDirectories.map(\.path))
+        #expect(CommandDomains().schemaDirectoryPaths == DefaultsSchema.searchDirectories.map(\.path))
+    }
+
     @Test func withoutASchemaTheCommandWritesAsToday() throws {
         let fixture = try SchemaFixture(installing: nil)
         fixture.succeed("write", Self.suite, "fontSize", "-string", "big")

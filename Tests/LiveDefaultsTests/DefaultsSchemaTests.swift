@@ -80,6 +80,13 @@ extension Defaults.Keys {
                 "/home/u/.local/share/livedefaults/schemas", "/usr/local/share/livedefaults/schemas",
                 "/usr/share/livedefaults/schemas",
             ])
+        // Joined as paths, with no doubled slash where a directory given with a trailing one meets the rest.
+        #expect(
+            DefaultsSchema.searchDirectories(environment: ["XDG_DATA_HOME": "/data/", "XDG_DATA_DIRS": "/a/:/"])
+                .map(\.path) == ["/data/livedefaults/schemas", "/a/livedefaults/schemas", "/livedefaults/schemas"])
+        #expect(
+            DefaultsSchema.searchDirectories(environment: ["HOME": "/"]).first?.path
+                == "/.local/share/livedefaults/schemas")
         let second = DefaultsSchema(suite: "s", entries: [.init(name: "from", type: .string, defaultValue: "second")])
         let first = DefaultsSchema(suite: "s", entries: [.init(name: "from", type: .string, defaultValue: "first")])
         try second.install(into: URL(fileURLWithPath: directory.path + "/second/livedefaults/schemas"))

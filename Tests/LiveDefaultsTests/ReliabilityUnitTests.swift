@@ -117,6 +117,24 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: planted[2])) == Data("planted".utf8))
     }
 
+    /// A writer that died mid-write leaves its temporary file: the first write of the suite removes it, and
+    /// leaves a live writer's.
+    @Test func theFirstWriteRemovesDeadWritersTemporaryFilesOnly() throws {
+        let directory = try TemporaryDirectory()
+        let finished = Process()
+        finished.executableURL = URL(fileURLWithPath: "/bin/true")
+        try finished.run()
+        finished.waitUntilExit()
+        let dead = directory.file(".com.example.orphans.plist.tmp-\(finished.processIdentifier)-1").path
+        let live = directory.file(".com.example.orphans.plist.tmp-1-1").path
+        for path in [dead, live] { try Data("partial".utf8).write(to: URL(fileURLWithPath: path)) }
+        let defaults = try Defaults(suiteName: "com.example.orphans", directory: directory.url, watchesFiles: false)
+        defaults.set("value", forKey: "k")
+        try defaults.synchronize()
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live))
+    }
+
     @Test func aNameTakenOnEveryAttemptFailsTheWriteAndKeepsTheValue() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Defaults(suiteName: "com.example.taken", directory: directory.url, watchesFiles: false)

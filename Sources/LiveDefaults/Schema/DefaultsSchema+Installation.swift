@@ -12,29 +12,50 @@ extension DefaultsSchema {
     /// ``searchDirectories``, from the given environment; relative paths are ignored, as the XDG base
     /// directory specification asks.
     package static func searchDirectories(environment: [String: String]) -> [URL] {
-        [userDirectory(environment: environment)] + systemDirectories(environment: environment)
+        searchDirectoryPaths { environment[$0] }.map { URL(fileURLWithPath: $0, isDirectory: true) }
+    }
+
+    /// The paths of ``searchDirectories``, from the environment variables `variable` gives (the `defaults`
+    /// command passes getenv, and keeps paths: a dictionary of the environment, and `URL`'s path appending
+    /// and `path`, each cost a one-shot command a first generic instantiation; docs/design.md, "The
+    /// `defaults` command's start-up").
+    package static func searchDirectoryPaths(variable: (String) -> String?) -> [String] {
+        [userDirectoryPath(variable: variable)] + systemDirectoryPaths(variable: variable)
     }
 
     /// Where ``install()`` writes: the user's schema directory.
     package static func userDirectory(environment: [String: String]) -> URL {
-        let base: URL
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
-            base = URL(fileURLWithPath: data)
+        URL(fileURLWithPath: userDirectoryPath { environment[$0] }, isDirectory: true)
+    }
+
+    /// The path of ``userDirectory(environment:)``, from the variables `variable` gives.
+    package static func userDirectoryPath(variable: (String) -> String?) -> String {
+        let base: String
+        if let data = variable("XDG_DATA_HOME"), data.hasPrefix("/") {
+            base = data
         } else {
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-            base = URL(fileURLWithPath: home).appendingPathComponent(".local/share")
+            let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            base = joined(home, ".local/share")
         }
-        return base.appendingPathComponent("livedefaults/schemas", isDirectory: true)
+        return joined(base, "livedefaults/schemas")
     }
 
     /// The system schema directories, in `$XDG_DATA_DIRS` order.
     package static func systemDirectories(environment: [String: String]) -> [URL] {
-        let listed = (environment["XDG_DATA_DIRS"] ?? "").split(separator: ":").map(String.init).filter {
+        systemDirectoryPaths { environment[$0] }.map { URL(fileURLWithPath: $0, isDirectory: true) }
+    }
+
+    /// The paths of ``systemDirectories(environment:)``, from the variables `variable` gives.
+    package static func systemDirectoryPaths(variable: (String) -> String?) -> [String] {
+        let listed = (variable("XDG_DATA_DIRS") ?? "").split(separator: ":").map(String.init).filter {
             $0.hasPrefix("/")
         }
-        return (listed.isEmpty ? ["/usr/local/share", "/usr/share"] : listed).map {
-            URL(fileURLWithPath: $0).appendingPathComponent("livedefaults/schemas", isDirectory: true)
-        }
+        return (listed.isEmpty ? ["/usr/local/share", "/usr/share"] : listed).map { joined($0, "livedefaults/schemas") }
+    }
+
+    /// `directory` + `/` + `component`, with no doubled `/` where they meet (as `appendingPathComponent`).
+    private static func joined(_ directory: String, _ component: String) -> String {
+        directory.hasSuffix("/") ? directory + component : directory + "/" + component
     }
 
     /// The schema installed for `suite`, from the first of ``searchDirectories`` that has one;
@@ -57,11 +78,20 @@ extension DefaultsSchema {
 
     /// The schema of `suite` in the first of `directories` that has one.
     package static func find(suite: String, in directories: [URL]) throws -> (schema: DefaultsSchema, file: URL)? {
+        try find(suite: suite, inDirectoryPaths: directories.map(\.path)).map {
+            ($0.schema, URL(fileURLWithPath: $0.file))
+        }
+    }
+
+    /// The schema of `suite` in the first of the directories at `paths` that has one, and the path of its file.
+    package static func find(suite: String, inDirectoryPaths paths: [String]) throws -> (
+        schema: DefaultsSchema, file: String
+    )? {
         try SuiteLocation.validate(suiteName: suite)
-        for directory in directories {
-            let file = directory.appendingPathComponent(suite + ".plist")
-            guard let data = FileManager.default.contents(atPath: file.path) else { continue }
-            return (try DefaultsSchema(propertyListData: data, source: file.path), file)
+        for directory in paths {
+            let path = joined(directory, suite + ".plist")
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            return (try DefaultsSchema(propertyListData: data, source: path), path)
         }
         return nil
     }
