@@ -77,18 +77,23 @@ enum FleetStores {
     static func open(_ suite: FleetSuite) -> FleetConnection {
         installExitFlush
         var problems: [DefaultsError] = []
+        var isNew = false
         let connection = registry.withLock { registry -> FleetConnection in
             if let store = registry[suite]?.store, let backend = store.backend as? FleetBackend {
                 return FleetConnection(store: store, backend: backend)
             }
             let (connection, found) = makeStore(suite)
             problems = found
+            isNew = true
             // The entries of stores that have gone are dropped here, as a new one comes (opening a
             // fleet suite is rare; a process that opens many descriptions over its life keeps none
             // of those it closed).
             registry = registry.filter { $0.value.store != nil }
             registry[suite] = WeakStore(store: connection.store)
             return connection
+        }
+        if isNew, let problem = connection.backend.pendingJournal.adoptDeadJournals(into: connection.store) {
+            problems.append(problem)
         }
         for problem in problems { DefaultsErrorReporting.report(problem) }
         connection.store.startWatching()
@@ -97,7 +102,10 @@ enum FleetStores {
 
     /// A store of its own, shared with no one (a second writer in the same process, for tests).
     static func openUnshared(_ suite: FleetSuite) -> FleetConnection {
-        let (connection, problems) = makeStore(suite)
+        var (connection, problems) = makeStore(suite)
+        if let problem = connection.backend.pendingJournal.adoptDeadJournals(into: connection.store) {
+            problems.append(problem)
+        }
         for problem in problems { DefaultsErrorReporting.report(problem) }
         connection.store.startWatching()
         return connection
@@ -121,7 +129,8 @@ enum FleetStores {
     }
 
     /// At normal exit, sends what open fleet stores have pending when etcd answers, and reports
-    /// what cannot be sent (it is never lost silently); writes the offline caches still waiting.
+    /// what cannot be sent (it stays in the journal for the next process; it is never lost
+    /// silently); writes the offline caches still waiting.
     private static let installExitFlush: Void = {
         atexit {
             let stores = FleetStores.registry.withLock { $0.values.compactMap(\.store) }
@@ -130,12 +139,20 @@ enum FleetStores {
                 if backend.fleetState.isLive {
                     do throws(DefaultsError) { try store.flush() } catch { DefaultsErrorReporting.report(error) }
                 } else {
+                    let fate =
+                        if let journal = backend.pendingJournal.path {
+                            "they stay in this process's journal (\(journal)), and the next process to open the "
+                                + "suite with the same cache directory sends them."
+                        } else {
+                            "they were not written (this process has no journal: see its report). Write them "
+                                + "again once etcd answers."
+                        }
                     DefaultsErrorReporting.report(
                         DefaultsError(
                             .remoteUnavailable,
                             "The process exits with changes to fleet suite \"\(backend.suite.name)\" that etcd "
-                                + "(\(backend.suite.whereabouts)) has not taken, as it cannot be reached: they were "
-                                + "not written. Write them again once etcd answers.", suite: backend.suite.name))
+                                + "(\(backend.suite.whereabouts)) has not taken, as it cannot be reached: \(fate)",
+                            suite: backend.suite.name))
                 }
             }
             for store in stores { (store.backend as? FleetBackend)?.cache.saveNow() }

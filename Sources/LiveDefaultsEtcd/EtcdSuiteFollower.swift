@@ -169,6 +169,12 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
+    /// The mirror's revision and cluster, how many ranges filled it and the number of the range it
+    /// was last filled from, read together: ``snapshot`` without a copy of the values.
+    var position: (revision: Int64, clusterID: UInt64, resyncs: Int, range: Int) {
+        state.withLock { ($0.mirror.revision, $0.mirror.clusterID, $0.resyncs, $0.mirrorRange) }
+    }
+
     /// How many ranges were sent so far (the one in flight included).
     var rangesSent: Int { state.withLock { $0.rangesSent } }
 
@@ -410,6 +416,15 @@ final class EtcdSuiteFollower: Sendable {
                 delay = min(max(delay * 2, 0.05), 30)
                 guard pause(Double.random(in: delay / 2...delay), run: run) else { return }
             }
+        }
+    }
+}
+
+extension EtcdSuiteFollower: FleetCacheSource {
+    /// The mirror as the offline cache keeps it.
+    var cacheContents: FleetCache {
+        state.withLock {
+            FleetCache(values: $0.mirror.values, revision: $0.mirror.revision, clusterID: $0.mirror.clusterID)
         }
     }
 }

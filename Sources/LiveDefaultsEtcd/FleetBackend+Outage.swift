@@ -35,9 +35,14 @@ extension FleetBackend {
             // A range replaces everything, whether or not the follower saw a change.
             onChange?(.mayHaveChanged)
             if let recovered { report(recovered) }
-            if recovered != nil, let store, store.hasPendingChanges {
-                // Changes held while etcd was away go out now, not after the back-off.
+            if recovered != nil, let store {
+                let journal = pendingJournal
                 DispatchQueue.global().async {
+                    // Writes left by processes that died while etcd was away become this
+                    // process's own (docs/design.md, "The journal", fleet suites) …
+                    if let problem = journal.adoptDeadJournals(into: store) { DefaultsErrorReporting.report(problem) }
+                    // … and changes held while etcd was away go out now, not after the back-off.
+                    guard store.hasPendingChanges else { return }
                     do { try store.flush() } catch {
                         // The store's own retry goes on, and reported the first failure.
                     }

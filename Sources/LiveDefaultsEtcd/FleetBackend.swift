@@ -26,6 +26,8 @@ final class FleetBackend: SuiteBackend {
     let client: EtcdClient
     let follower: EtcdSuiteFollower
     let cache: FleetCacheWriter
+    /// The pending writes' journal, beside the cache file (FleetJournal.swift).
+    let pendingJournal: FleetJournal
     let stateListeners = FleetStateUpdates()
     let state = Locked(State())
 
@@ -76,6 +78,7 @@ final class FleetBackend: SuiteBackend {
             file: SuiteFile(
                 location: location ?? SuiteLocation(filePath: suite.cacheLocationDirectory + "/suite.plist")),
             suite: suite)
+        self.pendingJournal = FleetJournal(cacheFile: cache.file, suite: suite.name)
         let relay = Relay()
         self.follower = EtcdSuiteFollower(
             client: client, prefix: suite.prefix,
@@ -123,6 +126,18 @@ final class FleetBackend: SuiteBackend {
         return load
     }
 
+    func journal(_ value: PropertyListValue?, forKey key: String) {
+        pendingJournal.append(value, forKey: key)
+    }
+
+    func journalReplacement(_ values: [String: PropertyListValue]) {
+        pendingJournal.appendReplacement(values)
+    }
+
+    func journalMark() {
+        pendingJournal.mark()
+    }
+
     func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {
         state.withLock { $0.onChange = onChange }
         follower.start()
@@ -154,7 +169,7 @@ final class FleetBackend: SuiteBackend {
             return SuiteSnapshot(values: mirror.values, version: state.version)
         }
         guard let snapshot else { return .unchanged }
-        cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+        cache.save(follower)
         return .changed(snapshot)
     }
 
@@ -197,8 +212,8 @@ final class FleetBackend: SuiteBackend {
                 throw DefaultsError(
                     .remoteUnavailable,
                     "Could not write \(changes.keys.count) key(s) of fleet suite \"\(suite.name)\" to "
-                        + "\(suite.whereabouts): \(problem). The changes stay in memory and pending, and are sent "
-                        + "again (backing off) until etcd takes them.",
+                        + "\(suite.whereabouts): \(problem). The changes stay pending (in memory and in this process's "
+                        + "journal), and are sent again (backing off) until etcd takes them.",
                     suite: suite.name, underlying: SendableDescription(problem))
             }
             // Refused for good: drop the changes (reads return to etcd's values) and say which.
@@ -207,6 +222,8 @@ final class FleetBackend: SuiteBackend {
             let keys = changes.keys.sorted()
             let listed =
                 keys.prefix(10).map(\.debugDescription).joined(separator: ", ") + (keys.count > 10 ? ", …" : "")
+            // Dropped for good: their records go too.
+            pendingJournal.release()
             let refusal = DefaultsError(
                 .remoteRejected,
                 "etcd refused to write \(keys.count) key(s) of fleet suite \"\(suite.name)\" (\(listed)) at "
@@ -218,6 +235,8 @@ final class FleetBackend: SuiteBackend {
                 snapshot: SuiteSnapshot(values: base, version: state.withLock { $0.version }),
                 unchangedByOthers: false, refusal: refusal)
         }
+        // etcd has them: their records in the journal go.
+        pendingJournal.release()
         // Read after the acknowledgement: a range sent by now may still answer with older values.
         let rangesSent = follower.rangesSent
         let mirror = follower.snapshot
@@ -246,7 +265,8 @@ final class FleetBackend: SuiteBackend {
     /// second diff. Behind this process's own last commit they are held back (the commit's events
     /// follow), and the next news asks for a reload of the whole mirror, as a range does.
     private func mirrorChanged(_ changes: [EtcdMirror.Change], revision: Int64) {
-        let mirror = follower.snapshot
+        // Where the mirror is, without a copy of its values (this runs for every change).
+        let mirror = follower.position
         enum Forward { case changes([SuiteKeyChange], version: UInt64), reload }
         let (onChange, forward) = state.withLock { state -> ((@Sendable (SuiteChange) -> Void)?, Forward?) in
             guard let onChange = state.onChange else { return (nil, nil) }
@@ -265,7 +285,7 @@ final class FleetBackend: SuiteBackend {
         }
         switch forward {
         case .changes(let keyChanges, let version)?:
-            cache.save(FleetCache(values: mirror.values, revision: mirror.revision, clusterID: mirror.clusterID))
+            cache.save(follower)
             onChange?(.changed(keyChanges, version: version))
         case .reload?:
             onChange?(.mayHaveChanged)

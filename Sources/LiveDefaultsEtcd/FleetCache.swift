@@ -3,8 +3,8 @@ import LiveDefaults
 import LiveDefaultsPropertyList
 
 /// The last known values of a fleet suite, kept for a start while etcd is unreachable: a binary
-/// property list `{format, prefix, endpoints, clusterID, revision, savedAt, values}`, written with
-/// the suite file's atomic contract (temporary file, fsync, rename, directory fsync).
+/// property list `{format, prefix, endpoints, clusterID, revision, savedAt, values}`, written as a
+/// temporary file renamed over it, not synced (``FleetCacheWriter``).
 struct FleetCache: Sendable, Equatable {
     var values: [String: PropertyListValue]
     var revision: Int64

@@ -1,21 +1,34 @@
 import Dispatch
+import Foundation
 import LiveDefaults
 
 /// Writes a fleet suite's offline cache (``FleetCache``) off the delivering thread, at most once
-/// per ``interval``; saves asked for meanwhile coalesce into the last.
+/// per ``interval``; saves asked for meanwhile coalesce into one.
 ///
 /// Every change rewriting the cache durably cost each watching process two `fsync`s per change
 /// (and a fleet of them the disk's time); the cache only serves a start while etcd is away, and
-/// one up to a second old is as good: its revision and cluster are checked, and the first range
-/// gives the net change (docs/design.md, "Fleet settings: the remote store").
+/// one a few seconds old is as good: its revision and cluster are checked, and the first range
+/// gives the net change (docs/design.md, "Fleet settings: the remote store"). A waiting write is
+/// made at exit.
+///
+/// For the same reason the cache is not synced (no `fsync` of the file or its directory): a
+/// temporary file renamed over it, so that a reader finds the old cache or the new one whole. A
+/// cache lost to a power cut (or left empty by one) is only a slower start, reported once. A save
+/// takes no copy of the values: the writer reads the follower's mirror when it writes (so a change
+/// costs the follower's thread no copy of a large suite).
 final class FleetCacheWriter: Sendable {
-    /// The shortest time between two writes of the cache file.
-    static let interval = Duration.seconds(1)
+    /// The shortest time between two writes of the cache file. Once a second, a write (encoding,
+    /// the temporary file, the rename, which on ext4 starts the write-back of the new file) was
+    /// about a tenth of the CPU each watching process spent on changes 100 ms apart
+    /// (docs/performance.md, "The etcd rows").
+    static let interval = Duration.seconds(5)
 
     private struct State {
-        var waiting: FleetCache?
+        /// Where the values to write come from, once a save was asked for and not yet written.
+        var waiting: (any FleetCacheSource)?
         var writtenAt: ContinuousClock.Instant?
         var writes = 0
+        var cleanedTemporaryFiles = false
     }
 
     let file: SuiteFile
@@ -31,10 +44,11 @@ final class FleetCacheWriter: Sendable {
         self.suite = suite
     }
 
-    /// Saves `cache` soon: at once when the last write is older than ``interval``, else when it is.
-    func save(_ cache: FleetCache) {
+    /// Saves what `source` holds when the write is made: soon, at once when the last write is older
+    /// than ``interval``, else when it is.
+    func save(_ source: any FleetCacheSource) {
         let delay = state.withLock { state -> Duration? in
-            defer { state.waiting = cache }
+            defer { state.waiting = source }
             guard state.waiting == nil else { return nil }  // a write is already on its way
             guard let last = state.writtenAt else { return .zero }
             return max(.zero, Self.interval - last.duration(to: .now))
@@ -46,18 +60,60 @@ final class FleetCacheWriter: Sendable {
     /// Writes the cache asked for last, if any (on `queue`).
     private func writeWaiting() {
         guard
-            let cache = state.withLock({ state -> FleetCache? in
-                guard let cache = state.waiting else { return nil }
+            let (source, cleans) = state.withLock({ state -> ((any FleetCacheSource), Bool)? in
+                guard let source = state.waiting else { return nil }
                 state.waiting = nil
                 state.writtenAt = .now
                 state.writes += 1
-                return cache
+                defer { state.cleanedTemporaryFiles = true }
+                return (source, !state.cleanedTemporaryFiles)
             })
         else { return }
+        if cleans { file.removeOrphanedTemporaryFiles() }
         do throws(DefaultsError) {
-            try file.replace(with: try cache.encoded(suite: suite), using: SystemFileOperations())
+            try replace(with: try source.cacheContents.encoded(suite: suite))
         } catch {
             DefaultsErrorReporting.report(error)
+        }
+    }
+
+    /// Replaces the cache file: a temporary file beside it (exclusive create, no symlink followed,
+    /// `0600`; named as the suite file's, so that one left by a process that died is removed as
+    /// theirs are), renamed over it. Not synced (see the type's comment).
+    private func replace(with data: Data) throws(DefaultsError) {
+        let path = file.location.path
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let temporary =
+            directory + "/." + URL(fileURLWithPath: path).lastPathComponent
+            + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        func failure(_ operation: String, _ code: Int32) -> DefaultsError {
+            DefaultsError(
+                .writeFailed,
+                "Could not write the cache \(path) of fleet suite \"\(suite.name)\" (\(operation): "
+                    + "\(String(cString: strerror(code)))); the suite works on, and a start while etcd is away "
+                    + "serves an older cache or none.",
+                suite: suite.name, path: path)
+        }
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var descriptor = open(temporary, flags, 0o600)
+        if descriptor < 0, errno == ENOENT {
+            try? FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            descriptor = open(temporary, flags, 0o600)
+        }
+        guard descriptor >= 0 else { throw failure("open", errno) }
+        do throws(SystemError) {
+            try SystemCall.writeAll(descriptor, data, using: SystemFileOperations())
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw failure("write", error.errno)
+        }
+        close(descriptor)
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw failure("rename", code)
         }
     }
 
@@ -84,4 +140,9 @@ final class FleetCacheWriter: Sendable {
         guard let contents = try file.read() else { return nil }
         return try FleetCache(contents.data, suite: suite, path: file.location.path)
     }
+}
+
+/// What the cache writer reads when it writes: the values to keep, at their revision.
+protocol FleetCacheSource: Sendable {
+    var cacheContents: FleetCache { get }
 }

@@ -54,6 +54,25 @@ case "fleet-migrate":
         fail("\(error)")
     }
 
+case "fleet-set-and-die":
+    // fleet-set-and-die <endpoint> <cache-dir> <suite> <key> <value>: opens the fleet suite (its offline
+    // cache and journal in <cache-dir>), sets the string <value>, prints "set" and kills itself with
+    // SIGKILL, without waiting for etcd (docs/design.md, "The journal", fleet suites).
+    guard arguments.count == 6, let endpoint = URL(string: arguments[1]) else {
+        fail("fleet-set-and-die <endpoint> <cache-dir> <suite> <key> <value>")
+    }
+    do {
+        let suite = try FleetSuite(
+            name: arguments[3], endpoints: [endpoint], cacheDirectory: URL(fileURLWithPath: arguments[2]))
+        let defaults = try Defaults.fleet(suite)
+        defaults.set(arguments[5], forKey: arguments[4])
+        say("set")
+        raise(SIGKILL)
+    } catch {
+        fail("\(error)")
+    }
+    fail("still alive")
+
 case "migrate":
     // migrate <dir> <suite> <crash-at-step> <go-file>: waits for <go-file> to exist (so that racing
     // processes start together), then runs the test migration (4 steps, each appending its number

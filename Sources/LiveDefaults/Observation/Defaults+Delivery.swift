@@ -49,9 +49,15 @@ extension Defaults {
 
     /// Does what a change left to do: delivers, schedules the notification, waits for observers.
     /// Called with no lock held.
-    func perform(_ delivery: Delivery) {
+    ///
+    /// With `postingNow`, the change notification is posted on this thread after the observers,
+    /// rather than 5 ms later by a Dispatch worker: for a remote follower's news, delivered on its
+    /// own reading thread, where one message is one burst (docs/design.md, "The change notification").
+    func perform(_ delivery: Delivery, postingNow: Bool = false) {
         if let batch = delivery.batch { deliver(batch) }
-        if delivery.notifies { scheduleChangeNotification() }
+        if delivery.notifies {
+            if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
+        }
         if delivery.waits { waitForObservers() }
         for call in delivery.forcing { call() }
     }
@@ -180,6 +186,11 @@ extension Defaults {
     /// doubled the p99 of their delivery (docs/design.md, "Delayed work: one timer thread").
     static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
 
+    private func postChangeNotification() {
+        state.withLock { $0.notificationScheduled = false }
+        NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
+    }
+
     private func scheduleChangeNotification() {
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
             guard let self else { return }
@@ -199,8 +210,8 @@ struct Deliveries {
         if let delivery { items.append((defaults, delivery)) }
     }
 
-    /// Delivers them; call with no lock held.
-    func run() {
-        for item in items { item.defaults.perform(item.delivery) }
+    /// Delivers them; call with no lock held. `postingNow`: see ``Defaults/perform(_:postingNow:)``.
+    func run(postingNow: Bool = false) {
+        for item in items { item.defaults.perform(item.delivery, postingNow: postingNow) }
     }
 }

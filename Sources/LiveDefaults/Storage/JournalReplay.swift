@@ -18,7 +18,10 @@ package struct DeadJournal {
 
     /// The suite file now holds the records: the journal goes (or, when it could not be read to its
     /// end, is kept aside beside the suite file and reported). Releases its lock.
-    package func finish(suitePath: String, suite: String) {
+    ///
+    /// `applied` says where the records went, when not into the suite file (a fleet suite's
+    /// journal: "were made pending writes of …").
+    package func finish(suitePath: String, suite: String, applied: String? = nil) {
         defer { close(descriptor) }
         guard let problem = contents.problem else {
             unlink(path)
@@ -30,7 +33,7 @@ package struct DeadJournal {
             DefaultsError(
                 .corruptFile,
                 "The journal \(path) of a process that ended, for suite \"\(suite)\", \(problem). The "
-                    + "\(contents.records.count) change(s) before that point were written to \(suitePath); "
+                    + "\(contents.records.count) change(s) before that point \(applied ?? "were written to \(suitePath)"); "
                     + (moved
                         ? "the journal was kept as \(kept)." : "the journal could not be moved aside and was left."),
                 suite: suite, path: moved ? kept : path))
@@ -38,6 +41,14 @@ package struct DeadJournal {
 
     /// Releases the journal's lock without removing it (the suite file was not written).
     package func abandon() { close(descriptor) }
+
+    /// The journals of dead processes for the suite file at `suitePath`, as
+    /// ``take(excluding:listing:)`` finds them, listing the directory afresh (for a one-off look,
+    /// as a fleet suite's at open).
+    package static func take(suitePath: String, excluding ownPath: String?) -> [DeadJournal] {
+        var listing = JournalListing(directory: SuiteJournal.directory(forSuiteFile: suitePath))
+        return take(excluding: ownPath, listing: &listing)
+    }
 
     /// The journals of dead processes in a suite's journals directory, oldest modification first,
     /// each opened and locked. `ownPath` (this process's journal) is skipped. Call under the suite lock.

@@ -312,7 +312,9 @@ extension SuiteStore {
             return applyChange(origin: .external) { $0.values.apply(changes, version: version) }
         }
         guard let deliveries = applied else { return false }
-        deliveries.run()
+        // One message of the follower is one burst: its notification is posted here, with no
+        // timer and no worker woken (docs/design.md, "The change notification").
+        deliveries.run(postingNow: true)
         return true
     }
 
