@@ -5,13 +5,18 @@ import LiveDefaultsLocking
 /// The state of one ``FileWatcher`` and its dispatcher thread.
 ///
 /// Two threads serve a watcher that uses inotify: the inotify thread (``InotifyThread``) owns
-/// every call into libinotifytools and turns kernel events into ``WatchRegistry/Event``s; the
-/// dispatcher thread owns time — the deletion grace, polling — and calls the
-/// `onChange` callbacks, never under the lock. A polling-only watcher has just the dispatcher.
+/// every call into libinotifytools and turns kernel events into ``WatchRegistry/Event``s, and
+/// makes the calls an event makes due now; the dispatcher thread owns time — the deletion grace,
+/// polling — and makes the timed calls, and the due ones while it is busy. Calls are made one at
+/// a time (`performing`), never under the registry's lock (docs/design.md, "Live reload: the
+/// watcher's threads"). A polling-only watcher has just the dispatcher.
 final class FileWatcherCore: Sendable {
     let registry: Locked<WatchRegistry>
     /// Wakes the dispatcher thread early; `isDispatcherSignalled` keeps the count small.
     private let dispatcherWakeUp = DispatchSemaphore(value: 0)
+    /// Held while due work is taken and performed, by whichever thread performs it: calls are
+    /// never made two at a time, and a watch's calls are made in the order the work was taken.
+    private let performing = NSLock()
     /// How other threads wake the inotify thread; `nil` when there is none (polling).
     let inotifyWakeChannel = Locked<InotifyWakeChannel?>(nil)
     /// Where problems go, on the dispatcher thread (see ``FileWatcher/init(usingInotify:report:)``).
@@ -71,7 +76,20 @@ final class FileWatcherCore: Sendable {
             }
             return needsDispatcher
         }
-        if needsDispatcher { signalDispatcher() }
+        guard needsDispatcher else { return }
+        // A call due now is made here, on the inotify thread, when the dispatcher is not making
+        // calls: waking the dispatcher for it was a thread hop on the path of every outside change
+        // (docs/design.md, "Live reload: the watcher's threads"). The callbacks only schedule work
+        // of their own elsewhere, so this thread soon goes back to reading events.
+        guard performing.try() else {
+            signalDispatcher()
+            return
+        }
+        let work = registry.withLock { registry in registry.isShutDown ? nil : registry.takeDueWork(now: Self.now()) }
+        if let work { perform(work) }
+        performing.unlock()
+        // The dispatcher waits for the deadline it last saw: a new one (a deletion grace) wakes it.
+        if registry.withLock({ $0.nextDeadline() }) != nil { signalDispatcher() }
     }
 
     /// The problem that says a watcher degraded to polling, once per watcher.
@@ -94,14 +112,19 @@ final class FileWatcherCore: Sendable {
 
     private func runDispatcher() {
         while true {
+            performing.lock()
             let now = Self.now()
             let taken = registry.withLock { registry -> WatchRegistry.DueWork? in
                 guard !registry.isShutDown else { return nil }
                 registry.isDispatcherSignalled = false
                 return registry.takeDueWork(now: now)
             }
-            guard let work = taken else { return }
+            guard let work = taken else {
+                performing.unlock()
+                return
+            }
             perform(work)
+            performing.unlock()
             let deadline = registry.withLock { $0.nextDeadline() }
             if let deadline {
                 if deadline > Self.now() {
