@@ -116,13 +116,3 @@ func rewritten(_ records: [JournalRecord]) -> [UInt8] {
     }
     return journal
 }
-
-private func containsNaN(_ value: PropertyListValue) -> Bool {
-    switch value {
-    case .real(let number): number.isNaN
-    case .float(let number): number.isNaN
-    case .array(let elements): elements.contains(where: containsNaN)
-    case .dictionary(let entries): entries.values.contains(where: containsNaN)
-    default: false
-    }
-}

@@ -50,13 +50,3 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     }
     return 0
 }
-
-private func containsNaN(_ value: PropertyListValue) -> Bool {
-    switch value {
-    case .real(let number): number.isNaN
-    case .float(let number): number.isNaN
-    case .array(let elements): elements.contains(where: containsNaN)
-    case .dictionary(let entries): entries.values.contains(where: containsNaN)
-    default: false
-    }
-}

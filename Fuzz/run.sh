@@ -14,12 +14,12 @@ swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsPr
     -swift-version 6 -emit-module -emit-module-path "$build/LiveDefaultsPropertyList.swiftmodule" \
     -emit-library -static -o "$build/libLiveDefaultsPropertyList.a" Sources/LiveDefaultsPropertyList/*.swift
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsFuzz -package-name LiveDefaults \
-    -swift-version 6 -I "$build" Fuzz/PropertyListFuzzer.swift "$build/libLiveDefaultsPropertyList.a" \
+    -swift-version 6 -I "$build" Fuzz/PropertyListFuzzer.swift Fuzz/FuzzSupport.swift "$build/libLiveDefaultsPropertyList.a" \
     -o "$build/property-list-fuzzer"
 # The journal's format and replay (the library's JournalFormat*.swift, which need only the codec),
 # compiled into the fuzzer's own module.
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LiveDefaultsJournalFuzz -package-name LiveDefaults \
-    -swift-version 6 -I "$build" Fuzz/JournalFuzzer.swift Sources/LiveDefaults/Storage/JournalFormat*.swift \
+    -swift-version 6 -I "$build" Fuzz/JournalFuzzer.swift Fuzz/FuzzSupport.swift Sources/LiveDefaults/Storage/JournalFormat*.swift \
     "$build/libLiveDefaultsPropertyList.a" -o "$build/journal-fuzzer"
 # Seed the corpus with one file of each format.
 printf 'bplist00\xd1\x01\x02Qa\x10\x01\x08\x0b\x0d\x00\x00\x00\x00\x00\x00\x01\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0f' > Fuzz/corpus/seed.bplist

@@ -33,25 +33,8 @@ package final class SuiteJournal: @unchecked Sendable {
     }
 
     /// The hidden directory holding the journals of the suite file at `suitePath`.
-    /// (`SuiteFile.directory(of:)` + "/." + `SuiteFile.name(of:)` + ".journals", in one pass: a
-    /// store makes it when it opens its suite.)
     package static func directory(forSuiteFile suitePath: String) -> String {
-        var suitePath = suitePath
-        return suitePath.withUTF8 { path in
-            let suffix = ".journals".utf8
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(path.count + 3 + suffix.count)
-            if let slash = path.lastIndex(of: UInt8(ascii: "/")) {
-                bytes.append(contentsOf: path[..<max(slash, 1)])
-                bytes.append(contentsOf: "/.".utf8)
-                bytes.append(contentsOf: path[(slash + 1)...])
-            } else {
-                bytes.append(contentsOf: "./.".utf8)
-                bytes.append(contentsOf: path)
-            }
-            bytes.append(contentsOf: suffix)
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        SuiteFile.directory(of: suitePath) + "/." + SuiteFile.name(of: suitePath) + ".journals"
     }
 
     /// Creates this process's journal for the suite file at `suitePath`.

@@ -137,18 +137,11 @@ package struct JournalListing: Sendable {
         }
         let current = FileIdentity(info)
         if let identity, identity == current { return names }
-        guard let stream = opendir(directory) else {
+        guard let listed = SystemCall.directoryEntries(directory) else {
             self = JournalListing(directory: directory)
             return nil
         }
-        defer { closedir(stream) }
-        var found: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if !name.hasPrefix(".") { found.append(name) }
-        }
+        let found = listed.filter { !$0.hasPrefix(".") }
         let age =
             Duration.seconds(now.tv_sec - info.st_ctim.tv_sec) + .nanoseconds(now.tv_nsec - info.st_ctim.tv_nsec)
         identity = age > Self.settledAfter(info.st_ctim) ? current : nil

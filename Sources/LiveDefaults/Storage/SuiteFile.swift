@@ -285,15 +285,8 @@ package struct SuiteFile: Sendable {
         let target = resolvedPath()
         let directory = Self.directory(of: target)
         let prefix = Self.name(of: Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker))
-        // readdir rather than FileManager: its first directory listing costs a one-shot `defaults write` a
-        // tenth of its instructions (docs/design.md, "The `defaults` command's start-up").
-        guard let stream = opendir(directory) else { return }
-        defer { closedir(stream) }
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix(prefix) else { continue }
+        guard let names = SystemCall.directoryEntries(directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
             guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             unlink(directory + "/" + name)

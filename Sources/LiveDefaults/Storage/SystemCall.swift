@@ -14,6 +14,22 @@ package enum SystemCall {
         }
     }
 
+    /// The names in the directory at `path` but `.` and `..`, in the directory's order; nil when it
+    /// cannot be opened. `readdir` rather than `FileManager`: its first listing costs a one-shot
+    /// `defaults write` a tenth of its instructions (docs/design.md, "The `defaults` command's start-up").
+    package static func directoryEntries(_ path: String) -> [String]? {
+        guard let stream = opendir(path) else { return nil }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
     /// Writes all of `data` to `descriptor`.
     package static func writeAll(_ descriptor: Int32, _ data: Data) throws(SystemError) {
         try writeAll(descriptor, data, using: SystemFileOperations())
