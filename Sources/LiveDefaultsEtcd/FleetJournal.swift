@@ -22,58 +22,36 @@ final class FleetJournal: Sendable {
     /// The offline cache file: the journals are in `.<file>.journals/` beside it.
     let cacheFile: SuiteFile
     private let suite: String
-    private let slot = Locked(Slot())
-
-    private struct Slot {
-        var journal: SuiteJournal?
-        /// Making or growing the journal failed (reported once): writes are held in memory only.
-        var disabled = false
-        /// Where the journal stood when the store took the changes being written.
-        var mark: Int?
-    }
+    private let slot: Locked<JournalSlot>
 
     init(cacheFile: SuiteFile, suite: String) {
         self.cacheFile = cacheFile
         self.suite = suite
+        slot = Locked(JournalSlot(suitePath: cacheFile.location.path, suite: suite, makesDirectory: true))
     }
 
     /// The path of this process's journal, once it has one.
-    var path: String? { slot.withLock { $0.journal?.path } }
+    var path: String? { slot.withLock { $0.path } }
 
     /// Appends a change (nil: a removal). Called under the store's state lock, in the changes' order.
     func append(_ value: PropertyListValue?, forKey key: String) {
-        slot.withLock { slot in
-            guard let journal = journal(in: &slot) else { return }
-            if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) {
-                disable(&slot, problem)
-            }
-        }
+        slot.withLock { $0.append(value, forKey: key) }
     }
 
     /// Appends a replacement of every value.
     func appendReplacement(_ values: [String: PropertyListValue]) {
-        slot.withLock { slot in
-            guard let journal = journal(in: &slot) else { return }
-            var problem = journal.append(.clear, key: "", value: nil)
-            for (key, value) in values where problem == nil {
-                problem = journal.append(.set, key: key, value: value)
-            }
-            if let problem { disable(&slot, problem) }
-        }
+        slot.withLock { $0.appendReplacement(values) }
     }
 
     /// Notes where the journal stands as the store takes its pending changes for a write.
     func mark() {
-        slot.withLock { $0.mark = $0.journal?.mark() }
+        slot.withLock { $0.takeMark() }
     }
 
     /// The write of the changes taken at the last mark is over for good (etcd took them, or
     /// refused them): their records go.
     func release() {
-        slot.withLock { slot in
-            if let mark = slot.mark { slot.journal?.release(upTo: mark) }
-            slot.mark = nil
-        }
+        slot.withLock { $0.release() }
     }
 
     /// Makes the dead processes' pending writes this process's own (see the type's comment), under
@@ -122,30 +100,5 @@ final class FleetJournal: Sendable {
             }
         }
         if let replacement { store.replaceAll(with: replacement) }
-    }
-
-    private func journal(in slot: inout Slot) -> SuiteJournal? {
-        if let journal = slot.journal { return journal }
-        guard !slot.disabled else { return nil }
-        do throws(DefaultsError) {
-            // The cache's directory is made by its first save; the journal may come first.
-            try? FileManager.default.createDirectory(
-                atPath: URL(fileURLWithPath: cacheFile.location.path).deletingLastPathComponent().path,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-            slot.journal = try SuiteJournal(suitePath: cacheFile.location.path)
-        } catch {
-            var error = error
-            error.suite = suite
-            disable(&slot, error)
-        }
-        return slot.journal
-    }
-
-    private func disable(_ slot: inout Slot, _ problem: DefaultsError) {
-        slot.disabled = true
-        // Off the calling thread: changes are journalled under the change lock, where a handler
-        // that reads a suite would wait on itself.
-        DispatchQueue.global().async { DefaultsErrorReporting.report(problem) }
     }
 }

@@ -1,55 +1,110 @@
 import Foundation
 
-/// This process's journal of a file suite, made at the first change (docs/design.md, "The journal").
+/// This process's journal of a suite, made at its first change (docs/design.md, "The journal"):
+/// a file suite's, beside its file, and a fleet suite's pending writes, beside its offline cache.
+/// Kept under its owner's lock; a journal that cannot be made or grown is reported once, and the
+/// suite goes on as before journals.
 package struct JournalSlot {
     var journal: SuiteJournal?
-    /// Making or growing the journal failed (reported once): the suite is written as before journals.
+    /// Making or growing the journal failed (reported once): the suite goes on without it.
     var disabled = false
     /// Where the journal stood when the store took the changes now being written.
     var mark: Int?
     /// What this process last found in the journals directory (listed again only when it changed).
     var listing: JournalListing
+    private let suitePath: String
+    private let suite: String
+    private let operations: any FileOperations
+    /// Makes the suite file's directory before the journal (a fleet suite's cache directory is made
+    /// by its first save, and the journal may come first).
+    private let makesDirectory: Bool
 
-    init(suitePath: String) {
+    package init(
+        suitePath: String, suite: String, operations: any FileOperations = SystemFileOperations(),
+        makesDirectory: Bool = false
+    ) {
+        self.suitePath = suitePath
+        self.suite = suite
+        self.operations = operations
+        self.makesDirectory = makesDirectory
         listing = JournalListing(directory: SuiteJournal.directory(forSuiteFile: suitePath))
+    }
+
+    /// The path of this process's journal, once it has one.
+    package var path: String? { journal?.path }
+
+    /// Appends a change (nil: a removal). Called under the owner's lock, in the changes' order.
+    package mutating func append(_ value: PropertyListValue?, forKey key: String) {
+        guard let journal = madeJournal() else { return }
+        if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) { disable(problem) }
+    }
+
+    /// Appends a replacement of every value.
+    package mutating func appendReplacement(_ values: [String: PropertyListValue]) {
+        guard let journal = madeJournal() else { return }
+        var problem = journal.append(.clear, key: "", value: nil)
+        for (key, value) in values where problem == nil {
+            problem = journal.append(.set, key: key, value: value)
+        }
+        if let problem { disable(problem) }
+    }
+
+    /// Notes where the journal stands as the store takes its pending changes for a write.
+    package mutating func takeMark() {
+        mark = journal?.mark()
+    }
+
+    /// The write of the changes taken at the last mark is over for good: their records go.
+    package mutating func release() {
+        if let mark { journal?.release(upTo: mark) }
+        mark = nil
+    }
+
+    private mutating func madeJournal() -> SuiteJournal? {
+        if let journal { return journal }
+        guard !disabled else { return nil }
+        if makesDirectory { mkdirs(SuiteFile.directory(of: suitePath)) }
+        do throws(DefaultsError) {
+            journal = try SuiteJournal(suitePath: suitePath, operations: operations)
+        } catch {
+            var error = error
+            error.suite = suite
+            disable(error)
+        }
+        return journal
+    }
+
+    /// Makes `directory` and the missing ones above it, `0700`.
+    private func mkdirs(_ directory: String) {
+        guard !directory.isEmpty, access(directory, F_OK) != 0 else { return }
+        mkdirs(SuiteFile.directory(of: directory))
+        _ = operations.mkdir(directory, 0o700)
+    }
+
+    /// Reports off the calling thread: changes are journalled under the change lock, where a
+    /// handler that reads a suite would wait on itself.
+    private mutating func disable(_ problem: DefaultsError) {
+        disabled = true
+        DispatchQueue.global().async { DefaultsErrorReporting.report(problem) }
     }
 }
 
 extension FileBackend {
     package func journal(_ value: PropertyListValue?, forKey key: String) {
-        journaling.withLock { slot in
-            guard let journal = journal(in: &slot) else { return }
-            if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) {
-                slot.disabled = true
-                Self.reportLater(problem)
-            }
-        }
+        journaling.withLock { $0.append(value, forKey: key) }
     }
 
     package func journalReplacement(_ values: [String: PropertyListValue]) {
-        journaling.withLock { slot in
-            guard let journal = journal(in: &slot) else { return }
-            var problem = journal.append(.clear, key: "", value: nil)
-            for (key, value) in values where problem == nil {
-                problem = journal.append(.set, key: key, value: value)
-            }
-            if let problem {
-                slot.disabled = true
-                Self.reportLater(problem)
-            }
-        }
+        journaling.withLock { $0.appendReplacement(values) }
     }
 
     package func journalMark() {
-        journaling.withLock { slot in slot.mark = slot.journal?.mark() }
+        journaling.withLock { $0.takeMark() }
     }
 
     /// Releases the records written by the write that just made the suite file durable.
     func releaseJournal() {
-        journaling.withLock { slot in
-            if let mark = slot.mark { slot.journal?.release(upTo: mark) }
-            slot.mark = nil
-        }
+        journaling.withLock { $0.release() }
     }
 
     /// The journals of dead processes, opened and locked (``DeadJournal/take(excluding:listing:)``).
@@ -74,25 +129,5 @@ extension FileBackend {
     }
 
     /// The path of this process's journal, if it has one.
-    var ownJournalPath: String? { journaling.withLock { $0.journal?.path } }
-
-    private func journal(in slot: inout JournalSlot) -> SuiteJournal? {
-        if let journal = slot.journal { return journal }
-        guard !slot.disabled else { return nil }
-        do throws(DefaultsError) {
-            slot.journal = try SuiteJournal(suitePath: file.location.path, operations: operations)
-        } catch {
-            slot.disabled = true
-            var error = error
-            error.suite = file.location.name
-            Self.reportLater(error)
-        }
-        return slot.journal
-    }
-
-    /// Reports off the calling thread: changes are journalled under the change lock, where a
-    /// handler that reads a suite would wait on itself.
-    private static func reportLater(_ error: DefaultsError) {
-        DispatchQueue.global().async { DefaultsErrorReporting.report(error) }
-    }
+    var ownJournalPath: String? { journaling.withLock { $0.path } }
 }
