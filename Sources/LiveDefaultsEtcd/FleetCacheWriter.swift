@@ -77,43 +77,17 @@ final class FleetCacheWriter: Sendable {
         }
     }
 
-    /// Replaces the cache file: a temporary file beside it (exclusive create, no symlink followed,
-    /// `0600`; named as the suite file's, so that one left by a process that died is removed as
-    /// theirs are), renamed over it. Not synced (see the type's comment).
+    /// Replaces the cache file as the suite file is replaced (a temporary file beside it, renamed
+    /// over it), but not synced (see the type's comment).
     private func replace(with data: Data) throws(DefaultsError) {
-        let path = file.location.path
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let temporary =
-            directory + "/." + URL(fileURLWithPath: path).lastPathComponent
-            + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        func failure(_ operation: String, _ code: Int32) -> DefaultsError {
-            DefaultsError(
-                .writeFailed,
-                "Could not write the cache \(path) of fleet suite \"\(suite.name)\" (\(operation): "
-                    + "\(String(cString: strerror(code)))); the suite works on, and a start while etcd is away "
-                    + "serves an older cache or none.",
-                suite: suite.name, path: path)
-        }
-        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-        var descriptor = open(temporary, flags, 0o600)
-        if descriptor < 0, errno == ENOENT {
-            try? FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            descriptor = open(temporary, flags, 0o600)
-        }
-        guard descriptor >= 0 else { throw failure("open", errno) }
-        do throws(SystemError) {
-            try SystemCall.writeAll(descriptor, data, using: SystemFileOperations())
+        do throws(DefaultsError) {
+            try file.replace(with: data, using: SystemFileOperations(), synced: false)
         } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw failure("write", error.errno)
-        }
-        close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw failure("rename", code)
+            throw DefaultsError(
+                .writeFailed,
+                "Could not write the cache \(file.location.path) of fleet suite \"\(suite.name)\" (\(error.message)); "
+                    + "the suite works on, and a start while etcd is away serves an older cache or none.",
+                suite: suite.name, path: file.location.path, underlying: error)
         }
     }
 

@@ -100,15 +100,19 @@ package struct SuiteFile: Sendable {
     /// The suite file is never truncated in place, so a crash at any moment leaves the old or the
     /// new contents, complete.
     ///
+    /// `synced: false` leaves out both `fsync`s, for a file that may be lost to a power cut (a fleet
+    /// suite's offline cache): a reader still finds the old file or the new one, whole.
+    ///
     /// - Returns: The identity of the file now in place.
     @discardableResult
     package func replace<Operations: FileOperations>(
-        with data: Data, using operations: Operations
+        with data: Data, using operations: Operations, synced: Bool = true
     ) throws(DefaultsError) -> FileIdentity {
         let target = resolvedPath()
         var existing = stat()
         let exists = stat(target, &existing) == 0
-        return try replace(with: data, at: target, existing: exists ? existing : nil, using: operations)
+        return try replace(
+            with: data, at: target, existing: exists ? existing : nil, using: operations, synced: synced)
     }
 
     /// Replaces the file at `target` (``resolvedPath()``, resolved by the caller) as
@@ -119,12 +123,13 @@ package struct SuiteFile: Sendable {
     ///   - target: The path to replace.
     ///   - existing: What `stat` said of `target`, nil when there is no file there.
     ///   - operations: The system calls to make (``FileOperations``).
+    ///   - synced: Whether the file and the directory are synced (see ``replace(with:using:synced:)``).
     /// - Returns: The identity of the file written, from its open descriptor after the rename (no
     ///   path lookup, and it is this write's file even if another program replaced the path since).
     /// - Throws: ``DefaultsError`` with code `writeFailed` when the directory cannot be made or the
     ///   file cannot be written; the old file is then left as it was.
     package func replace<Operations: FileOperations>(
-        with data: Data, at target: String, existing: stat?, using operations: Operations
+        with data: Data, at target: String, existing: stat?, using operations: Operations, synced: Bool = true
     ) throws(DefaultsError) -> FileIdentity {
         let directory = Self.directory(of: target)
         // A file in place means its directory is there.
@@ -141,7 +146,7 @@ package struct SuiteFile: Sendable {
                 // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
                 // (its size and blocks are needed to read the data back), on ext4 in the same journal
                 // commit, so it would save nothing here.
-                try SystemCall.retrying("fsync") { operations.fsync(descriptor) }
+                if synced { try SystemCall.retrying("fsync") { operations.fsync(descriptor) } }
                 try SystemCall.retrying("rename") { operations.rename(temporary, target) }
             } catch {
                 close(descriptor)
@@ -155,7 +160,7 @@ package struct SuiteFile: Sendable {
             if !temporary.isEmpty { unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
-        Self.syncDirectory(directory)
+        if synced { Self.syncDirectory(directory) }
         return FileIdentity(inspected ? written : stat())
     }
 
