@@ -58,19 +58,9 @@ private struct SchemaFixture: ~Copyable {
 
     @discardableResult
     func succeed(_ arguments: [String]) -> String {
-        let output = Locked(Data())
-        let errors = Locked(Data())
-        let io = CommandIO(
-            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
-            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
-            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
-            readStandardInput: { Data() })
-        let domains = CommandDomains(
-            directory: directory.file("config"), schemaDirectories: [userSchemas, systemSchemas])
-        let outcome = DefaultsCommandRunner(domains: domains, io: io).run(arguments)
-        let errorText = String(decoding: errors.withLock { $0 }, as: UTF8.self)
-        #expect(outcome.exitStatus == 0 && errorText.isEmpty, "\(arguments): \(errorText)")
-        return String(decoding: output.withLock { $0 }, as: UTF8.self)
+        let result = run(arguments)
+        #expect(result.status == 0 && result.standardError.isEmpty, "\(arguments): \(result.standardError)")
+        return result.standardOutput
     }
 
     var file: URL { directory.file("config/\(Self.suite).plist") }
