@@ -135,22 +135,30 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: live))
     }
 
+    /// The store runs on a manual clock: with the real one, the flush the `set` armed could run
+    /// between the failed write and the check that it left no file (it did, under TSan in CI).
     @Test func aNameTakenOnEveryAttemptFailsTheWriteAndKeepsTheValue() throws {
         let directory = try TemporaryDirectory()
-        let defaults = try Defaults(suiteName: "com.example.taken", directory: directory.url, watchesFiles: false)
-        let suitePath = directory.file("com.example.taken.plist").path
+        let location = try SuiteLocation(suiteName: "com.example.taken", directory: directory.path)
+        let clock = ManualStoreClock()
+        let store = SuiteStore(
+            location: location, backend: FileBackend(location: location, operations: SystemFileOperations()),
+            clock: clock)
+        #expect(store.load().isEmpty)
         let taken = directory.file("taken").path
         try Data().write(to: URL(fileURLWithPath: taken))
         SuiteFile.plannedTemporaryNames.withLock {
-            $0[suitePath] = Array(repeating: taken, count: SuiteFile.temporaryNameAttempts)
+            $0[location.path] = Array(repeating: taken, count: SuiteFile.temporaryNameAttempts)
         }
-        defaults.set("kept", forKey: "k")
-        let error = try #require(throws: DefaultsError.self) { try defaults.synchronize() }
+        store.set(.string("kept"), forKey: "k")
+        let error = try #require(throws: DefaultsError.self) { try store.flush() }
         #expect(error.code == .writeFailed)
-        #expect(defaults.string(forKey: "k") == "kept")
-        #expect(!FileManager.default.fileExists(atPath: suitePath))
-        try defaults.synchronize()
-        #expect(try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: suitePath))).value == ["k": "kept"])
+        #expect(store.value(forKey: "k") == .string("kept"))
+        #expect(!FileManager.default.fileExists(atPath: location.path))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: taken)).isEmpty, "the taken name was left as it was")
+        try store.flush()
+        #expect(
+            try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: location.path))).value == ["k": "kept"])
     }
 
     /// The registry of open stores forgets a store once it is gone (it used to keep an entry per
