@@ -48,6 +48,32 @@ import Testing
         #expect(try Self.values(directory, Self.suite + ".old") == ["other": 1], "the moved key left its old suite")
     }
 
+    /// The 8 racers watch and observe the suite: the one that runs the steps sees its changes with the
+    /// origin `.migration` (its watcher may reload before `migrate` does), the others with `.external`.
+    @Test func eachRacerSeesTheMigrationAsItsOwnOrAsExternal() throws {
+        let directory = try TemporaryDirectory()
+        try Self.seed(directory)
+        let go = directory.file("go").path
+        let racers = try (0..<8).map { _ in
+            try ProductRunner.start("TestHelper", ["migrate", directory.path, Self.suite, "0", go, "observe"])
+        }
+        for racer in racers {
+            try racer.waitForLine(on: .error, where: { $0 == "ready" }, describedAs: "the racer to observe the suite")
+        }
+        #expect(FileManager.default.createFile(atPath: go, contents: Data()))
+        var outputs: [String] = []
+        for racer in racers {
+            let result = racer.waitForExit()
+            #expect(result.status == 0 && result.standardError == "ready\n", "\(result)")
+            outputs.append(result.standardOutput)
+        }
+        let migrator = "ran 1\nran 2\nran 3\nran 4\norigin migration\n"
+        #expect(
+            outputs.filter { $0 == migrator }.count == 1, "one racer ran every step, seen as .migration: \(outputs)")
+        #expect(outputs.filter { $0 == "origin external\n" }.count == 7, "the others saw .external: \(outputs)")
+        #expect(try Self.values(directory) == Self.migrated)
+    }
+
     @Test func anotherProcessWatchingSeesTheMigrationAsExternalChanges() throws {
         let directory = try TemporaryDirectory()
         try Self.seed(directory)

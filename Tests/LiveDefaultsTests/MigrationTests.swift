@@ -45,6 +45,41 @@ import Testing
         token.cancel()
     }
 
+    /// A store that watches its file (the default) also hears of the migration's writes from its
+    /// watcher, which may reload before `migrate` does: its observers still see the origin
+    /// `.migration`, never `.external`, for the changes this process made.
+    @Test(arguments: 1...3)
+    func aWatchingStoreSeesItsOwnMigrationWithTheOriginMigration(round: Int) async throws {
+        let directory = try TemporaryDirectory()
+        try PropertyListCodec.encode(.dictionary(["fontsize": "14", "legacy": true]), format: .binary)
+            .write(to: directory.file("com.example.watched.plist"))
+        try PropertyListCodec.encode(.dictionary(["theme": "dark", "other": 1]), format: .binary)
+            .write(to: directory.file("com.example.watched-old.plist"))
+        let defaults = try Defaults(suiteName: "com.example.watched", directory: directory.url)
+        #expect(defaults.string(forKey: "fontsize") == "14")
+        let changes = Locked<[DefaultsChange<PropertyListValue?>]>([])
+        let token = defaults.observeAll(options: [.new]) { change in changes.withLock { $0.append(change) } }
+        defer { token.cancel() }
+
+        let ran = try defaults.migrate(to: 3) { step in
+            switch step.number {
+            case 1: step.rename("fontsize", to: "fontSize")
+            case 2: step.remove(["legacy"])
+            case 3: step.move(["theme"], fromSuite: "com.example.watched-old")
+            default: Issue.record("step \(step.number)")
+            }
+        }
+        #expect(ran == [1, 2, 3])
+        let done: PropertyListValue = ["version": 3]
+        #expect(
+            await eventually {
+                changes.withLock { $0.contains { $0.key == DefaultsMigration.recordKey && $0.newValue == done } }
+            }, "the finished record is delivered")
+        let seen = changes.withLock { $0 }
+        #expect(Set(seen.map(\.key)).isSuperset(of: ["fontsize", "fontSize", "legacy", "theme"]), "\(seen)")
+        #expect(seen.allSatisfy { $0.origin == .migration }, "\(seen.map { "\($0.key): \($0.origin)" })")
+    }
+
     @Test func aStepThatThrowsLeavesTheStepsBeforeItDoneAndIsTriedAgain() throws {
         struct Refused: Error {}
         let directory = try TemporaryDirectory()

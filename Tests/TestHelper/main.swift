@@ -74,12 +74,27 @@ case "fleet-set-and-die":
     fail("still alive")
 
 case "migrate":
-    // migrate <dir> <suite> <crash-at-step> <go-file>: waits for <go-file> to exist (so that racing
-    // processes start together), then runs the test migration (4 steps, each appending its number
-    // to the array "log"); exits 3 inside step <crash-at-step> (0: none), before it is written.
-    // Prints "ran <n>" for each step this process ran.
-    guard arguments.count == 5, let crashAt = Int(arguments[3]) else { fail("migrate <dir> <suite> <crash> <go>") }
-    let defaults = open(1)
+    // migrate <dir> <suite> <crash-at-step> <go-file> [observe]: waits for <go-file> to exist (so that
+    // racing processes start together), then runs the test migration (4 steps, each appending its
+    // number to the array "log"); exits 3 inside step <crash-at-step> (0: none), before it is written.
+    // Prints "ran <n>" for each step this process ran. With "observe", the suite is watched and
+    // observed from the start ("ready" on standard error once it is); once the migrated record has
+    // been delivered, prints "origin <origin>" for each origin its observers saw.
+    let observes = arguments.count == 6 && arguments[5] == "observe"
+    guard arguments.count == 5 || observes, let crashAt = Int(arguments[3]) else {
+        fail("migrate <dir> <suite> <crash> <go> [observe]")
+    }
+    let defaults: Defaults
+    do {
+        defaults = try Defaults(
+            suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]), watchesFiles: observes)
+    } catch {
+        fail("\(error)")
+    }
+    let seen = Locked<[DefaultsChange<PropertyListValue?>]>([])
+    let observation = defaults.observeAll(options: [.new]) { change in seen.withLock { $0.append(change) } }
+    defer { observation.cancel() }
+    if observes { FileHandle.standardError.write(Data("ready\n".utf8)) }
     while !FileManager.default.fileExists(atPath: arguments[4]) { usleep(200) }
     do {
         let ran = try defaults.migrate(to: 4) { step in
@@ -95,6 +110,14 @@ case "migrate":
             if step.number == crashAt { _exit(3) }
         }
         for number in ran { say("ran \(number)") }
+        guard observes else { break }
+        let done: PropertyListValue = ["version": 4]
+        let deadline = Date().addingTimeInterval(10)
+        while !seen.withLock({ $0.contains { $0.key == DefaultsMigration.recordKey && $0.newValue == done } }) {
+            guard Date() < deadline else { fail("the migrated record was not delivered") }
+            usleep(1000)
+        }
+        for origin in Set(seen.withLock { $0.map { "\($0.origin)" } }).sorted() { say("origin \(origin)") }
     } catch {
         fail("\(error)")
     }

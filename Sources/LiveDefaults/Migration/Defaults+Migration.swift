@@ -43,10 +43,23 @@ extension Defaults {
         }
         try synchronize()
         let migrator = FileMigrator(file: SuiteFile(location: suite.location))
-        // This store learns of the new file now (the steps done when one failed too), its
-        // observers with the origin `.migration`.
-        defer { MigrationMarks.withMark(on: suite) { suite.reload() } }
-        return try migrator.migrate(to: version, body)
+        // The store is marked from just before this process's first write (under the file's lock,
+        // so never for another process's migration) until its own reload below is done: the
+        // watcher hears of the write too and may reload first, and either reload delivers the
+        // changes with the origin `.migration`. Without a write, the reload is unmarked: the
+        // steps another process ran are `.external` here.
+        var marked = false
+        defer {
+            suite.reload()
+            if marked { MigrationMarks.unmark(suite) }
+        }
+        return try migrator.migrate(
+            to: version,
+            willWrite: {
+                guard !marked else { return }
+                MigrationMarks.mark(suite)
+                marked = true
+            }, body)
     }
 
     /// The origin a change the suite store reports is delivered with: `.migration` for the reload
@@ -62,14 +75,15 @@ enum MigrationMarks {
     private static let count = Atomic<Int>(0)
     private static let marked = Locked<Set<ObjectIdentifier>>([])
 
-    static func withMark<T>(on store: SuiteStore, _ body: () -> T) -> T {
+    /// Marks `store` until ``unmark(_:)``: its reloads deliver with the origin `.migration`.
+    static func mark(_ store: SuiteStore) {
         marked.withLock { _ = $0.insert(ObjectIdentifier(store)) }
         count.add(1, ordering: .sequentiallyConsistent)
-        defer {
-            marked.withLock { _ = $0.remove(ObjectIdentifier(store)) }
-            count.subtract(1, ordering: .sequentiallyConsistent)
-        }
-        return body()
+    }
+
+    static func unmark(_ store: SuiteStore) {
+        marked.withLock { _ = $0.remove(ObjectIdentifier(store)) }
+        count.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     static func isMarked(_ store: SuiteStore) -> Bool {

@@ -4,12 +4,25 @@ import Foundation
 struct FileMigrator {
     let file: SuiteFile
 
-    func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws(DefaultsError) -> [Int] {
+    /// Runs the pending steps under the suite file's lock and writes them with their record.
+    ///
+    /// - Parameters:
+    ///   - version: The number of the last step.
+    ///   - willWrite: Called under the lock before each write of this suite's file.
+    ///   - body: Makes each step's changes.
+    /// - Returns: The numbers of the steps run.
+    /// - Throws: ``DefaultsError`` as ``Defaults/migrate(to:_:)`` does.
+    func migrate(
+        to version: Int, willWrite: () -> Void, _ body: (inout DefaultsMigration) throws -> Void
+    ) throws(DefaultsError) -> [Int] {
         let name = file.location.name
         return try file.withLock(using: SystemFileOperations()) { (target) throws(DefaultsError) -> [Int] in
             var (values, format) = try read(file)
             var record = MigrationRecord(in: values)
-            if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
+            if !record.moving.isEmpty {
+                willWrite()
+                try finishMoves(&record, &values, format: format, target: target)
+            }
             // Every pending step runs on the values in memory; the result is written once, so
             // every process sees the migration as one change, and a crash leaves the file as it was.
             var ran: [Int] = []
@@ -40,6 +53,7 @@ struct FileMigrator {
             if let last = ran.last {
                 record = MigrationRecord(version: last, moving: moving)
                 values = record.stored(in: values)
+                willWrite()
                 try write(values, format: format, to: file, target: target)
                 if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
             }
