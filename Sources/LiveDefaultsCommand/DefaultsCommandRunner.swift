@@ -80,7 +80,8 @@ package struct DefaultsCommandRunner: Sendable {
     package var io: CommandIO
     /// Whether secret values are printed in full (`--show-secrets`).
     var revealsSecrets = false
-    /// Whether `write`'s value was given without a type flag (a schema may convert it: ``CommandSchema``).
+    /// Whether `write`'s value was given without a type flag, or the whole domain in old-style text (a schema may
+    /// convert it: ``CommandSchema``).
     var valueIsBare = false
 
     package init(domains: CommandDomains, io: CommandIO) {
@@ -106,6 +107,11 @@ package struct DefaultsCommandRunner: Sendable {
         var runner = self
         if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
             runner.valueIsBare = arguments[arguments.count - 2] != "-string"
+        }
+        // A whole domain in old-style text, `{ fontSize = 14; }`, has only strings: a schema reads each as a
+        // bare value. XML says its types.
+        if case .writeDomain = command, let text = arguments.last {
+            runner.valueIsBare = text.drop(while: \.isWhitespace).first != "<"
         }
         if let host = HostOption.host(in: arguments) {
             runner.domains = domains.forHost(host)
@@ -250,7 +256,14 @@ package struct DefaultsCommandRunner: Sendable {
         case .writeDomain(let domain, let values):
             let store = try openForWriting(domain, "write", keys: nil)
             try refuseForced(values.keys.sorted(), in: store, domain)
-            store.replacePersistentValues(try admitted(values, to: domain, in: store))
+            var replaced = try admitted(values, to: domain, in: store)
+            // The reserved keys are the library's, not settings: the migration record and a fleet suite's
+            // schema stay unless the new domain names them.
+            let current = store.persistentValues()
+            for key in [DefaultsMigration.recordKey, CommandSchema.reservedKey] where replaced[key] == nil {
+                replaced[key] = current[key]
+            }
+            store.replacePersistentValues(replaced)
             try save(store, domain)
 
         case .rename(let domain, let old, let new):

@@ -55,6 +55,28 @@ struct EtcdSchemaCommandTests {
         #expect(await machineA.run(["list-keys", remote]).standardOutput == "apiToken\nfontSize\ntheme\n")
         let schema = await machineA.run(["schema", remote])
         #expect(try DefaultsSchema(propertyListData: Data(schema.standardOutput.utf8)) == Self.schema)
+        let json = await machineA.run(["describe", remote, "--json"])
+        let entries = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [[String: Any]])
+        #expect(entries.map { $0["key"] as? String } == ["apiToken", "fontSize", "theme"], "\(json)")
+        #expect(entries[0]["value"] as? String == "<secret>" && entries[1]["value"] as? Int == 14, "\(json)")
+        #expect(
+            await machineA.run(["list-keys", remote, "--json"]).standardOutput
+                == #"["apiToken","fontSize","theme"]"# + "\n")
+        let document = await machineA.run(["schema", remote, "--json"]).standardOutput
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])
+        #expect(object["suite"] as? String == Self.suite && (object["keys"] as? [String: Any])?.count == 3)
+
+        // The whole domain in old-style text: converted by the schema, which stays in etcd.
+        let whole = await machineB.run(["write", remote, "{ fontSize = 20; theme = light; apiToken = tok-98765; }"])
+        #expect(whole.status == 0, "\(whole)")
+        #expect(await machineA.run(["read-type", remote, "fontSize"]).standardOutput == "Type is integer\n")
+        let kept = await machineA.run(["schema", remote])
+        #expect(try DefaultsSchema(propertyListData: Data(kept.standardOutput.utf8)) == Self.schema, "\(kept)")
+        #expect(
+            await machineB.run(["reset", remote, "theme", "--json"]).standardOutput == #"{"reset":["theme"]}"# + "\n")
+        #expect(await machineA.run(["read", remote, "theme"]).status == 1, "back to its default")
+
         let reset = await machineB.run(["reset", remote, "--json"])
         #expect(reset.standardOutput == #"{"reset":["apiToken","fontSize"]}"# + "\n", "\(reset)")
         #expect(await machineA.run(["list-keys", remote]).status == 0)

@@ -159,6 +159,24 @@ extension CommandOutcome {
         #expect(try Data(contentsOf: fixture.file) == before)
     }
 
+    /// Old-style text has only strings (`{ fontSize = 20; }`): each is read as a bare value is. XML says its types.
+    /// The reserved keys are not settings: a whole domain written keeps the migration record.
+    @Test func aWholeDomainInOldStyleTextIsConvertedAndKeepsTheMigrationRecord() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, DefaultsMigration.recordKey, "-dict", "version", "-int", "2")
+        fixture.succeed("write", Self.suite, "old", "gone")
+        fixture.succeed("write", Self.suite, "{ fontSize = 20; volume = 0.25; autosave = no; theme = dark; }")
+        #expect(
+            try fixture.values() == [
+                "fontSize": 20, "volume": .real(0.25), "autosave": false, "theme": "dark",
+                DefaultsMigration.recordKey: ["version": 2],
+            ])
+        let before = try Data(contentsOf: fixture.file)
+        let typed = fixture.run("write", Self.suite, "<dict><key>fontSize</key><string>20</string></dict>")
+        #expect(typed.status == 1 && typed.standardError.contains("expects an integer, not a string"), "\(typed)")
+        #expect(try Data(contentsOf: fixture.file) == before)
+    }
+
     // MARK: describe, list-keys, reset, schema
 
     @Test func describeShowsTypeDefaultAllowedValuesSummaryAndValue() throws {
