@@ -24,7 +24,9 @@ extension FleetSuite {
     ///   - body: Makes step `step.number`'s changes to `step`.
     /// - Returns: The numbers of the steps this process committed.
     /// - Throws: `DefaultsError`: `migrationFailed` when `body` throws, asks for a move, or changes
-    ///   more keys than one etcd transaction takes; `remoteUnavailable` when etcd cannot be reached.
+    ///   more keys than one etcd transaction takes (then none of the pending steps is committed, unlike
+    ///   a file suite's, which keeps the steps before the one that failed); `remoteUnavailable` when
+    ///   etcd cannot be reached.
     @discardableResult
     public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
         let client = EtcdClient(
@@ -53,10 +55,12 @@ extension FleetSuite {
                 do {
                     result = try MigrationRecord.run(step: number, over: migrated, body)
                 } catch {
-                    throw failure(step: number, "failed", SendableDescription(error))
+                    throw failure(step: number, after: record.version, "failed", SendableDescription(error))
                 }
                 guard result.moves.isEmpty else {
-                    throw failure(step: number, "asks to move keys from another suite, which only file suites do", nil)
+                    throw failure(
+                        step: number, after: record.version,
+                        "asks to move keys from another suite, which only file suites do", nil)
                 }
                 migrated = result.values
             }
@@ -64,7 +68,10 @@ extension FleetSuite {
             let number = record.version + 1
             let changed = Set(next.keys).union(values.keys).filter { next[$0] != values[$0] }.sorted()
             guard changed.count <= EtcdClient.maximumOperationsPerTransaction / 2 else {
-                throw failure(step: number, "changes \(changed.count) keys, more than one etcd transaction takes", nil)
+                throw failure(
+                    step: version, after: record.version,
+                    "makes steps \(number) to \(version) change \(changed.count) keys, more than one etcd transaction takes",
+                    nil)
             }
             let revisions = Dictionary(
                 kvs.compactMap { kv in kv.key.map { ($0.data, kv.mod_revision?.value ?? 0) } }, uniquingKeysWith: max)
@@ -82,7 +89,9 @@ extension FleetSuite {
                     }
                 }
             } catch {
-                throw failure(step: number, "made a value that cannot be encoded", SendableDescription(error))
+                throw failure(
+                    step: number, after: record.version, "made a value that cannot be encoded",
+                    SendableDescription(error))
             }
             let committed: Bool
             do {
@@ -90,18 +99,31 @@ extension FleetSuite {
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable,
-                    "Step \(number) of the migration of fleet suite \"\(name)\" could not be committed: \(error). "
-                        + "Steps 1 to \(number - 1) are done; the next start tries again.",
+                    "Steps \(number) to \(version) of the migration of fleet suite \"\(name)\" could not be committed: "
+                        + "\(error). \(Self.done(through: record.version)) The next start tries again.",
                     suite: name, underlying: SendableDescription(error))
             }
             if committed { ran = Array(number...version) }
         }
     }
 
-    private func failure(step number: Int, _ problem: String, _ cause: SendableDescription?) -> DefaultsError {
+    /// The pending steps are committed together, so a failure commits none of them: the record is
+    /// still at `recorded`.
+    private func failure(step number: Int, after recorded: Int, _ problem: String, _ cause: SendableDescription?)
+        -> DefaultsError
+    {
         DefaultsError(
             .migrationFailed,
-            "Step \(number) of the migration of fleet suite \"\(name)\" \(problem); steps 1 to \(number - 1) are done.",
+            "Step \(number) of the migration of fleet suite \"\(name)\" \(problem); no step of this run was "
+                + "committed. \(Self.done(through: recorded)) The next start tries again from step \(recorded + 1).",
             suite: name, underlying: cause)
+    }
+
+    private static func done(through recorded: Int) -> String {
+        switch recorded {
+        case 0: "No step is done."
+        case 1: "Step 1 is done."
+        default: "Steps 1 to \(recorded) are done."
+        }
     }
 }

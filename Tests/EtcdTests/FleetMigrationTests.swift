@@ -35,6 +35,12 @@ struct FleetMigrationTests {
         #expect(await eventually(within: 10) { defaults.string(forKey: "old") == "kept value" })
         let changes = Locked<[DefaultsChange<PropertyListValue?>]>([])
         let token = defaults.observeAll(options: [.new]) { change in changes.withLock { $0.append(change) } }
+        // The log as each change notification finds it (the first may be the one for "old").
+        let logs = Locked<[[Int]?]>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: Defaults.didChangeNotification, object: defaults, queue: nil
+        ) { _ in logs.withLock { $0.append(defaults.array(forKey: "log") as? [Int]) } }
+        defer { NotificationCenter.default.removeObserver(observer) }
 
         let go = scenario.scratch.file("go").path
         let processes = try (0..<3).map { index in
@@ -71,9 +77,39 @@ struct FleetMigrationTests {
             ])
         #expect(await eventually(within: 10) { defaults.string(forKey: "new") == "kept value" })
         #expect(await eventually(within: 10) { defaults.array(forKey: "log")?.count == 3 })
+        // One burst: the log goes from nothing to all three steps in one change, and no notification
+        // finds it part way.
+        #expect(await eventually { logs.withLock { $0.contains { $0 == [1, 2, 3] } } })
+        #expect(logs.withLock { $0 }.allSatisfy { $0 == nil || $0 == [1, 2, 3] }, "\(logs.withLock { $0 })")
+        #expect(changes.withLock { $0 }.filter { $0.key == "log" }.map(\.newValue) == [[1, 2, 3]])
         let seen = changes.withLock { $0 }
         #expect(seen.allSatisfy { $0.origin == .external }, "another process's migration")
         #expect(seen.contains { $0.key == "old" && $0.newValue == nil } && seen.contains { $0.key == "new" })
         token.cancel()
+    }
+
+    /// The pending steps are committed together: when one throws, none is, and the message says so
+    /// (the record and the values in etcd are as they were).
+    @Test func aStepThatThrowsCommitsNoneOfThePendingStepsAndSaysSo() async throws {
+        struct Refused: Error {}
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let suite = try scenario.suite()
+        #expect(try suite.migrate(to: 1) { step in step.set("one", forKey: "first") } == [1])
+        #expect {
+            try suite.migrate(to: 3) { step in
+                step.set(.integer(Int64(step.number)), forKey: "step\(step.number)")
+                if step.number == 3 { throw Refused() }
+            }
+        } throws: { error in
+            guard let error = error as? DefaultsError, error.code == .migrationFailed else { return false }
+            return error.message.contains("Step 3 ")
+                && error.message.contains("no step of this run was committed. Step 1 is done.")
+                && error.message.contains("tries again from step 2")
+        }
+        let (_, kvs) = try scenario.raw.range(prefix: suite.prefix)
+        var mirror = EtcdMirror(prefix: suite.prefix)
+        _ = mirror.resync(header: EtcdResponseHeader(), kvs: kvs)
+        #expect(mirror.values == ["first": "one", DefaultsMigration.recordKey: ["version": 1]])
     }
 }
