@@ -69,7 +69,8 @@ package struct CommandSchema: Sendable {
         package var given: PropertyListValue
         package var source: String
 
-        /// `Key fontSize expects an integer, not a string ("big") (schema: …).` — a secret value is not quoted.
+        /// `defaults: key fontSize of <domain> expects an integer, not a string (big), by the schema at …` — a secret
+        /// value is not quoted.
         package func message(domain: String) -> String {
             let shown = entry.isSecret ? "" : " (\(OpenStepWriter.singleLineString(for: given)))"
             return "defaults: key \(key) of \(domain) \(problem)\(shown), by the schema at \(source).\n"

@@ -12,7 +12,8 @@ extension Defaults {
     /// leaves the file as it was, and the next start runs the steps again. (When a step throws, the
     /// steps before it are written.) Observers in this process see the changes as one burst with
     /// the origin ``ChangeOrigin/migration``; other processes see one burst of
-    /// ``ChangeOrigin/external`` changes.
+    /// ``ChangeOrigin/external`` changes. (A ``DefaultsMigration/move(_:fromSuite:)`` adds a
+    /// second write, of the record alone, once the old suite has let go of the keys.)
     ///
     /// ```swift
     /// try defaults.migrate(to: 2) { step in
