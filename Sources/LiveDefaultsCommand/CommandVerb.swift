@@ -219,7 +219,10 @@ package struct CommandVerb: Sendable {
         lines += ValueArguments.Flag.all.map { "  \($0.helpName) \($0.helpArguments)" }
         lines += [
             "",
-            "Domains are files <domain>.plist in $XDG_CONFIG_HOME (else ~/.config).",
+            "Domains are files <domain>.plist in $XDG_CONFIG_HOME (else ~/.config); schemas are files",
+            "<domain>.plist in $XDG_DATA_HOME/livedefaults/schemas (else ~/.local/share/...), then in",
+            "<dir>/livedefaults/schemas for each <dir> of $XDG_DATA_DIRS. Values a schema marks secret",
+            "print as <secret>; --show-secrets after read, find, describe, watch or explain prints them.",
             "Exit status: 0 on success; 1 when a domain or key does not exist, a value is refused or a",
             "write fails; 255 for a malformed command line, after this help (nothing is changed).",
         ]

@@ -263,6 +263,20 @@ extension CommandOutcome {
         #expect(try fixture.values()["apiToken"] == "tok-123456", "stored in full")
     }
 
+    /// The help names where schemas are looked for, and the flag that shows secrets after the verbs that take it.
+    @Test func theHelpNamesTheSchemaDirectoriesAndTheFlagThatShowsSecrets() throws {
+        let help = CommandVerb.helpText
+        #expect(help.contains("$XDG_DATA_HOME/livedefaults/schemas") && help.contains("of $XDG_DATA_DIRS"), "\(help)")
+        #expect(help.contains("--show-secrets after read, find, describe, watch or explain"), "\(help)")
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
+        for arguments in [
+            ["read", Self.suite], ["find", "tok-1"], ["describe", Self.suite], ["explain", Self.suite, "apiToken"],
+        ] {
+            #expect(fixture.succeed(arguments + ["--show-secrets"]).contains("tok-123456"), "\(arguments)")
+        }
+    }
+
     @Test func explainRedactsASecretInEveryLayerUnlessAskedFor() throws {
         let fixture = try SchemaFixture()
         fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
