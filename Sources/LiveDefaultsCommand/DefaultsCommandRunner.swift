@@ -273,7 +273,8 @@ package struct DefaultsCommandRunner: Sendable {
                     "Key \(old) does not exist in domain \(domain.displayName); leaving defaults unchanged\n")
             }
             if old != new {
-                store.set(value, forKey: new)
+                // The value lands at a key the schema may describe: checked as a write of it is.
+                store.set(try admitted([new: value], to: domain, in: store)[new], forKey: new)
                 store.set(nil, forKey: old)
                 try save(store, domain, renaming: true)
             }

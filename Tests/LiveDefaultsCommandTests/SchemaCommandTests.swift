@@ -177,6 +177,19 @@ extension CommandOutcome {
         #expect(try Data(contentsOf: fixture.file) == before)
     }
 
+    /// `rename` puts a value at a key the schema may describe: it is checked as a write of that key is.
+    @Test func renamingOntoAKeyOfTheSchemaIsChecked() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "size", "-string", "big")
+        fixture.succeed("write", Self.suite, "oldTheme", "dark")
+        let before = try Data(contentsOf: fixture.file)
+        let refused = fixture.run("rename", Self.suite, "size", "fontSize")
+        #expect(refused.status == 1 && refused.standardError.contains("expects an integer, not a string"), "\(refused)")
+        #expect(try Data(contentsOf: fixture.file) == before)
+        fixture.succeed("rename", Self.suite, "oldTheme", "theme")
+        #expect(try fixture.values() == ["size": "big", "theme": "dark"])
+    }
+
     // MARK: describe, list-keys, reset, schema
 
     @Test func describeShowsTypeDefaultAllowedValuesSummaryAndValue() throws {
