@@ -16,8 +16,11 @@ extension FleetSuite {
     ///
     /// `body` may be evaluated by several processes racing for the same step, and by one process
     /// more than once; only one result is committed, so it must change only `step`. Every process
-    /// with the suite open, this one included, sees the changes as one burst with the origin
-    /// `ChangeOrigin.external`. Moving keys from another suite is for suites kept in a file.
+    /// with the suite open sees the changes as one burst, with the origin `ChangeOrigin.migration`
+    /// in this process (its store of the suite, found by the suite's description, reads them
+    /// before this returns; the record names the commit, `commit`, so that this process knows it
+    /// as its own) and `ChangeOrigin.external` in the others. Moving keys from another suite is
+    /// for suites kept in a file.
     ///
     /// - Parameters:
     ///   - version: The number of the last step.
@@ -64,7 +67,10 @@ extension FleetSuite {
                 }
                 migrated = result.values
             }
-            let next = MigrationRecord(version: version).stored(in: migrated)
+            // The record names this commit: this process's store, if it has the suite open, delivers
+            // the watch's news of it with the origin `.migration` (other processes: `.external`).
+            let commit = UUID().uuidString
+            let next = MigrationRecord(version: version, commit: commit).stored(in: migrated)
             let number = record.version + 1
             let changed = Set(next.keys).union(values.keys).filter { next[$0] != values[$0] }.sorted()
             guard changed.count <= EtcdClient.maximumOperationsPerTransaction / 2 else {
@@ -93,7 +99,9 @@ extension FleetSuite {
                     step: number, after: record.version, "made a value that cannot be encoded",
                     SendableDescription(error))
             }
-            let committed: Bool
+            MigrationMarks.expect(commit: commit)
+            defer { MigrationMarks.forget(commit: commit) }
+            let committed: (succeeded: Bool, revision: Int64)
             do {
                 committed = try client.commit(puts: puts, deletes: deletes, unchanged: unchanged)
             } catch {
@@ -103,8 +111,21 @@ extension FleetSuite {
                         + "\(error). \(Self.done(through: record.version)) The next start tries again.",
                     suite: name, underlying: SendableDescription(error))
             }
-            if committed { ran = Array(number...version) }
+            if committed.succeeded {
+                ran = Array(number...version)
+                showCommitted(at: committed.revision)
+            }
         }
+    }
+
+    /// Waits for this process's store of the suite, if it has one, to hear of the commit at
+    /// `revision` (`FleetConnection.updateVisibleWithin` at most, as an update does), while the
+    /// commit is expected: reads after `migrate` see the migration, and observers get it with the
+    /// origin `.migration`. A watch later than that brings it as `.external`.
+    private func showCommitted(at revision: Int64) {
+        guard let store = FleetStores.existing(self), let backend = store.backend as? FleetBackend else { return }
+        _ = backend.follower.waitForRevision(revision, until: ContinuousClock.now + FleetConnection.updateVisibleWithin)
+        store.reload()
     }
 
     /// The pending steps are committed together, so a failure commits none of them: the record is

@@ -5,10 +5,10 @@ extension EtcdClient {
     /// its modification revision (0: the key is still absent). Never tried again here, nor on another
     /// member when its outcome is unknown: the caller reads again and decides.
     ///
-    /// - Returns: Whether every compare held (the changes were made).
+    /// - Returns: Whether every compare held (the changes were made), and the revision they were made at.
     package func commit(
         puts: [(key: Data, value: Data)], deletes: [Data], unchanged: [(key: Data, modRevision: Int64)]
-    ) throws -> Bool {
+    ) throws -> (succeeded: Bool, revision: Int64) {
         let compares = unchanged.map { guarded in
             guarded.modRevision == 0
                 ? EtcdCompare(
@@ -22,6 +22,6 @@ extension EtcdClient {
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
         let response: EtcdTxnResponse = try call(
             "/v3/kv/txn", EtcdTxnRequest(compare: compares, success: operations, failure: []), idempotent: false)
-        return response.succeeded == true
+        return (response.succeeded == true, response.header?.revisionValue ?? 0)
     }
 }

@@ -71,10 +71,11 @@ struct FleetMigrationTests {
         let (_, kvs) = try raw.range(prefix: prefix)
         var mirror = EtcdMirror(prefix: prefix)
         _ = mirror.resync(header: EtcdResponseHeader(), kvs: kvs)
+        var values = mirror.values
+        let record = try #require(values.removeValue(forKey: DefaultsMigration.recordKey)?.dictionaryValue)
+        #expect(values == ["log": [1, 2, 3], "new": "kept value"])
         #expect(
-            mirror.values == [
-                "log": [1, 2, 3], "new": "kept value", DefaultsMigration.recordKey: ["version": 3],
-            ])
+            record["version"] == 3 && record["commit"]?.stringValue != nil, "the record names its commit: \(record)")
         #expect(await eventually(within: 10) { defaults.string(forKey: "new") == "kept value" })
         #expect(await eventually(within: 10) { defaults.array(forKey: "log")?.count == 3 })
         // One burst: the log goes from nothing to all three steps in one change, and no notification
@@ -110,6 +111,35 @@ struct FleetMigrationTests {
         let (_, kvs) = try scenario.raw.range(prefix: suite.prefix)
         var mirror = EtcdMirror(prefix: suite.prefix)
         _ = mirror.resync(header: EtcdResponseHeader(), kvs: kvs)
-        #expect(mirror.values == ["first": "one", DefaultsMigration.recordKey: ["version": 1]])
+        #expect(mirror.values["first"] == "one" && mirror.values.count == 2, "\(mirror.values)")
+        #expect(mirror.values[DefaultsMigration.recordKey]?.dictionaryValue?["version"] == 1)
+    }
+
+    /// The process that migrates, with the suite open, sees its own migration with the origin
+    /// `.migration`, in one burst, before `migrate` returns. Other processes see `.external` (the race above).
+    @Test func theProcessThatMigratesSeesItsOwnMigrationAsMigration() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let suite = try scenario.suite()
+        _ = try scenario.raw.commit(
+            puts: [(EtcdMirror.etcdKey("old", prefix: suite.prefix), try EtcdMirror.encode("kept value"))], deletes: [])
+        let defaults = try Defaults.fleet(suite)
+        #expect(await eventually(within: 10) { defaults.string(forKey: "old") == "kept value" })
+        let seen = Locked<[DefaultsChange<PropertyListValue?>]>([])
+        let token = defaults.observeAll(options: [.new]) { change in seen.withLock { $0.append(change) } }
+        defer { token.cancel() }
+
+        let ran = try suite.migrate(to: 2) { step in
+            if step.number == 1 { step.rename("old", to: "new") }
+            if step.number == 2 { step.set(true, forKey: "added") }
+        }
+        #expect(ran == [1, 2])
+        #expect(defaults.string(forKey: "new") == "kept value" && defaults.bool(forKey: "added"), "read on return")
+        // The follower's thread may still be delivering the changes it applied.
+        #expect(await eventually(within: 10) { seen.withLock { $0.count } >= 4 })
+        let changes = seen.withLock { $0 }
+        #expect(Set(changes.map(\.key)) == ["old", "new", "added", DefaultsMigration.recordKey], "\(changes)")
+        #expect(changes.allSatisfy { $0.origin == .migration }, "\(changes.map { "\($0.key): \($0.origin)" })")
+        #expect(changes.count == 4, "one change per key: one burst")
     }
 }

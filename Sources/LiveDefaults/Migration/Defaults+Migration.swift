@@ -64,17 +64,44 @@ extension Defaults {
     }
 
     /// The origin a change the suite store reports is delivered with: `.migration` for the reload
-    /// that follows a migration in this process.
-    func deliveredOrigin(_ origin: ChangeOrigin, from store: SuiteStore) -> ChangeOrigin {
-        origin == .external && MigrationMarks.isMarked(store) ? .migration : origin
+    /// that follows a migration in this process, and for a fleet suite's change that brings a
+    /// record this process committed. Called under the ``ChangeLock``.
+    func deliveredOrigin(_ origin: ChangeOrigin, from store: SuiteStore, keys: ChangedKeys) -> ChangeOrigin {
+        origin == .external && MigrationMarks.isMigration(store, keys: keys) ? .migration : origin
     }
 }
 
-/// The stores whose next reload is a migration's, in this process.
-enum MigrationMarks {
-    /// How many stores are marked: zero on every change but a migration's, one relaxed load.
+/// The migrations this process is making: the stores whose reloads are a migration's (a file
+/// suite's, marked while `migrate` writes and reloads), and the commits of fleet migrations whose
+/// record the watch has yet to bring.
+package enum MigrationMarks {
+    /// How many marks and commits there are: zero on every change but a migration's, one relaxed load.
     private static let count = Atomic<Int>(0)
     private static let marked = Locked<Set<ObjectIdentifier>>([])
+    private static let commits = Locked<Set<String>>([])
+
+    /// Whether a change of `keys` in `store` is this process's migration. Called under the ``ChangeLock``.
+    static func isMigration(_ store: SuiteStore, keys: ChangedKeys) -> Bool {
+        guard count.load(ordering: .relaxed) > 0 else { return false }
+        if marked.withLock({ $0.contains(ObjectIdentifier(store)) }) { return true }
+        guard case .many(let changed) = keys, changed.contains(DefaultsMigration.recordKey),
+            let record = store.orderedValue(forKey: DefaultsMigration.recordKey),
+            let commit = MigrationRecord(in: [DefaultsMigration.recordKey: record]).commit
+        else { return false }
+        return commits.withLock { $0.contains(commit) }
+    }
+
+    /// Until ``forget(commit:)``, a change that brings a record naming `commit` is delivered with
+    /// the origin `.migration` (a fleet suite's migration, which the watch brings back).
+    package static func expect(commit: String) {
+        commits.withLock { _ = $0.insert(commit) }
+        count.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    package static func forget(commit: String) {
+        commits.withLock { _ = $0.remove(commit) }
+        count.subtract(1, ordering: .sequentiallyConsistent)
+    }
 
     /// Marks `store` until ``unmark(_:)``: its reloads deliver with the origin `.migration`.
     static func mark(_ store: SuiteStore) {
@@ -87,8 +114,4 @@ enum MigrationMarks {
         count.subtract(1, ordering: .sequentiallyConsistent)
     }
 
-    static func isMarked(_ store: SuiteStore) -> Bool {
-        guard count.load(ordering: .relaxed) > 0 else { return false }
-        return marked.withLock { $0.contains(ObjectIdentifier(store)) }
-    }
 }

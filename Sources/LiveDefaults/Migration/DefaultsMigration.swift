@@ -21,7 +21,8 @@ import Foundation
 public struct DefaultsMigration: Sendable {
     /// The key of the suite that records the migrations run: a dictionary with `version` (the
     /// last step run) and, while a ``move(_:fromSuite:)`` is finishing, `moving` (the keys still to
-    /// remove from their old suite). Reserved: do not write it yourself.
+    /// remove from their old suite); a fleet suite's also has `commit`, a name for the etcd
+    /// transaction that wrote it. Reserved: do not write it yourself.
     public static let recordKey = "LiveDefaults.migration"
 
     /// The step's number (1 for the first).

@@ -6,10 +6,14 @@ package struct MigrationRecord: Sendable, Equatable {
     package var version: Int
     /// Suite name → keys to remove there (a ``DefaultsMigration/move(_:fromSuite:)`` half done).
     package var moving: [String: [String]]
+    /// A fleet suite's: names the commit that wrote the record, so that the process that made it
+    /// delivers it with the origin `.migration` when the watch brings it (``MigrationMarks``).
+    package var commit: String?
 
-    package init(version: Int = 0, moving: [String: [String]] = [:]) {
+    package init(version: Int = 0, moving: [String: [String]] = [:], commit: String? = nil) {
         self.version = version
         self.moving = moving
+        self.commit = commit
     }
 
     /// The record in `values`; none (version 0) when the key is absent or not a record.
@@ -26,7 +30,7 @@ package struct MigrationRecord: Sendable, Equatable {
                 if case .array(let names) = keys { moving[suite] = names.compactMap(\.stringValue) }
             }
         }
-        self.init(version: version, moving: moving)
+        self.init(version: version, moving: moving, commit: record["commit"]?.stringValue)
     }
 
     /// The record as stored.
@@ -35,6 +39,7 @@ package struct MigrationRecord: Sendable, Equatable {
         if !moving.isEmpty {
             record["moving"] = .dictionary(moving.mapValues { .array($0.map(PropertyListValue.string)) })
         }
+        if let commit { record["commit"] = .string(commit) }
         return .dictionary(record)
     }
 

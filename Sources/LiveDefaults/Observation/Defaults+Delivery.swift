@@ -32,7 +32,7 @@ extension Defaults {
     /// - Returns: What to deliver once the change lock is released, or nil.
     func storeChanged(_ store: SuiteStore, keys: ChangedKeys, origin: ChangeOrigin) -> Delivery? {
         if store !== suite, let delivery = refreshAdministered(store, keys, origin: origin) { return delivery }
-        return applyRefresh(keys, origin: deliveredOrigin(origin, from: store))
+        return applyRefresh(keys, origin: deliveredOrigin(origin, from: store, keys: keys))
     }
 
     /// What a change leaves to do once the change lock is released.
