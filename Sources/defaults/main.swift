@@ -3,15 +3,11 @@ import LiveDefaults
 import LiveDefaultsCommand
 
 // The `defaults` command: all parsing and logic live in LiveDefaultsCommand, where they are tested in process.
-// The command reports file problems itself (once, in its own words). Passed on: a degraded watch, and
-// what an administrator's file does that no verb's output shows — a managed file ignored because a
-// user could change it, a key set (by `rename` or `import`) that a managed file forces.
+// The command reports file problems itself (once, in its own words); CommandNotes says which of the
+// library's reports are passed on.
 DefaultsErrorReporting.setHandler { error in
-    switch error.code {
-    case .watchingDegraded, .untrustedManagedFile, .forcedKey:
-        FileHandle.standardError.write(Data("defaults: note: \(error.message)\n".utf8))
-    default:
-        break
+    if let note = CommandNotes.note(for: error, administeredSettings: AdministeredSettings.fromEnvironment) {
+        FileHandle.standardError.write(Data(note.utf8))
     }
 }
 let runner = DefaultsCommandRunner(domains: CommandDomains(), io: .standard)

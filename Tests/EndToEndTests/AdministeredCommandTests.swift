@@ -98,6 +98,29 @@ struct AdministeredCommandTests {
         #expect(written.standardError.contains(world.path("managed")), "\(written)")
     }
 
+    @Test func anAdministratorsFileThatDoesNotParseIsNotedAndTheDomainsOwnIsNot() throws {
+        let world = try AdministeredFixture()
+        try Data("{ homepage = ".utf8).write(to: URL(fileURLWithPath: world.path("managed")))
+        try Data("<plist".utf8).write(to: URL(fileURLWithPath: world.path("xdg2")))
+        try world.put(["homepage": "https://mine"], "home")
+
+        let explained = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(explained.standardOutput == "* suite  \(world.path("home"))  \"https://mine\"\n", "\(explained)")
+        let notes = explained.standardError.split(separator: "\n")
+        #expect(notes.count == 2, "\(explained)")
+        #expect(notes.first?.hasPrefix("defaults: note: The suite file \(world.path("managed")) ") == true)
+        #expect(notes.last?.hasPrefix("defaults: note: The suite file \(world.path("xdg2")) ") == true)
+        // The domain's own corrupt file is the verb's error, said once, with no note.
+        try Data("{ homepage = ".utf8).write(to: URL(fileURLWithPath: world.path("home")))
+        let own = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(own.status == 1)
+        let lines = own.standardError.split(separator: "\n")
+        #expect(lines.count == 3, "\(own)")
+        #expect(
+            lines.last?.hasPrefix("defaults: cannot read domain com.example.app: The suite file \(world.path("home")) ")
+                == true)
+    }
+
     @Test func aKeyThatAManagedFileForcesSetByRenameIsKeptAndNoted() throws {
         let world = try AdministeredFixture()
         try world.put(["homepage": "https://intranet"], "managed")
