@@ -74,6 +74,10 @@ struct AdministeredCommandTests {
         let wholeDomain = try world.defaults("write", "com.example.app", "{ homepage = x; other = 2; }")
         #expect(wholeDomain.status == 1)
         #expect(wholeDomain.standardError.contains(world.path("managed")), "\(wholeDomain)")
+        // This machine's own file is the domain's too: the key is forced there as well.
+        let thisMachine = try world.defaults("-currentHost", "write", "com.example.app", "homepage", "x")
+        #expect(thisMachine.status == 1)
+        #expect(thisMachine.standardError.contains(world.path("managed")), "\(thisMachine)")
         // Nothing made, changed or removed anywhere: the user's, the system-wide and the managed file.
         #expect(try world.files() == before)
 
