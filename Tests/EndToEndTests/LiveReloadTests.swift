@@ -53,7 +53,7 @@ final class LiveSuite {
         try shell(
             "python3 -c \"import plistlib, os; p='\(path)'; d=plistlib.load(open(p,'rb')) if os.path.exists(p) else {}; "
                 + "d['sentinel']=d.get('sentinel',0)+1; plistlib.dump(d, open(p+'.s','wb')); os.replace(p+'.s', p)\"")
-        let received = await eventually(within: 10) { log.all.contains { $0.key == "sentinel" } }
+        let received = await eventually { log.all.contains { $0.key == "sentinel" } }
         #expect(received, "the sentinel change arrived; log: \(log.all)")
     }
 
@@ -518,7 +518,7 @@ final class LiveSuite {
                 return away
             }
             if away >= FileWatcher.deletionGrace { slowRounds.insert(round) }
-            guard await eventually(within: 5, { defaults.string(forKey: "theme") == "flick-\(round)" }) else { break }
+            guard await eventually({ defaults.string(forKey: "theme") == "flick-\(round)" }) else { break }
             arrived = round
         }
         #expect(arrived == round, "\(replacement): the value of every round arrived")

@@ -78,7 +78,7 @@ import Testing
             opened.withLock { $0 = defaults }
         }
         thread.start()
-        #expect(await eventually(within: 5) { opened.withLock { $0 != nil } }, "opening returned")
+        #expect(await eventually { opened.withLock { $0 != nil } }, "opening returned")
         let defaults = try #require(opened.withLock { $0 })
         let error = try #require(defaults.lastError)
         #expect(error.code == .readFailed)
@@ -258,7 +258,7 @@ import Testing
         try first.synchronize()
         try second.synchronize()
         for key in keys {
-            let settled = await eventually(within: 10) {
+            let settled = await eventually {
                 lastSeen.withLock { $0[key] } == .some(first.propertyList(forKey: key))
                     && first.propertyList(forKey: key) == second.propertyList(forKey: key)
             }

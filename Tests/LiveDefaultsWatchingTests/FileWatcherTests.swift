@@ -45,7 +45,7 @@ private func startWatching(
 ) async throws -> (FileWatch, CallRecorder) {
     let recorder = CallRecorder(path: path)
     let watch = watcher.watch(path: path, onChange: recorder.onChange)
-    try #require(await eventually(within: 5) { recorder.count >= 1 && watch.isQuiet })
+    try #require(await eventually { recorder.count >= 1 && watch.isQuiet })
     return (watch, recorder)
 }
 
@@ -54,7 +54,7 @@ private func startWatching(
 private func expectCalls(
     _ expected: Int, _ recorder: CallRecorder, _ watch: FileWatch, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
-    let settled = await eventually(within: 5) { recorder.count >= expected && watch.isQuiet }
+    let settled = await eventually { recorder.count >= expected && watch.isQuiet }
     #expect(settled, "waiting for \(expected) calls", sourceLocation: sourceLocation)
     #expect(recorder.count == expected, sourceLocation: sourceLocation)
 }
@@ -165,7 +165,7 @@ private func run(_ arguments: [String]) throws {
             // file coming back can be seen apart. The grace above is counted exactly.)
             let back = ContinuousClock.now
             try write("back", to: path, atomically: false)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > back && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > back && $0.fileExisted } })
         }
     }
 
@@ -181,7 +181,7 @@ private func run(_ arguments: [String]) throws {
             try write("other, again", to: other, atomically: false)
             try write("temporary", to: directory + "/suite.plist.tmp", atomically: false)
             try FileManager.default.removeItem(atPath: directory + "/suite.plist.tmp")
-            #expect(await eventually(within: 5) { otherRecorder.count >= 2 && otherWatch.isQuiet })
+            #expect(await eventually { otherRecorder.count >= 2 && otherWatch.isQuiet })
             #expect(recorder.count == 1)
             try write("two", to: path, atomically: true)
             await expectCalls(2, recorder, watch)
@@ -266,7 +266,7 @@ private func run(_ arguments: [String]) throws {
             // Every file's change is seen. (Exact counts are checked by the single-file tests; with 40
             // files and a loaded machine the contract's harmless spurious call may occur here.)
             for (watch, recorder) in watches {
-                #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "\(recorder.path)")
+                #expect(await eventually { recorder.count >= 2 && watch.isQuiet }, "\(recorder.path)")
             }
         }
     }
@@ -282,10 +282,10 @@ private func run(_ arguments: [String]) throws {
             usleep(1000)  // the scenario under test (a change 1 ms later), not synchronisation
             let written = ContinuousClock.now
             try write("one", to: path, atomically: true)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > written && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > written && $0.fileExisted } })
             // How soon, in a process whose inotify wait is stretched so that "late" is unmistakable:
             // WatcherProcessTests.changeOneMillisecondAfterWatchIsSeenAtOnce.
-            #expect(await eventually(within: 5) { watch.isQuiet })
+            #expect(await eventually { watch.isQuiet })
         }
     }
 
@@ -301,13 +301,13 @@ private func run(_ arguments: [String]) throws {
             #expect(recorder.all.last?.fileExisted == false)
             try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
             try write("two", to: path, atomically: false)
-            #expect(await eventually(within: 5) { recorder.all.last?.fileExisted == true && watch.isQuiet })
+            #expect(await eventually { recorder.all.last?.fileExisted == true && watch.isQuiet })
             // The new directory is watched: a write in it is called for. (Counting the calls is not
             // this test's subject: the contract allows a spurious call, and under load the directory's
             // re-arming can give a look after the calls above.)
             let three = ContinuousClock.now
             try write("three", to: path, atomically: true)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > three && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > three && $0.fileExisted } })
         }
     }
 
@@ -343,7 +343,7 @@ private func run(_ arguments: [String]) throws {
             let swapped = directory + "/dotfiles/.swap"
             try FileManager.default.createSymbolicLink(atPath: swapped, withDestinationPath: "../r2/S.plist")
             try #require(rename(swapped, directory + "/dotfiles/current.plist") == 0)
-            #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
+            #expect(await eventually { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
             let count = recorder.count
             try write("two, edited", to: directory + "/r2/S.plist", atomically: true)
             await expectCalls(count + 1, recorder, watch)
@@ -435,7 +435,7 @@ private func run(_ arguments: [String]) throws {
         defer { reporting.cancel() }
 
         #expect(FileWatcher.shared.mode == .polling)
-        #expect(await eventually(within: 5) { reports.errors.withLock { !$0.isEmpty } })
+        #expect(await eventually { reports.errors.withLock { !$0.isEmpty } })
         let errors = reports.errors.withLock { $0 }
         #expect(errors.count == 1)
         #expect(errors.first?.code == .watchingDegraded)
