@@ -71,9 +71,16 @@ struct FleetMigrationTests {
             ])
         #expect(await eventually { defaults.string(forKey: "new") == "kept value" })
         #expect(await eventually { defaults.array(forKey: "log")?.count == 3 })
+        // The observer is called after a read can see a change (and by a thread delivering at that
+        // moment, should one be): wait for its record of the rename too, not only for the values.
+        #expect(
+            await eventually {
+                changes.withLock { seen in
+                    seen.contains { $0.key == "old" && $0.newValue == nil } && seen.contains { $0.key == "new" }
+                }
+            })
         let seen = changes.withLock { $0 }
         #expect(seen.allSatisfy { $0.origin == .external }, "another process's migration")
-        #expect(seen.contains { $0.key == "old" && $0.newValue == nil } && seen.contains { $0.key == "new" })
         token.cancel()
     }
 }

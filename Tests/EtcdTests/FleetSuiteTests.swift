@@ -191,6 +191,8 @@ struct FleetSuiteTests {
         try await scenario.put(["fontSize": 16])
         #expect(await eventually { notifications.withLock { $0 } == 2 })
         #expect(await stream.next()?.newValue == 16)
+        // The notification and the stream do not wait for the typed observer's call: wait for it.
+        #expect(await eventually { typed.withLock { $0.count } == 2 })
         let seen = typed.withLock { $0 }
         #expect(seen.map(\.old) == [12, 14])
         #expect(seen.map(\.new) == [14, 16])
