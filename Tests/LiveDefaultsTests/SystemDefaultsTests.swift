@@ -22,6 +22,8 @@ import Testing
         #expect(await eventually { defaults.string(forKey: "theme") == "site 2" })
         try world.remove(in: world.system[0])
         #expect(await eventually { defaults.string(forKey: "theme") == "site" })
+        // The observer is called after a read can see the change: wait for the log's last entry too.
+        #expect(await eventually { log.of("theme").last?.oldValue == "site 2" })
         #expect(
             log.of("theme").map { [$0.oldValue, $0.newValue] } == [
                 ["registered", "site"], ["site", "site 1"], ["site 1", "site 2"], ["site 2", "site"],
