@@ -156,6 +156,30 @@ struct EtcdDefaultsCommandTests {
         #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
     }
 
+    @Test func explainNamesTheEndpointThePrefixAndTheRevision() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        #expect(await command.run(["write", remote, "theme", "dark"]).status == 0)
+        let revision = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header.revisionValue
+        let prefix = String(decoding: Self.prefix, as: UTF8.self)
+
+        let explained = await command.run(["explain", remote, "theme"])
+        #expect(explained.status == 0, "\(explained)")
+        #expect(
+            explained.standardOutput
+                == "* suite  etcd \(server.endpoint.absoluteString), prefix \(prefix) (revision \(revision))  dark\n")
+        let json = await command.run(["explain", remote, "theme", "--json"])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let layers = try #require(document["layers"] as? [[String: Any]])
+        #expect((layers.first?["revision"] as? NSNumber)?.int64Value == revision, "\(json)")
+        #expect(await command.run(["explain", remote, "absent"]).status == 1)
+    }
+
     @Test func watchJSONPrintsEachKeyOfAnotherClientsTransactionWithOldAndNewValues() async throws {
         let server = try EtcdServer()
         try await server.start()
@@ -179,7 +203,7 @@ struct EtcdDefaultsCommandTests {
                     (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
                     (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
                 ], deletes: [Self.prefix + Data("gone".utf8)])
-            #expect(await eventually(within: 10) { output.withLock { $0 }.split(separator: "\n").count >= 3 })
+            #expect(await eventually { output.withLock { $0 }.split(separator: "\n").count >= 3 })
         }
         withExtendedLifetime(session) {}
         let domain = "\"domain\":\"\(remote)\""
@@ -446,14 +470,14 @@ struct EtcdDefaultsBinaryTests {
             kill(watcher.processIdentifier, SIGKILL)
             watcher.waitUntilExit()
         }
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching \(remote)") })
+        #expect(await eventually { Self.text(directory, "watch.err").contains("Watching \(remote)") })
         let writer = try Self.start(["write", remote, "theme", "-string", "dark"], in: directory, name: "write")
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0, "\(Self.text(directory, "write.err"))")
         let expected =
             "{\"domain\":\"\(remote)\",\"key\":\"theme\",\"old\":null,\"new\":\"dark\",\"origin\":\"external\"}\n"
         #expect(
-            await eventually(within: 10) { Self.text(directory, "watch.out") == expected },
+            await eventually { Self.text(directory, "watch.out") == expected },
             "\(Self.text(directory, "watch.out"))")
         let reader = try Self.start(["read", remote, "theme"], in: directory, name: "read")
         reader.waitUntilExit()
@@ -491,9 +515,9 @@ struct EtcdDefaultsBinaryTests {
             kill(watcher.processIdentifier, SIGKILL)
             watcher.waitUntilExit()
         }
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching") })
+        #expect(await eventually { Self.text(directory, "watch.err").contains("Watching") })
         try await put("k0", "before the freeze")
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.out").contains("before the freeze") })
+        #expect(await eventually { Self.text(directory, "watch.out").contains("before the freeze") })
 
         kill(watcher.processIdentifier, SIGSTOP)
         let padding = String(repeating: "x", count: 8_000)
