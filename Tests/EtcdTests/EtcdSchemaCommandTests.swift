@@ -49,6 +49,11 @@ struct EtcdSchemaCommandTests {
         #expect(read.status == 0 && !read.standardOutput.contains("tok-98765"), "\(read)")
         #expect(!read.standardOutput.contains("LiveDefaults.schema"), "the reserved key is not a setting: \(read)")
         #expect(await machineA.run(["read", remote, "apiToken", "--show-secrets"]).standardOutput == "tok-98765\n")
+        for arguments in [["explain", remote, "apiToken"], ["explain", remote, "apiToken", "--json"]] {
+            let explained = await machineA.run(arguments)
+            #expect(explained.status == 0 && !explained.standardOutput.contains("tok-98765"), "\(explained)")
+            #expect(explained.standardOutput.contains("<secret>"), "\(explained)")
+        }
 
         let described = await machineA.run(["describe", remote, "fontSize"])
         #expect(described.standardOutput.contains("  range: 8 to 72\n  default: 12\n  value: 14\n"), "\(described)")
