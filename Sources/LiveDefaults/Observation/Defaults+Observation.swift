@@ -45,7 +45,9 @@ extension Defaults {
     /// `Key<Int>` (its default stands in when the key has no value), `Profile?` for a
     /// `Key<Profile?>`. A stored value that cannot be read as the type is delivered as the key's
     /// default, and the failure is reported once (``DefaultsErrorReporting``). Changes that decode
-    /// to equal values are not delivered. Threads and `queue` as for
+    /// to equal values are not delivered, nor, `Equatable` or not, a change between two stored
+    /// values that both read as the default (absent, or not of the type): a run of bad values is
+    /// told once. Threads and `queue` as for
     /// ``observe(_:options:queue:_:)-(String,_,_,_)``.
     ///
     /// ```swift
@@ -61,13 +63,17 @@ extension Defaults {
             [weak self] change in
             // The old value was new once: only a new value is reported when it cannot be decoded
             // (docs/design.md, "Observation: typed changes").
-            let old = Self.decode(change.oldValue, as: key, reportingTo: nil)
-            let new = Self.decode(change.newValue, as: key, reportingTo: self)
-            if !change.isPrior, !change.isInitial, Equality.areEqual(old, new) { return }
+            let old = Self.decodedValue(change.oldValue, as: key, reportingTo: nil)
+            let new = Self.decodedValue(change.newValue, as: key, reportingTo: self)
+            // When neither is a value of the type (absent, or not decodable, as across a run of bad
+            // values), both are the default: nothing changed, whether or not `Value` is Equatable.
+            if !change.isPrior, !change.isInitial, old == nil && new == nil { return }
+            let (oldValue, newValue) = (old ?? key.defaultValue, new ?? key.defaultValue)
+            if !change.isPrior, !change.isInitial, Equality.areEqual(oldValue, newValue) { return }
             handler(
                 DefaultsChange(
-                    key: change.key, oldValue: old, newValue: new, origin: change.origin, isPrior: change.isPrior,
-                    isInitial: change.isInitial))
+                    key: change.key, oldValue: oldValue, newValue: newValue, origin: change.origin,
+                    isPrior: change.isPrior, isInitial: change.isInitial))
         }
         return register(observer)
     }
@@ -99,12 +105,21 @@ extension Defaults {
     static func decode<Value>(
         _ stored: PropertyListValue?, as key: Key<Value>, reportingTo defaults: Defaults?
     ) -> Value {
-        guard let stored else { return key.defaultValue }
+        decodedValue(stored, as: key, reportingTo: defaults) ?? key.defaultValue
+    }
+
+    /// A stored value as `key`'s type; nil, where the default stands in, when there is none or it
+    /// cannot be decoded (then reported once through `defaults`, if given). (An optional key's
+    /// stored value decodes to `.some`, never to nil.)
+    static func decodedValue<Value>(
+        _ stored: PropertyListValue?, as key: Key<Value>, reportingTo defaults: Defaults?
+    ) -> Value? {
+        guard let stored else { return nil }
         do {
-            return try key.decode(stored)
+            return .some(try key.decode(stored))
         } catch {
             defaults?.noteUndecodable(key, stored, error)
-            return key.defaultValue
+            return nil
         }
     }
 
