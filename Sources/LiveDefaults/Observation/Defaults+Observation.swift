@@ -45,9 +45,9 @@ extension Defaults {
     /// `Key<Int>` (its default stands in when the key has no value), `Profile?` for a
     /// `Key<Profile?>`. A stored value that cannot be read as the type is delivered as the key's
     /// default, and the failure is reported once (``DefaultsErrorReporting``). Changes that decode
-    /// to equal values are not delivered, nor, `Equatable` or not, a change between two stored
-    /// values that both read as the default (absent, or not of the type): a run of bad values is
-    /// told once. Threads and `queue` as for
+    /// to equal values are not delivered (compared with `==`, or by their stored forms when `Value`
+    /// is not `Equatable`), nor a change between two stored values that both read as the default
+    /// (absent, or not of the type): a run of bad values is told once. Threads and `queue` as for
     /// ``observe(_:options:queue:_:)-(String,_,_,_)``.
     ///
     /// ```swift
@@ -69,7 +69,7 @@ extension Defaults {
             // values), both are the default: nothing changed, whether or not `Value` is Equatable.
             if !change.isPrior, !change.isInitial, old == nil && new == nil { return }
             let (oldValue, newValue) = (old ?? key.defaultValue, new ?? key.defaultValue)
-            if !change.isPrior, !change.isInitial, Equality.areEqual(oldValue, newValue) { return }
+            if !change.isPrior, !change.isInitial, Self.isSame(oldValue, newValue, as: key) { return }
             handler(
                 DefaultsChange(
                     key: change.key, oldValue: oldValue, newValue: newValue, origin: change.origin,
@@ -97,6 +97,18 @@ extension Defaults {
         // (docs/design.md, "Observation: on the main actor").
         observe(key, options: options, queue: .main) { change in
             MainActor.assumeIsolated { handler(change) }
+        }
+    }
+
+    /// Whether two decoded values of `key` are the same: by `==` when `Value` is `Equatable`, else
+    /// by their stored forms — a `Codable` struct is often not `Equatable` (the docs' `Rollout`), and
+    /// a bad value followed by the registered default is the default twice.
+    static func isSame<Value>(_ lhs: Value, _ rhs: Value, as key: Key<Value>) -> Bool {
+        if let equal = Equality.compared(lhs, rhs) { return equal }
+        do {
+            return try key.encode(lhs) == key.encode(rhs)
+        } catch {
+            return false
         }
     }
 
@@ -175,7 +187,12 @@ extension Defaults {
 enum Equality {
     /// Whether `lhs` equals `rhs`; false when the type is not Equatable (every change is delivered).
     static func areEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
-        guard let lhs = lhs as? any Equatable else { return false }
+        compared(lhs, rhs) ?? false
+    }
+
+    /// Whether `lhs` equals `rhs`; nil when the type is not Equatable.
+    static func compared<Value>(_ lhs: Value, _ rhs: Value) -> Bool? {
+        guard let lhs = lhs as? any Equatable else { return nil }
         return isEqual(lhs, rhs)
     }
 
