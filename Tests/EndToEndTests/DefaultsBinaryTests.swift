@@ -168,6 +168,9 @@ extension Defaults.Keys {
 
         try fixture.succeed("write", "com.x", "ignored", "-int", "1")
         try fixture.succeed("write", "com.x", "theme", "-array", "a", "b c")
+        // Printed before the next change is made: a watcher that gets the CPU only after the delete
+        // (a loaded machine) reads both in one reload, rightly one change, light → (none).
+        try watcher.waitForLine(on: .output, where: { $0.contains("b c") }, describedAs: "the array")
         try fixture.succeed("delete", "com.x", "theme")
         try watcher.waitForLine(on: .output, where: { $0.contains("(none)") }, describedAs: "the deletion")
         let lines = watcher.text(of: .output).split(separator: "\n")

@@ -96,7 +96,7 @@ struct EtcdClusterTests {
         let follower = Self.follower(cluster, first: watched, record: record)
         follower.start()
         defer { follower.stop() }
-        #expect(await eventually(within: 20) { follower.watchedEndpoint == cluster.members[watched].endpoint })
+        #expect(await eventually { follower.watchedEndpoint == cluster.members[watched].endpoint })
         let others = cluster.endpoints.filter { $0 != cluster.members[watched].endpoint }
         let writer = EtcdClient(endpoints: others)
         // A third of the writes before the kill and the rest after it, in that order: a writer as
@@ -176,7 +176,7 @@ struct EtcdClusterTests {
         ) { changes, _ in record.add(changes) }
         follower.start()
         defer { follower.stop() }
-        #expect(await eventually(within: 20) { follower.values["gone"] == true })
+        #expect(await eventually { follower.values["gone"] == true })
 
         // The same name, peer URL and cluster token: the same cluster ID, and a revision that went back.
         server.send(SIGKILL)
@@ -264,7 +264,7 @@ struct EtcdClusterStallTests {
         defer { follower.stop() }
         let writer = EtcdClient(endpoints: cluster.endpoints)
         try await EtcdClusterTests.writeCounter(writer, 1...10)
-        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
+        #expect(await eventually { record.news("counter").last == .integer(10) })
         #expect(follower.watchedEndpoint == cluster.members[isolated].endpoint)
         let peers = cluster.members.indices.filter { $0 != isolated }.map { cluster.members[$0] }
         for peer in peers { #expect(await peer.freeze()) }
@@ -282,7 +282,7 @@ struct EtcdClusterStallTests {
         #expect(resyncsWhileIsolated == resyncs)
         try await EtcdClusterTests.writeCounter(writer, 11...20)
         #expect(await eventually(within: 30) { record.news("counter").last == .integer(20) })
-        #expect(await eventually(within: 10) { follower.status.revision != nil })
+        #expect(await eventually { follower.status.revision != nil })
         try await EtcdClusterTests.expectConsistent(record, follower, etcd: writer, written: 20)
     }
 
@@ -296,10 +296,10 @@ struct EtcdClusterStallTests {
         let follower = EtcdClusterTests.follower(cluster, first: hung, idleTimeout: 2, stallCheck: nil, record: record)
         follower.start()
         defer { follower.stop() }
-        #expect(await eventually(within: 20) { follower.watchedEndpoint == cluster.members[hung].endpoint })
+        #expect(await eventually { follower.watchedEndpoint == cluster.members[hung].endpoint })
         let writer = EtcdClient(endpoints: cluster.endpoints.filter { $0 != cluster.members[hung].endpoint })
         try await EtcdClusterTests.writeCounter(writer, 1...10)
-        #expect(await eventually(within: 20) { record.news("counter").last == .integer(10) })
+        #expect(await eventually { record.news("counter").last == .integer(10) })
         #expect(await cluster.members[hung].freeze())
         defer { cluster.members[hung].send(SIGCONT) }
         try await EtcdClusterTests.writeCounter(writer, 11...EtcdClusterTests.writes)

@@ -179,7 +179,7 @@ struct EtcdDefaultsCommandTests {
                     (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
                     (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
                 ], deletes: [Self.prefix + Data("gone".utf8)])
-            #expect(await eventually(within: 10) { output.withLock { $0 }.split(separator: "\n").count >= 3 })
+            #expect(await eventually { output.withLock { $0 }.split(separator: "\n").count >= 3 })
         }
         withExtendedLifetime(session) {}
         let domain = "\"domain\":\"\(remote)\""
@@ -484,14 +484,14 @@ struct EtcdDefaultsBinaryTests {
             kill(watcher.processIdentifier, SIGKILL)
             watcher.waitUntilExit()
         }
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching \(remote)") })
+        #expect(await eventually { Self.text(directory, "watch.err").contains("Watching \(remote)") })
         let writer = try Self.start(["write", remote, "theme", "-string", "dark"], in: directory, name: "write")
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0, "\(Self.text(directory, "write.err"))")
         let expected =
             "{\"domain\":\"\(remote)\",\"key\":\"theme\",\"old\":null,\"new\":\"dark\",\"origin\":\"external\"}\n"
         #expect(
-            await eventually(within: 10) { Self.text(directory, "watch.out") == expected },
+            await eventually { Self.text(directory, "watch.out") == expected },
             "\(Self.text(directory, "watch.out"))")
         let reader = try Self.start(["read", remote, "theme"], in: directory, name: "read")
         reader.waitUntilExit()
@@ -529,9 +529,9 @@ struct EtcdDefaultsBinaryTests {
             kill(watcher.processIdentifier, SIGKILL)
             watcher.waitUntilExit()
         }
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.err").contains("Watching") })
+        #expect(await eventually { Self.text(directory, "watch.err").contains("Watching") })
         try await put("k0", "before the freeze")
-        #expect(await eventually(within: 10) { Self.text(directory, "watch.out").contains("before the freeze") })
+        #expect(await eventually { Self.text(directory, "watch.out").contains("before the freeze") })
 
         kill(watcher.processIdentifier, SIGSTOP)
         let padding = String(repeating: "x", count: 8_000)

@@ -162,17 +162,18 @@ final class EtcdServer: @unchecked Sendable {
     /// member's other threads go on answering requests (a compare-and-set meant to get no answer
     /// got one so, in a CI run).
     ///
-    /// - Returns: Whether it is stopped within 5 s.
+    /// - Returns: Whether it is stopped within 30 s (a thread in an uninterruptible wait, such as
+    ///   an `fsync` on a loaded disk, stops only when the wait ends).
     func freeze() async -> Bool {
         guard let pid = signalled(SIGSTOP) else { return false }
-        return await eventually(within: 5) { Self.isStopped(pid) }
+        return await eventually { Self.isStopped(pid) }
     }
 
     /// ``freeze()`` for a caller that cannot wait asynchronously (a transform run by the library):
-    /// it blocks the calling thread, polling the threads' states, for 5 s at most.
+    /// it blocks the calling thread, polling the threads' states, for 30 s at most.
     func freezeBlocking() -> Bool {
         guard let pid = signalled(SIGSTOP) else { return false }
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !Self.isStopped(pid) {
             if ContinuousClock.now > deadline { return false }
             sched_yield()

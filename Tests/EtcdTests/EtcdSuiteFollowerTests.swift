@@ -133,11 +133,11 @@ struct EtcdSuiteFollowerTests {
             for step in 1...20 { _ = try await Self.put(writer, ["counter": .integer(Int64(round * 100 + step))]) }
             _ = try await Self.put(writer, ["gone-\(round)": true])
             _ = try await Self.put(writer, [:], delete: ["gone-\(round)"])
-            #expect(await eventually(within: 20) { record.last("counter") == .integer(Int64(round * 100 + 20)) })
+            #expect(await eventually { record.last("counter") == .integer(Int64(round * 100 + 20)) })
             server.send(round == 2 ? SIGTERM : SIGKILL)
             server.waitForExit()
             #expect(
-                await eventually(within: 20) {
+                await eventually {
                     if case .offline = follower.status { return true }
                     return false
                 })

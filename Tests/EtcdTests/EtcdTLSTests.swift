@@ -102,7 +102,7 @@ struct EtcdTLSTests {
         let defaults = try Defaults.fleet(suite)
         let connection = try #require(defaults.fleetConnection)
         #expect(
-            await eventually(within: 10) {
+            await eventually {
                 connection.backend.reported.contains { $0.code == .remoteUnavailable }
             })
         let report = try #require(connection.backend.reported.first { $0.code == .remoteUnavailable })
@@ -155,7 +155,7 @@ struct EtcdTLSTests {
             name: scenario.name, endpoints: [secure], cacheDirectory: scenario.scratch.url.appendingPathComponent("a"),
             requestTimeout: .seconds(2), certificateAuthorities: authority)
         let refused = try #require(try Defaults.fleet(bare).fleetConnection)
-        #expect(await eventually(within: 10) { refused.backend.reported.contains { $0.code == .remoteUnavailable } })
+        #expect(await eventually { refused.backend.reported.contains { $0.code == .remoteUnavailable } })
         let report = try #require(refused.backend.reported.first { $0.code == .remoteUnavailable })
         // TLS 1.3 gives the member's alert, or a connection broken while the request was sent.
         #expect(report.message.contains("asks for a client certificate (etcd's --client-cert-auth)"), "\(report)")

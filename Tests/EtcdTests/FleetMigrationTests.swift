@@ -32,7 +32,7 @@ struct FleetMigrationTests {
             puts: [(EtcdMirror.etcdKey("old", prefix: prefix), try EtcdMirror.encode("kept value"))], deletes: [])
         // An observer in this process, on the same suite.
         let defaults = try Defaults.fleet(suite)
-        #expect(await eventually(within: 10) { defaults.string(forKey: "old") == "kept value" })
+        #expect(await eventually { defaults.string(forKey: "old") == "kept value" })
         let changes = Locked<[DefaultsChange<PropertyListValue?>]>([])
         let token = defaults.observeAll(options: [.new]) { change in changes.withLock { $0.append(change) } }
 
@@ -69,11 +69,18 @@ struct FleetMigrationTests {
             mirror.values == [
                 "log": [1, 2, 3], "new": "kept value", DefaultsMigration.recordKey: ["version": 3],
             ])
-        #expect(await eventually(within: 10) { defaults.string(forKey: "new") == "kept value" })
-        #expect(await eventually(within: 10) { defaults.array(forKey: "log")?.count == 3 })
+        #expect(await eventually { defaults.string(forKey: "new") == "kept value" })
+        #expect(await eventually { defaults.array(forKey: "log")?.count == 3 })
+        // The observer is called after a read can see a change (and by a thread delivering at that
+        // moment, should one be): wait for its record of the rename too, not only for the values.
+        #expect(
+            await eventually {
+                changes.withLock { seen in
+                    seen.contains { $0.key == "old" && $0.newValue == nil } && seen.contains { $0.key == "new" }
+                }
+            })
         let seen = changes.withLock { $0 }
         #expect(seen.allSatisfy { $0.origin == .external }, "another process's migration")
-        #expect(seen.contains { $0.key == "old" && $0.newValue == nil } && seen.contains { $0.key == "new" })
         token.cancel()
     }
 }

@@ -191,6 +191,8 @@ struct FleetSuiteTests {
         try await scenario.put(["fontSize": 16])
         #expect(await eventually { notifications.withLock { $0 } == 2 })
         #expect(await stream.next()?.newValue == 16)
+        // The notification and the stream do not wait for the typed observer's call: wait for it.
+        #expect(await eventually { typed.withLock { $0.count } == 2 })
         let seen = typed.withLock { $0 }
         #expect(seen.map(\.old) == [12, 14])
         #expect(seen.map(\.new) == [14, 16])
@@ -302,7 +304,7 @@ struct FleetSuiteTests {
             }
         }
         server.send(SIGCONT)
-        try #require(frozen.withLock { $0 }, "the member did not stop within 5 s")
+        try #require(frozen.withLock { $0 }, "the member did not stop within 30 s")
         #expect(lost?.code == .remoteUnavailable)
         #expect(lost?.message.contains("may or may not have been made") == true, "\(String(describing: lost))")
         // Whether the member still made it once it ran again, it was made at most once.
@@ -419,7 +421,7 @@ struct FleetSuiteOfflineTests {
 
         try await scenario.server.start()
         try await scenario.put(["theme": "light"], delete: ["gone"])
-        #expect(await eventually(within: 10) { connection.state.isLive })
+        #expect(await eventually { connection.state.isLive })
         #expect(await eventually { defaults.propertyList(forKey: "theme") == "light" })
         #expect(await eventually { defaults.propertyList(forKey: "gone") == nil })
         // The observer runs after a read can see the change: wait for the log too.
@@ -507,7 +509,7 @@ struct FleetSuiteOfflineTests {
         #expect(defaults.propertyList(forKey: "written") == "offline")  // still shown, still pending
         #expect(connection.store.hasPendingChanges)
         try await scenario.server.start()
-        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(await eventually { !connection.store.hasPendingChanges })
         #expect(try await scenario.etcdValues()["written"] == "offline")
         #expect(await eventually { connection.lastError == nil })
         #expect(log.of("written").map(\.origin) == [.local])
@@ -525,7 +527,7 @@ struct FleetSuiteOfflineTests {
         defaults.set("early", forKey: "k")
         try await server.start()
         try await scenario.put(["other": 1])  // another machine's value
-        #expect(await eventually(within: 15) { !connection.store.hasPendingChanges })
+        #expect(await eventually { !connection.store.hasPendingChanges })
         #expect(await eventually { defaults.integer(forKey: "other") == 1 })
         let etcd = try await scenario.etcdValues()
         #expect(etcd == ["k": "early", "other": 1])

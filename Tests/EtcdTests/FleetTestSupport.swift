@@ -71,8 +71,9 @@ final class FleetScenario: @unchecked Sendable {
 }
 
 extension FleetConnection {
-    /// Waits until the store is in step with etcd at `revision` or later and reads show it.
-    func caughtUp(to revision: Int64, within seconds: Double = 10) async -> Bool {
+    /// Waits until the store is in step with etcd at `revision` or later and reads show it (for at
+    /// most `seconds`: a bound on a hang, as ``eventually(within:_:)``'s default).
+    func caughtUp(to revision: Int64, within seconds: Double = 30) async -> Bool {
         await eventually(within: seconds) {
             if case .live(let now) = state, now >= revision, backend.follower.snapshot.revision >= revision {
                 return true

@@ -59,6 +59,8 @@ import Testing
         #expect(defaults.double(forKey: "displayScale") == 2.0)
         thisMachine.removeObject(forKey: "displayScale")
         #expect(await eventually { defaults.double(forKey: "displayScale") == 3.0 })
+        // The observer is called after a read can see the change: wait for the log's last entry too.
+        #expect(await eventually { log.of("displayScale").last?.newValue == 3.0 })
         #expect(log.of("displayScale").map(\.newValue) == [2.0, 3.0])
     }
 

@@ -142,6 +142,9 @@ final class Reports: Sendable {
         #expect(await eventually { defaults.string(forKey: "theme") == "user" })
         #expect(!defaults.objectIsForced(forKey: "theme"))
         #expect(await eventually { forcing.withLock { $0 } == [true, false] })
+        // The observer is called after a read can see the change, and the forcing observers do not
+        // wait for it when another thread is delivering: wait for the log's last entry too.
+        #expect(await eventually { log.of("theme").last?.oldValue == "managed 2" })
         #expect(
             log.of("theme").map { [$0.oldValue, $0.newValue] } == [
                 ["user", "managed"], ["managed", "managed 2"], ["managed 2", "user"],

@@ -45,7 +45,7 @@ private func startWatching(
 ) async throws -> (FileWatch, CallRecorder) {
     let recorder = CallRecorder(path: path)
     let watch = watcher.watch(path: path, onChange: recorder.onChange)
-    try #require(await eventually(within: 5) { recorder.count >= 1 && watch.isQuiet })
+    try #require(await eventually { recorder.count >= 1 && watch.isQuiet })
     return (watch, recorder)
 }
 
@@ -54,7 +54,7 @@ private func startWatching(
 private func expectCalls(
     _ expected: Int, _ recorder: CallRecorder, _ watch: FileWatch, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
-    let settled = await eventually(within: 5) { recorder.count >= expected && watch.isQuiet }
+    let settled = await eventually { recorder.count >= expected && watch.isQuiet }
     #expect(settled, "waiting for \(expected) calls", sourceLocation: sourceLocation)
     #expect(recorder.count == expected, sourceLocation: sourceLocation)
 }
@@ -130,23 +130,39 @@ private func run(_ arguments: [String]) throws {
     }
 
     /// An editor saving: the file is absent only for a moment, which must not count as a deletion.
+    ///
+    /// "A moment" is less than the deletion grace. A test thread held off the CPU between the
+    /// removal and the write for the grace or longer (a loaded machine, the thread sanitizer, a
+    /// test keeping every core busy) makes the absence count, rightly: such an attempt is not the
+    /// scenario, and it is run again in a fresh directory (as `LiveReloadPathChangeTests` sets its
+    /// slow rounds aside).
     @Test(arguments: ["remove then write", "rename to backup then write (vim)"])
     func briefAbsenceGivesOneCallWithTheFilePresent(pattern: String) async throws {
-        try await withTemporaryDirectory { directory in
-            let path = directory + "/suite.plist"
-            try write("one", to: path, atomically: false)
-            let (watch, recorder) = try await startWatching(path)
-            if pattern.hasPrefix("rename") {
-                try FileManager.default.moveItem(atPath: path, toPath: path + "~")
-                try write("two", to: path, atomically: false)
-                try FileManager.default.removeItem(atPath: path + "~")
-            } else {
-                try FileManager.default.removeItem(atPath: path)
-                try write("two", to: path, atomically: false)
+        let attempts = 10
+        for _ in 1...attempts {
+            let wasBrief = try await withTemporaryDirectory { directory -> Bool in
+                let path = directory + "/suite.plist"
+                try write("one", to: path, atomically: false)
+                let (watch, recorder) = try await startWatching(path)
+                let removed = ContinuousClock.now
+                if pattern.hasPrefix("rename") {
+                    try FileManager.default.moveItem(atPath: path, toPath: path + "~")
+                    try write("two", to: path, atomically: false)
+                } else {
+                    try FileManager.default.removeItem(atPath: path)
+                    try write("two", to: path, atomically: false)
+                }
+                // At most this long away: the write made the file again before it returned.
+                let away = ContinuousClock.now - removed
+                if pattern.hasPrefix("rename") { try FileManager.default.removeItem(atPath: path + "~") }
+                guard away < FileWatcher.deletionGrace else { return false }
+                await expectCalls(2, recorder, watch)
+                #expect(recorder.all.allSatisfy { $0.fileExisted })
+                return true
             }
-            await expectCalls(2, recorder, watch)
-            #expect(recorder.all.allSatisfy { $0.fileExisted })
+            if wasBrief { return }
         }
+        Issue.record("the file was away for the deletion grace or longer in all \(attempts) attempts")
     }
 
     @Test func deletionThatStaysGivesOneCallAfterTheGrace() async throws {
@@ -165,7 +181,7 @@ private func run(_ arguments: [String]) throws {
             // file coming back can be seen apart. The grace above is counted exactly.)
             let back = ContinuousClock.now
             try write("back", to: path, atomically: false)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > back && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > back && $0.fileExisted } })
         }
     }
 
@@ -175,13 +191,16 @@ private func run(_ arguments: [String]) throws {
             let other = directory + "/other.plist"
             try write("one", to: path, atomically: false)
             let (watch, recorder) = try await startWatching(path)
-            // A second watch on the other file proves when its events have been handled.
+            // A second watch on the other file proves when its events have been handled: the
+            // directory's events are read in order, so its call for the write made last comes after
+            // the watcher has been through every event before it. (The other file's two writes may
+            // merge into one call.)
             let (otherWatch, otherRecorder) = try await startWatching(other)
-            try write("other", to: other, atomically: true)
-            try write("other, again", to: other, atomically: false)
             try write("temporary", to: directory + "/suite.plist.tmp", atomically: false)
             try FileManager.default.removeItem(atPath: directory + "/suite.plist.tmp")
-            #expect(await eventually(within: 5) { otherRecorder.count >= 2 && otherWatch.isQuiet })
+            try write("other", to: other, atomically: true)
+            try write("other, again", to: other, atomically: false)
+            #expect(await eventually { otherRecorder.count >= 2 && otherWatch.isQuiet })
             #expect(recorder.count == 1)
             try write("two", to: path, atomically: true)
             await expectCalls(2, recorder, watch)
@@ -266,7 +285,7 @@ private func run(_ arguments: [String]) throws {
             // Every file's change is seen. (Exact counts are checked by the single-file tests; with 40
             // files and a loaded machine the contract's harmless spurious call may occur here.)
             for (watch, recorder) in watches {
-                #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "\(recorder.path)")
+                #expect(await eventually { recorder.count >= 2 && watch.isQuiet }, "\(recorder.path)")
             }
         }
     }
@@ -282,10 +301,10 @@ private func run(_ arguments: [String]) throws {
             usleep(1000)  // the scenario under test (a change 1 ms later), not synchronisation
             let written = ContinuousClock.now
             try write("one", to: path, atomically: true)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > written && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > written && $0.fileExisted } })
             // How soon, in a process whose inotify wait is stretched so that "late" is unmistakable:
             // WatcherProcessTests.changeOneMillisecondAfterWatchIsSeenAtOnce.
-            #expect(await eventually(within: 5) { watch.isQuiet })
+            #expect(await eventually { watch.isQuiet })
         }
     }
 
@@ -301,13 +320,13 @@ private func run(_ arguments: [String]) throws {
             #expect(recorder.all.last?.fileExisted == false)
             try FileManager.default.createDirectory(atPath: suites, withIntermediateDirectories: false)
             try write("two", to: path, atomically: false)
-            #expect(await eventually(within: 5) { recorder.all.last?.fileExisted == true && watch.isQuiet })
+            #expect(await eventually { recorder.all.last?.fileExisted == true && watch.isQuiet })
             // The new directory is watched: a write in it is called for. (Counting the calls is not
             // this test's subject: the contract allows a spurious call, and under load the directory's
             // re-arming can give a look after the calls above.)
             let three = ContinuousClock.now
             try write("three", to: path, atomically: true)
-            #expect(await eventually(within: 5) { recorder.all.contains { $0.time > three && $0.fileExisted } })
+            #expect(await eventually { recorder.all.contains { $0.time > three && $0.fileExisted } })
         }
     }
 
@@ -343,7 +362,7 @@ private func run(_ arguments: [String]) throws {
             let swapped = directory + "/dotfiles/.swap"
             try FileManager.default.createSymbolicLink(atPath: swapped, withDestinationPath: "../r2/S.plist")
             try #require(rename(swapped, directory + "/dotfiles/current.plist") == 0)
-            #expect(await eventually(within: 5) { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
+            #expect(await eventually { recorder.count >= 2 && watch.isQuiet }, "the swap was seen")
             let count = recorder.count
             try write("two, edited", to: directory + "/r2/S.plist", atomically: true)
             await expectCalls(count + 1, recorder, watch)
@@ -435,7 +454,7 @@ private func run(_ arguments: [String]) throws {
         defer { reporting.cancel() }
 
         #expect(FileWatcher.shared.mode == .polling)
-        #expect(await eventually(within: 5) { reports.errors.withLock { !$0.isEmpty } })
+        #expect(await eventually { reports.errors.withLock { !$0.isEmpty } })
         let errors = reports.errors.withLock { $0 }
         #expect(errors.count == 1)
         #expect(errors.first?.code == .watchingDegraded)

@@ -18,7 +18,13 @@ public struct TemporaryDirectory: ~Copyable {
 
 /// Waits until `condition` holds, checking every millisecond, for at most `seconds`.
 /// Returns whether it held: use with `#expect` so a missed event fails the test.
-public func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+///
+/// The default, 30 s, is a bound on a hang, not a speed target: a wait returns as soon as the
+/// event has happened, so only a failing test waits it out. CI runs the suites under the thread
+/// sanitizer on a loaded 2-core machine, in parallel, where an event of a few milliseconds can
+/// take seconds (a test blocking both threads of the cooperative pool, spinning threads of a
+/// load test, a store's Dispatch worker waiting for a core).
+public func eventually(within seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }

@@ -128,8 +128,9 @@ final class RunningCommand: Sendable {
         kill(process.processIdentifier, signal)
     }
 
-    /// Waits until the standard output so far satisfies `condition`, for at most `seconds`.
-    func waitForOutput(within seconds: Double = 10, _ condition: (String) -> Bool) async -> Bool {
+    /// Waits until the standard output so far satisfies `condition`, for at most `seconds` (a bound
+    /// on a hang, as ``eventually(within:_:)``'s default: only a failing test waits it out).
+    func waitForOutput(within seconds: Double = 30, _ condition: (String) -> Bool) async -> Bool {
         await eventually(within: seconds) { condition(standardOutput) }
     }
 
@@ -149,10 +150,11 @@ final class RunningCommand: Sendable {
 
     /// Waits until a complete line on `stream` satisfies `predicate`, and returns it.
     ///
-    /// - Throws: ``Timeout`` (with everything printed so far) when `timeout` passes first.
+    /// - Throws: ``Timeout`` (with everything printed so far) when `timeout` passes first (30 s
+    ///   unless given: a bound on a hang, not a speed target).
     @discardableResult
     func waitForLine(
-        on stream: Stream, timeout: Duration = .seconds(10), where predicate: (String) -> Bool,
+        on stream: Stream, timeout: Duration = .seconds(30), where predicate: (String) -> Bool,
         describedAs what: String = "a matching line"
     ) throws -> String {
         let deadline = ContinuousClock.now + timeout
