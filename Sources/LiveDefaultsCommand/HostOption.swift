@@ -4,16 +4,12 @@ import LiveDefaults
 /// `-currentHost` and `-host <name>`: the domains' ByHost files instead of their files for any
 /// host (docs/design.md, "Administered settings: per-host values").
 package enum HostOption {
-    /// The host the arguments select, nil for none. `-currentHost` is this machine, its ID read
-    /// from `$LIVEDEFAULTS_MACHINE_ID_FILE` when set (for tests), else `/etc/machine-id`. The variable
-    /// is read with getenv, and only for `-currentHost` (docs/design.md, "The `defaults` command's
-    /// start-up").
+    /// The host the arguments select, nil for none. `-currentHost` is this machine,
+    /// ``Defaults/Host/current``: its ID from `$LIVEDEFAULTS_MACHINE_ID_FILE` when set (for tests),
+    /// else `/etc/machine-id`, the same ID a domain opened without a host searches its per-host file by.
     package static func host(in arguments: [String]) -> Defaults.Host? {
         switch arguments.first {
         case "-currentHost":
-            if let file = getenv("LIVEDEFAULTS_MACHINE_ID_FILE").map({ String(cString: $0) }), !file.isEmpty {
-                return .current(machineIDFile: URL(fileURLWithPath: file))
-            }
             return .current
         case "-host" where arguments.count > 1:
             return .named(arguments[1])

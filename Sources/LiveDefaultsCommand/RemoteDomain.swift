@@ -245,6 +245,20 @@ package final class RemoteCommandDomain: CommandDomain {
         state.withLock { $0.pending[key] = .some(value) }
     }
 
+    /// The suite is the domain's one layer (`defaults explain`): its value of `key` as read, where
+    /// it is kept (the endpoints and the prefix, as a fleet suite names itself in a program's
+    /// search list) and the etcd revision read.
+    package func sources(forKey key: String) -> [ValueSource] {
+        guard let snapshot = state.withLock({ $0.snapshot }), let value = snapshot.values[key] else { return [] }
+        let endpoints = suite.endpoints.map(\.absoluteString).joined(separator: ", ")
+        return [
+            ValueSource(
+                layer: .suite, domain: address.suite,
+                location: "etcd \(endpoints), prefix \(String(decoding: suite.prefix, as: UTF8.self))",
+                revision: snapshot.revision, value: value, wins: true)
+        ]
+    }
+
     package func replacePersistentValues(_ values: [String: PropertyListValue]?) {
         // The keys whose values are not property lists go too: the domain is replaced whole.
         let current = Set(persistentValues().keys).union(unreadableValues.keys)

@@ -3,10 +3,11 @@ import LiveDefaults
 import LiveDefaultsCommand
 
 // The `defaults` command: all parsing and logic live in LiveDefaultsCommand, where they are tested in process.
-// The command reports file problems itself (once, in its own words); only a degraded watch is passed on.
+// The command reports file problems itself (once, in its own words); CommandNotes says which of the
+// library's reports are passed on.
 DefaultsErrorReporting.setHandler { error in
-    if error.code == .watchingDegraded {
-        FileHandle.standardError.write(Data("defaults: note: \(error.message)\n".utf8))
+    if let note = CommandNotes.note(for: error, administeredSettings: AdministeredSettings.fromEnvironment) {
+        FileHandle.standardError.write(Data(note.utf8))
     }
 }
 let runner = DefaultsCommandRunner(domains: CommandDomains(), io: .standard)

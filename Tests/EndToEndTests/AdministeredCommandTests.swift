@@ -39,6 +39,22 @@ private final class AdministeredFixture {
 
     @discardableResult
     func defaults(_ arguments: String...) throws -> CommandResult { try runner.run(arguments) }
+
+    /// Every file under the world's root (the user's, the system-wide and the managed ones, and
+    /// any lock or journal beside them), by path, with its bytes and mode.
+    func files() throws -> [String: String] {
+        var files: [String: String] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: root.path)
+        while let relative = enumerator?.nextObject() as? String {
+            let path = root.path + "/" + relative
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let mode = (attributes[.posixPermissions] as? Int).map { String($0, radix: 8) } ?? "?"
+            let isFile = attributes[.type] as? FileAttributeType == .typeRegular
+            files[relative] =
+                mode + " " + (isFile ? try Data(contentsOf: URL(fileURLWithPath: path)).base64EncodedString() : "")
+        }
+        return files
+    }
 }
 
 @Suite(
@@ -48,7 +64,8 @@ struct AdministeredCommandTests {
         let world = try AdministeredFixture()
         try world.put(["homepage": "https://intranet"], "managed")
         try world.put(["homepage": "https://mine", "other": 1], "home")
-        let before = try Data(contentsOf: URL(fileURLWithPath: world.path("home")))
+        try world.put(["homepage": "https://site"], "xdg1")
+        let before = try world.files()
 
         let refused = try world.defaults("write", "com.example.app", "homepage", "https://elsewhere")
         #expect(refused.status == 1)
@@ -56,11 +73,72 @@ struct AdministeredCommandTests {
         #expect(refused.standardError.contains("homepage"))
         let wholeDomain = try world.defaults("write", "com.example.app", "{ homepage = x; other = 2; }")
         #expect(wholeDomain.status == 1)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: world.path("home"))) == before)
+        #expect(wholeDomain.standardError.contains(world.path("managed")), "\(wholeDomain)")
+        // This machine's own file is the domain's too: the key is forced there as well.
+        let thisMachine = try world.defaults("-currentHost", "write", "com.example.app", "homepage", "x")
+        #expect(thisMachine.status == 1)
+        #expect(thisMachine.standardError.contains(world.path("managed")), "\(thisMachine)")
+        // Nothing made, changed or removed anywhere: the user's, the system-wide and the managed file.
+        #expect(try world.files() == before)
 
         // A key that is not forced is written as usual.
         #expect(try world.defaults("write", "com.example.app", "other", "-int", "2").status == 0)
         #expect(try world.defaults("read", "com.example.app", "other").standardOutput == "2\n")
+    }
+
+    @Test func aManagedFileAUserCouldChangeIsIgnoredAndTheCommandSaysSo() throws {
+        let world = try AdministeredFixture()
+        try world.put(["homepage": "https://intranet"], "managed")
+        try world.put(["homepage": "https://mine"], "home")
+        chmod(world.path("managed"), 0o666)
+
+        let explained = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(explained.status == 0, "\(explained)")
+        #expect(explained.standardOutput == "* suite  \(world.path("home"))  \"https://mine\"\n")
+        #expect(explained.standardError.hasPrefix("defaults: note: The managed file \(world.path("managed")) can be"))
+        #expect(explained.standardError.contains("its keys are not forced"), "\(explained)")
+        let written = try world.defaults("write", "com.example.app", "homepage", "https://elsewhere")
+        #expect(written.status == 0, "\(written)")
+        #expect(written.standardError.contains(world.path("managed")), "\(written)")
+    }
+
+    @Test func anAdministratorsFileThatDoesNotParseIsNotedAndTheDomainsOwnIsNot() throws {
+        let world = try AdministeredFixture()
+        try Data("{ homepage = ".utf8).write(to: URL(fileURLWithPath: world.path("managed")))
+        try Data("<plist".utf8).write(to: URL(fileURLWithPath: world.path("xdg2")))
+        try world.put(["homepage": "https://mine"], "home")
+
+        let explained = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(explained.standardOutput == "* suite  \(world.path("home"))  \"https://mine\"\n", "\(explained)")
+        let notes = explained.standardError.split(separator: "\n")
+        #expect(notes.count == 2, "\(explained)")
+        #expect(notes.first?.hasPrefix("defaults: note: The suite file \(world.path("managed")) ") == true)
+        #expect(notes.last?.hasPrefix("defaults: note: The suite file \(world.path("xdg2")) ") == true)
+        // The domain's own corrupt file is the verb's error, said once, with no note.
+        try Data("{ homepage = ".utf8).write(to: URL(fileURLWithPath: world.path("home")))
+        let own = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(own.status == 1)
+        let lines = own.standardError.split(separator: "\n")
+        #expect(lines.count == 3, "\(own)")
+        #expect(
+            lines.last?.hasPrefix("defaults: cannot read domain com.example.app: The suite file \(world.path("home")) ")
+                == true)
+    }
+
+    @Test func aKeyThatAManagedFileForcesSetByRenameIsKeptAndNoted() throws {
+        let world = try AdministeredFixture()
+        try world.put(["homepage": "https://intranet"], "managed")
+        try world.put(["start": "https://mine"], "home")
+
+        let renamed = try world.defaults("rename", "com.example.app", "start", "homepage")
+        #expect(renamed.status == 0, "\(renamed)")
+        #expect(
+            renamed.standardError
+                == "defaults: note: The key \"homepage\" of suite \"com.example.app\" is forced by "
+                + "\(world.path("managed")): the change is kept in the suite, but reads give the forced value "
+                + "until the administrator releases the key.\n")
+        #expect(
+            try world.defaults("read", "com.example.app").standardOutput == "{\n    homepage = \"https://mine\";\n}\n")
     }
 
     @Test func readShowsSystemWideDefaultsOnlyWithItsFlagAndWriteNeverWritesThem() throws {
@@ -132,5 +210,11 @@ struct AdministeredCommandTests {
         #expect(try runner.run(["-currentHost", "read", "com.example.app", "scale"]).standardOutput == "2\n")
         #expect(try runner.run(["read", "com.example.app"]).status == 1)
         #expect(!FileManager.default.fileExists(atPath: directory.file("com.example.app.plist").path))
+        // The domain's search list has this machine's file before the domain's, by the same machine ID.
+        #expect(try runner.run(["write", "com.example.app", "scale", "-float", "1"]).status == 0)
+        #expect(
+            try runner.run(["explain", "com.example.app", "scale"]).standardOutput
+                == "* currentHost  \(file.path)  2\n  suite        \(directory.file("com.example.app.plist").path)  1\n"
+        )
     }
 }

@@ -54,6 +54,57 @@ import Testing
         #expect(bytes.starts(with: Array("<?xml".utf8)))
     }
 
+    /// With a system-wide file and a managed file present, the user's file stays Foundation's: what
+    /// Foundation wrote reads through, what LiveDefaults writes (a set on a forced key among it)
+    /// Foundation reads back, and no administered value is copied into it.
+    @Test func foundationReadsAndWritesTheUsersFileBesideAdministeredLayers() throws {
+        let directory = try TemporaryDirectory()
+        let suite = "com.example.administered"
+        let system = directory.file("xdg")
+        let managed = directory.file("managed")
+        for (folder, values) in [(system, ["fontSize": 12, "string": "site"]), (managed, ["theme": "managed"])] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            chmod(folder.path, 0o755)
+            let file = folder.appendingPathComponent(suite + ".plist")
+            try PropertyListSerialization.data(fromPropertyList: values, format: .xml, options: 0).write(to: file)
+            chmod(file.path, 0o644)
+        }
+        let written = try ProductRunner.run(
+            "TestHelper", ["foundation-write", suite], environment: ["XDG_CONFIG_HOME": directory.path])
+        #expect(written.status == 0, "\(written.standardError)")
+
+        do {
+            let defaults = try Defaults(
+                suiteName: suite, directory: directory.url, watchesFiles: false,
+                administeredSettings: AdministeredSettings(
+                    systemDirectories: [system], managedDirectory: managed, trustedOwner: geteuid()))
+            #expect(defaults.string(forKey: "string") == "from Foundation")
+            #expect(defaults.integer(forKey: "fontSize") == 12)
+            #expect(defaults.objectIsForced(forKey: "theme"))
+            defaults.set("mine", forKey: "theme")
+            defaults.set(3, forKey: "count")
+            #expect(defaults.string(forKey: "theme") == "managed")
+            try defaults.synchronize()
+        }
+
+        let bytes = try Data(contentsOf: directory.file(suite + ".plist"))
+        #expect(bytes.starts(with: Array("<?xml".utf8)))
+        let read = try ProductRunner.run(
+            "TestHelper", ["foundation-read", suite], environment: ["XDG_CONFIG_HOME": directory.path])
+        #expect(read.status == 0, "\(read.standardError)")
+        let lines = Set(read.standardOutput.split(separator: "\n").map(String.init))
+        let keys = Set(lines.compactMap { $0.split(separator: "=").first.map(String.init) })
+        // Foundation's own keys and the two LiveDefaults set; no fontSize or forced theme copied in.
+        #expect(
+            keys == [
+                "string", "int", "double", "bool", "date", "data", "array", "dictionary", "url", "url()", "theme",
+                "count",
+            ])
+        #expect(lines.contains("theme=\"mine\""), "\(lines)")
+        #expect(lines.contains("count=3"))
+        #expect(lines.contains("string=\"from Foundation\""))
+    }
+
     @Test func fourProcessesWritingDistinctKeysKeepEveryKey() async throws {
         let keys = Stress.scaled(500, quick: 100)
         let directory = try TemporaryDirectory()

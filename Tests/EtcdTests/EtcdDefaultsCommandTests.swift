@@ -156,6 +156,30 @@ struct EtcdDefaultsCommandTests {
         #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
     }
 
+    @Test func explainNamesTheEndpointThePrefixAndTheRevision() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let command = Command(directory: directory.url)
+        let remote = Self.address(server)
+        #expect(await command.run(["write", remote, "theme", "dark"]).status == 0)
+        let revision = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header.revisionValue
+        let prefix = String(decoding: Self.prefix, as: UTF8.self)
+
+        let explained = await command.run(["explain", remote, "theme"])
+        #expect(explained.status == 0, "\(explained)")
+        #expect(
+            explained.standardOutput
+                == "* suite  etcd \(server.endpoint.absoluteString), prefix \(prefix) (revision \(revision))  dark\n")
+        let json = await command.run(["explain", remote, "theme", "--json"])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        let layers = try #require(document["layers"] as? [[String: Any]])
+        #expect((layers.first?["revision"] as? NSNumber)?.int64Value == revision, "\(json)")
+        #expect(await command.run(["explain", remote, "absent"]).status == 1)
+    }
+
     @Test func watchJSONPrintsEachKeyOfAnotherClientsTransactionWithOldAndNewValues() async throws {
         let server = try EtcdServer()
         try await server.start()

@@ -88,3 +88,25 @@ import Testing
         #expect(again.integer(forKey: "fontSize") == 12)
     }
 }
+
+@Suite struct AdministeredSettingsEnvironmentTests {
+    @Test(arguments: [
+        ([:], ["/etc/xdg"], "/etc/livedefaults/managed"),
+        (["XDG_CONFIG_DIRS": ""], ["/etc/xdg"], "/etc/livedefaults/managed"),
+        (["XDG_CONFIG_DIRS": "relative:also/relative"], ["/etc/xdg"], "/etc/livedefaults/managed"),
+        (
+            ["XDG_CONFIG_DIRS": "/opt/site/xdg:relative::/etc/xdg"], ["/opt/site/xdg", "/etc/xdg"],
+            "/etc/livedefaults/managed"
+        ),
+        (["LIVEDEFAULTS_MANAGED_DIR": "/opt/site/managed"], ["/etc/xdg"], "/opt/site/managed"),
+        (["LIVEDEFAULTS_MANAGED_DIR": "managed"], ["/etc/xdg"], "/etc/livedefaults/managed"),
+    ])
+    func theEnvironmentNamesTheDirectoriesTheEarlierOneWinningFirst(
+        _ environment: [String: String], systemDirectories: [String], managedDirectory: String
+    ) {
+        let settings = AdministeredSettings.fromEnvironment(environment)
+        #expect(settings.systemDirectories.map(\.path) == systemDirectories, "\(environment)")
+        #expect(settings.managedDirectory?.path == managedDirectory, "\(environment)")
+        #expect(settings.trustedOwner == 0)
+    }
+}

@@ -125,7 +125,7 @@ extension Defaults {
         DefaultsErrorReporting.report(
             DefaultsError(
                 .forcedKey,
-                "The key \"\(key)\" of suite \"\(suiteName)\" is forced by \(source): the new value is kept in the "
+                "The key \"\(key)\" of suite \"\(suiteName)\" is forced by \(source): the change is kept in the "
                     + "suite, but reads give the forced value until the administrator releases the key.",
                 suite: suiteName, path: source))
     }

@@ -15,11 +15,19 @@ extension Defaults {
         public static func named(_ identifier: String) -> Host { Host(identifier: identifier) }
 
         /// This machine: its ID from `/etc/machine-id` (else `/var/lib/dbus/machine-id`, else its
-        /// host name), read once per process.
+        /// host name), read once per process. When `$LIVEDEFAULTS_MACHINE_ID_FILE` is set, the ID
+        /// comes from the file it names instead, as for ``current(machineIDFile:)``: tests, and the
+        /// `defaults` command run by them, keep the machine's own ID out of their files.
         public static var current: Host { currentHost }
 
-        private static let currentHost: Host = current(
-            machineIDFiles: ["/etc/machine-id", "/var/lib/dbus/machine-id"].map { URL(fileURLWithPath: $0) })
+        // One variable read with getenv, as ``AdministeredSettings/fromEnvironment()`` reads its two.
+        private static let currentHost: Host = {
+            if let file = getenv("LIVEDEFAULTS_MACHINE_ID_FILE").map({ String(cString: $0) }), !file.isEmpty {
+                return current(machineIDFile: URL(fileURLWithPath: file))
+            }
+            return current(
+                machineIDFiles: ["/etc/machine-id", "/var/lib/dbus/machine-id"].map { URL(fileURLWithPath: $0) })
+        }()
 
         /// This machine, its ID read from `machineIDFile` (tests give a file of their own).
         ///
