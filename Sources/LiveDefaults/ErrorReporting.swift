@@ -1,7 +1,9 @@
 import Foundation
 
 /// Where LiveDefaults reports problems that no call can throw: a corrupt file found while loading
-/// or reloading, a background flush that failed, file watching that fell back to polling.
+/// or reloading, a background flush that failed, file watching that fell back to polling — and
+/// the end of an outage it reported (``DefaultsError/Code/remoteRecovered``, not a failure), so that
+/// a log that shows the loss shows its end.
 ///
 /// By default each report is written as one line to standard error. Install a handler to route
 /// them elsewhere:

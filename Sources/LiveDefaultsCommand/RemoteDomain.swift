@@ -139,7 +139,8 @@ package final class RemoteCommandDomain: CommandDomain {
     /// - Parameters:
     ///   - address: The suite's `etcd://` address.
     ///   - environment: Where the endpoints (with no host in the address) and the credentials come from.
-    ///   - onProblem: A sentence when etcd becomes unreachable while watching.
+    ///   - onProblem: A sentence when etcd becomes unreachable while watching, and one when it
+    ///     answers again.
     /// - Throws: ``DefaultsError`` (`readFailed`) naming what is wrong with the address or the
     ///   environment.
     package init(
@@ -309,6 +310,14 @@ package final class RemoteCommandDomain: CommandDomain {
                 case .unreachable: onProblem("etcd is not reachable: \(problem)")
                 case .unreadableValue: onProblem("\(problem)")
                 default: onProblem("cannot follow \(prefix): \(problem)")
+                }
+            },
+            onRecovery: { [onProblem, prefix] outage in
+                // After the changes made meanwhile, which the handler has been given already.
+                queue.async {
+                    onProblem(
+                        "etcd answers again after an outage of \(String(format: "%.1f", outage)) s: "
+                            + "following \(prefix) again (changes made meanwhile are shown above)")
                 }
             })
     }

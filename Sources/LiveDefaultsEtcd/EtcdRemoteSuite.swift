@@ -35,7 +35,7 @@ package final class EtcdRemoteSuite: Sendable {
         fileprivate var mirror: EtcdMirror
     }
 
-    /// One change seen by ``follow(from:onChange:onProblem:)``.
+    /// One change seen by ``follow(from:onChange:onProblem:onRecovery:)``.
     package struct Change: Sendable {
         package var key: String
         package var old: PropertyListValue?
@@ -153,16 +153,35 @@ package final class EtcdRemoteSuite: Sendable {
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,
-    /// in order; `onProblem` a sentence when etcd becomes unreachable or a value is unreadable.
-    /// Following stops when the returned object is released.
+    /// in order; `onProblem` a sentence when etcd becomes unreachable or a value is unreadable;
+    /// `onRecovery` how long etcd was away, once per outage, when it answers again (after the
+    /// changes made meanwhile went to `onChange`). Following stops when the returned object is
+    /// released.
     package func follow(
         from snapshot: Snapshot, onChange: @escaping @Sendable ([Change]) -> Void,
-        onProblem: @escaping @Sendable (RemoteProblem) -> Void
+        onProblem: @escaping @Sendable (RemoteProblem) -> Void,
+        onRecovery: @escaping @Sendable (_ outage: TimeInterval) -> Void = { _ in }
     ) -> AnyObject & Sendable {
         let follower = EtcdSuiteFollower(
             client: client, mirror: snapshot.mirror,
             onChange: { changes, _ in onChange(changes.map { Change(key: $0.key, old: $0.old, new: $0.new) }) },
             onProblem: onProblem)
+        // When the outage being reported began; the follower tells `offline` once per outage.
+        let offlineSince = Locked<Date?>(nil)
+        follower.onStatus { status in
+            switch status {
+            case .offline(let since, _):
+                offlineSince.withLock { $0 = $0 ?? since }
+            case .live:
+                let since = offlineSince.withLock { since in
+                    defer { since = nil }
+                    return since
+                }
+                if let since { onRecovery(Date().timeIntervalSince(since)) }
+            case .starting:
+                break
+            }
+        }
         follower.start()
         return follower
     }

@@ -92,7 +92,7 @@ extension FleetBackend {
         return DefaultsError(
             .remoteRecovered,
             "The fleet suite \"\(suite.name)\" reaches \(suite.whereabouts) again after an outage of "
-                + "\(String(format: "%.1f", seconds)) s: \(changed); changes made here meanwhile are sent now.",
+                + "\(String(format: "%.1f", seconds)) s: \(changed); any changes made here meanwhile are sent now.",
             suite: suite.name, path: location.path)
     }
 

@@ -313,6 +313,44 @@ struct EtcdDefaultsCommandTests {
         }
     }
 
+    /// `defaults watch` on a remote suite says when etcd goes away and, once, when it answers again,
+    /// after the changes made meanwhile.
+    @Test func aWatchSaysOnceWhenEtcdIsLostAndOnceWhenItAnswersAgain() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let notes = Locked<[String]>([])
+        let seen = Locked<[String]>([])
+        let domain = try RemoteCommandDomain(try RemoteSuiteAddress(Self.address(server)), environment: [:]) { note in
+            notes.withLock { $0.append(note) }
+        }
+        try domain.prepare(for: .read)
+        let queue = DispatchQueue(label: "watch")
+        let token = domain.watchChanges(queue: queue) { change in seen.withLock { $0.append(change.key) } }
+        defer { _ = token }
+        let stopped = ContinuousClock.now
+        server.stop()  // by its PID
+        #expect(await eventually(within: 30) { notes.withLock { $0.count } == 1 })
+        #expect(notes.withLock { $0.first?.hasPrefix("etcd is not reachable") ?? false }, "\(notes.withLock { $0 })")
+        try await server.start()
+        // A change made while etcd is back but (most likely) not yet followed again.
+        _ = try EtcdClient(endpoints: [server.endpoint]).commit(
+            puts: [(EtcdMirror.etcdKey("theme", prefix: Self.prefix), try EtcdMirror.encode("dark"))], deletes: [])
+        #expect(await eventually(within: 30) { notes.withLock { $0.count } == 2 })
+        let back = ContinuousClock.now
+        let recovery = try #require(notes.withLock { $0.last })
+        #expect(recovery.hasPrefix("etcd answers again after an outage of "), "\(recovery)")
+        #expect(recovery.contains("following /livedefaults/v1/\(Self.suite)/ again"), "\(recovery)")
+        let seconds = try #require(recovery.firstMatch(of: /outage of ([0-9.]+) s/).flatMap { Double($0.1) })
+        #expect(seconds > 0 && seconds <= Double((back - stopped).components.seconds) + 1, "\(recovery)")
+        #expect(await eventually(within: 30) { seen.withLock { $0 } == ["theme"] })
+        // A later change is no second recovery.
+        _ = try EtcdClient(endpoints: [server.endpoint]).commit(
+            puts: [(EtcdMirror.etcdKey("theme", prefix: Self.prefix), try EtcdMirror.encode("light"))], deletes: [])
+        #expect(await eventually(within: 30) { seen.withLock { $0.count } == 2 })
+        #expect(notes.withLock { $0.count } == 2, "\(notes.withLock { $0 })")
+    }
+
     @Test func anImportIntoAnUnreachableEtcdSaysImportNamingTheKeys() async throws {
         let port = try EtcdServer.freePort()
         let directory = try TemporaryDirectory()

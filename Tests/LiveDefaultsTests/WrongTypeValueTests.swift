@@ -10,8 +10,16 @@ private struct Rollout: Codable, Sendable, Equatable {
     var regions: [String]
 }
 
+/// As a newcomer declares it (the docs' example): not `Equatable`, so decoded values cannot be compared.
+private struct PlainRollout: Codable, Sendable {
+    var percent: Int
+    var regions: [String]
+}
+
 extension Defaults.Keys {
     fileprivate static let rollout = Defaults.Key<Rollout>("rollout", default: Rollout(percent: 0, regions: []))
+    fileprivate static let plainRollout = Defaults.Key<PlainRollout>(
+        "rollout", default: PlainRollout(percent: 0, regions: []))
 }
 
 /// A value of the wrong type arriving from outside under a typed key: it reads as the key's default,
@@ -62,6 +70,38 @@ extension Defaults.Keys {
         try writeFromOutside(["rollout": ["percent": 40, "regions": ["eu", "us"]]], to: defaults)
         #expect(await eventually(within: 30) { typed.withLock { $0.last?.newValue == fixed } })
         #expect(typed.withLock { $0.map(\.newValue) } == [Rollout(percent: 0, regions: []), fixed])
+    }
+
+    @Test func aTypedObserverOfATypeThatIsNotEquatableIsToldOnceForARunOfBadValues() async throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Defaults(suiteName: "com.example.wrong-type-plain", directory: directory.url)
+        defaults[.plainRollout] = PlainRollout(percent: 25, regions: ["eu"])
+        try defaults.synchronize()
+
+        let typed = Mutex<[Int]>([])  // the new values' percent
+        let typedToken = defaults.observe(.plainRollout) { change in
+            typed.withLock { $0.append(change.newValue.percent) }
+        }
+        let raw = Mutex<Int>(0)
+        let rawToken = defaults.observe("rollout") { _ in raw.withLock { $0 += 1 } }
+        defer {
+            typedToken.cancel()
+            rawToken.cancel()
+        }
+
+        try writeFromOutside(["rollout": ["percent": "oops", "regions": ["eu"]]], to: defaults)
+        #expect(await eventually(within: 30) { raw.withLock { $0 } == 1 && typed.withLock { !$0.isEmpty } })
+        try writeFromOutside(["rollout": ["percent": "worse", "regions": ["eu"]]], to: defaults)
+        #expect(await eventually(within: 30) { raw.withLock { $0 } == 2 })
+        // The bad value removed: the key is absent, and reads as the default it already read as
+        // (the registered default, stored: its decoded value is not comparable, its stored form is).
+        try defaults.register(.plainRollout)
+        try writeFromOutside([:], to: defaults)
+        #expect(await eventually(within: 30) { raw.withLock { $0 } == 3 })
+        try writeFromOutside(["rollout": ["percent": 40, "regions": ["eu"]]], to: defaults)
+        #expect(await eventually(within: 30) { typed.withLock { $0.last == 40 } })
+        // Each observer hears changes in order: with the fix delivered, the bad values before it were passed over.
+        #expect(typed.withLock { $0 } == [0, 40])
     }
 
     @Test func theDecodingErrorNamesTheUsersPathWithoutTheInternalWrapper() throws {

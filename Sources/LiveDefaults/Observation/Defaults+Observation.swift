@@ -45,7 +45,9 @@ extension Defaults {
     /// `Key<Int>` (its default stands in when the key has no value), `Profile?` for a
     /// `Key<Profile?>`. A stored value that cannot be read as the type is delivered as the key's
     /// default, and the failure is reported once (``DefaultsErrorReporting``). Changes that decode
-    /// to equal values are not delivered. Threads and `queue` as for
+    /// to equal values are not delivered (compared with `==`, or by their stored forms when `Value`
+    /// is not `Equatable`), nor a change between two stored values that both read as the default
+    /// (absent, or not of the type): a run of bad values is told once. Threads and `queue` as for
     /// ``observe(_:options:queue:_:)-(String,_,_,_)``.
     ///
     /// ```swift
@@ -61,13 +63,17 @@ extension Defaults {
             [weak self] change in
             // The old value was new once: only a new value is reported when it cannot be decoded
             // (docs/design.md, "Observation: typed changes").
-            let old = Self.decode(change.oldValue, as: key, reportingTo: nil)
-            let new = Self.decode(change.newValue, as: key, reportingTo: self)
-            if !change.isPrior, !change.isInitial, Equality.areEqual(old, new) { return }
+            let old = Self.decodedValue(change.oldValue, as: key, reportingTo: nil)
+            let new = Self.decodedValue(change.newValue, as: key, reportingTo: self)
+            // When neither is a value of the type (absent, or not decodable, as across a run of bad
+            // values), both are the default: nothing changed, whether or not `Value` is Equatable.
+            if !change.isPrior, !change.isInitial, old == nil && new == nil { return }
+            let (oldValue, newValue) = (old ?? key.defaultValue, new ?? key.defaultValue)
+            if !change.isPrior, !change.isInitial, Self.isSame(oldValue, newValue, as: key) { return }
             handler(
                 DefaultsChange(
-                    key: change.key, oldValue: old, newValue: new, origin: change.origin, isPrior: change.isPrior,
-                    isInitial: change.isInitial))
+                    key: change.key, oldValue: oldValue, newValue: newValue, origin: change.origin,
+                    isPrior: change.isPrior, isInitial: change.isInitial))
         }
         return register(observer)
     }
@@ -94,17 +100,38 @@ extension Defaults {
         }
     }
 
+    /// Whether two decoded values of `key` are the same: by `==` when `Value` is `Equatable`, else
+    /// by their stored forms — a `Codable` struct is often not `Equatable` (the docs' `Rollout`), and
+    /// a bad value followed by the registered default is the default twice.
+    static func isSame<Value>(_ lhs: Value, _ rhs: Value, as key: Key<Value>) -> Bool {
+        if let equal = Equality.compared(lhs, rhs) { return equal }
+        do {
+            return try key.encode(lhs) == key.encode(rhs)
+        } catch {
+            return false
+        }
+    }
+
     /// A stored value as `key`'s type: its default when there is none or it cannot be decoded (then
     /// reported once through `defaults`, if given).
     static func decode<Value>(
         _ stored: PropertyListValue?, as key: Key<Value>, reportingTo defaults: Defaults?
     ) -> Value {
-        guard let stored else { return key.defaultValue }
+        decodedValue(stored, as: key, reportingTo: defaults) ?? key.defaultValue
+    }
+
+    /// A stored value as `key`'s type; nil, where the default stands in, when there is none or it
+    /// cannot be decoded (then reported once through `defaults`, if given). (An optional key's
+    /// stored value decodes to `.some`, never to nil.)
+    static func decodedValue<Value>(
+        _ stored: PropertyListValue?, as key: Key<Value>, reportingTo defaults: Defaults?
+    ) -> Value? {
+        guard let stored else { return nil }
         do {
-            return try key.decode(stored)
+            return .some(try key.decode(stored))
         } catch {
             defaults?.noteUndecodable(key, stored, error)
-            return key.defaultValue
+            return nil
         }
     }
 
@@ -160,7 +187,12 @@ extension Defaults {
 enum Equality {
     /// Whether `lhs` equals `rhs`; false when the type is not Equatable (every change is delivered).
     static func areEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
-        guard let lhs = lhs as? any Equatable else { return false }
+        compared(lhs, rhs) ?? false
+    }
+
+    /// Whether `lhs` equals `rhs`; nil when the type is not Equatable.
+    static func compared<Value>(_ lhs: Value, _ rhs: Value) -> Bool? {
+        guard let lhs = lhs as? any Equatable else { return nil }
         return isEqual(lhs, rhs)
     }
 

@@ -10,6 +10,10 @@
 /// Reading the property inside `withObservationTracking` tracks the key, as reading the projected
 /// value's ``ObservableSetting/value`` does: the next change of the key fires `onChange`.
 /// `$theme` is the key's ``ObservableSetting`` (the same object each time while it is in use).
+///
+/// In an `@Observable` class, write `@ObservationIgnored @Setting(.theme) var theme`: the macro
+/// would otherwise declare a `_theme` of its own beside the wrapper's, and the class would not
+/// compile. Nothing is lost, since the setting tracks itself.
 @propertyWrapper
 public struct Setting<Value: Sendable>: Sendable {
     private let key: Defaults.Key<Value>

@@ -121,9 +121,9 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             ? "The values read from it before are kept in use. The file is left in place (it may still be "
                 + "being edited); if this process writes before it is fixed, it is first kept aside as "
                 + "\(location.path).corrupt-<time>. Fix the file to use its new values."
-            : "Its values were not loaded: the suite reads as empty until the file is fixed. It will be kept "
-                + "aside as \(location.path).corrupt-<time> before this process replaces it. Fix or remove the "
-                + "file to use its values."
+            : "Its values were not loaded: the suite reads as empty until the file is fixed. If this process "
+                + "writes the suite first, the file is kept aside as \(location.path).corrupt-<time> before it is "
+                + "replaced. Fix or remove the file to use its values."
         return DefaultsError(
             .corruptFile,
             "The suite file \(location.path) for suite \"\(location.name)\" \(problem). " + consequence,
