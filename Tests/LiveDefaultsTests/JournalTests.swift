@@ -191,9 +191,13 @@ import Testing
     }
 
     /// A store on `location`'s file with its own journal, as another process has.
+    /// A store that flushes only when the test says: with the real clock, the flush a `set` arms
+    /// could run between the test's steps and replay the dead journal out of the order the test
+    /// describes (it did, on a loaded machine).
     static func store(_ location: SuiteLocation) -> SuiteStore {
         let store = SuiteStore(
-            location: location, backend: FileBackend(location: location, operations: SystemFileOperations()))
+            location: location, backend: FileBackend(location: location, operations: SystemFileOperations()),
+            clock: ManualStoreClock())
         _ = store.load()
         return store
     }
