@@ -160,7 +160,7 @@ extension DefaultsCommandRunner {
         let schema = try DefaultsSchema(propertyListData: data, source: file)
         switch domain {
         case .remote(let address)?:
-            let store = try openForWriting(.remote(address), "install-schema", keys: [CommandSchema.reservedKey])
+            let store = try openForWriting(.remote(address), "install the schema as", keys: [CommandSchema.reservedKey])
             store.set(schema.propertyList, forKey: CommandSchema.reservedKey)
             try save(store, .remote(address))
             io.standardOutput("Installed the schema of \(schema.suite) in \(address.text)\n")

@@ -295,7 +295,16 @@ struct EtcdDefaultsCommandTests {
         (["delete", "<remote>", "theme"], "cannot delete key \"theme\" of /livedefaults/v1/\(suite)/:"),
         (["delete", "<remote>"], "cannot delete /livedefaults/v1/\(suite)/:"),
         (["rename", "<remote>", "old", "new"], "cannot rename keys \"new\", \"old\" of /livedefaults/v1/\(suite)/:"),
+        (["reset", "<remote>", "theme"], "cannot reset key \"theme\" of /livedefaults/v1/\(suite)/:"),
+        (["reset", "<remote>"], "cannot reset /livedefaults/v1/\(suite)/:"),
+        (["describe", "<remote>"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["list-keys", "<remote>"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["schema", "<remote>"], "cannot read /livedefaults/v1/\(suite)/:"),
+        (["explain", "<remote>", "theme"], "cannot read /livedefaults/v1/\(suite)/:"),
     ]
+
+    /// The verbs that only read the suite: their failure says "read".
+    static let reading: Set<String> = ["read", "read-type", "export", "describe", "list-keys", "schema", "explain"]
 
     @Test(arguments: operations)
     func aFailureOnAnUnreachableEtcdNamesItsOwnOperationTheKeysAndTheEndpoint(
@@ -308,9 +317,27 @@ struct EtcdDefaultsCommandTests {
         #expect(result.status == 1)
         #expect(result.standardError.contains(says), "\(result)")
         #expect(result.standardError.contains("no etcd endpoint answered (http://127.0.0.1:\(port))"), "\(result)")
-        if arguments[0] != "read" && arguments[0] != "read-type" && arguments[0] != "export" {
+        if !Self.reading.contains(arguments[0]) {
             #expect(!result.standardError.contains("cannot read"), "\(result)")
         }
+    }
+
+    /// `install-schema` into an unreachable etcd says what it could not do, in words, naming the key
+    /// it writes (it said "cannot install-schema key …").
+    @Test func installingASchemaIntoAnUnreachableEtcdSaysSo() async throws {
+        let port = try EtcdServer.freePort()
+        let directory = try TemporaryDirectory()
+        let file = directory.file("schema.plist")
+        try DefaultsSchema(suite: Self.suite, entries: [.init(name: "theme", type: .string, defaultValue: "light")])
+            .propertyListData().write(to: file)
+        let remote = "etcd://127.0.0.1:\(port)/\(Self.suite)"
+        let result = await Command(directory: directory.url).run(["install-schema", file.path, remote])
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains(
+                "cannot install the schema as key \"LiveDefaults.schema\" of /livedefaults/v1/\(Self.suite)/:"),
+            "\(result)")
+        #expect(result.standardError.contains("no etcd endpoint answered (http://127.0.0.1:\(port))"), "\(result)")
     }
 
     /// `defaults watch` on a remote suite says when etcd goes away and, once, when it answers again,
