@@ -95,7 +95,7 @@ extension DefaultsCommandRunner {
             let values = try openForReading(domain).persistentValues()
             let names =
                 try domains.schema(of: domain, values: values)?.schema.entries.map(\.name)
-                ?? values.keys.filter { $0 != CommandSchema.reservedKey }.sorted()
+                ?? values.keys.filter { !CommandSchema.reservedKeys.contains($0) }.sorted()
             io.standardOutput(
                 json
                     ? "[" + names.map(WatchReport.json).joined(separator: ",") + "]\n"
@@ -114,7 +114,7 @@ extension DefaultsCommandRunner {
             } else if let schema {
                 names = schema.schema.entries.map(\.name).filter { values[$0] != nil }
             } else {
-                names = values.keys.filter { $0 != CommandSchema.reservedKey }.sorted()
+                names = values.keys.filter { !CommandSchema.reservedKeys.contains($0) }.sorted()
             }
             for name in names { store.set(nil, forKey: name) }
             if !names.isEmpty { try save(store, domain) }

@@ -257,10 +257,9 @@ package struct DefaultsCommandRunner: Sendable {
             let store = try openForWriting(domain, "write", keys: nil)
             try refuseForced(values.keys.sorted(), in: store, domain)
             var replaced = try admitted(values, to: domain, in: store)
-            // The reserved keys are the library's, not settings: the migration record and a fleet suite's
-            // schema stay unless the new domain names them.
+            // The reserved keys stay unless the new domain names them.
             let current = store.persistentValues()
-            for key in [DefaultsMigration.recordKey, CommandSchema.reservedKey] where replaced[key] == nil {
+            for key in CommandSchema.reservedKeys where replaced[key] == nil {
                 replaced[key] = current[key]
             }
             store.replacePersistentValues(replaced)

@@ -150,6 +150,17 @@ extension CommandOutcome {
         #expect(fixture.succeed("list-keys", Self.suite) == "count\nfontSize\n", "the stored keys")
     }
 
+    /// The migration record is the library's, not a setting: `list-keys` leaves it out, and `reset` of the
+    /// whole domain keeps it, so that the app's migrations do not run again.
+    @Test func withoutASchemaResetOfTheDomainKeepsTheMigrationRecord() throws {
+        let fixture = try SchemaFixture(installing: nil)
+        fixture.succeed("write", Self.suite, DefaultsMigration.recordKey, "-dict", "version", "-int", "2")
+        fixture.succeed("write", Self.suite, "count", "14")
+        #expect(fixture.succeed("list-keys", Self.suite) == "count\n")
+        #expect(fixture.succeed("reset", Self.suite, "--json") == #"{"reset":["count"]}"# + "\n")
+        #expect(try fixture.values() == [DefaultsMigration.recordKey: ["version": 2]])
+    }
+
     @Test func writingAWholeDomainOrImportingIsCheckedToo() throws {
         let fixture = try SchemaFixture()
         fixture.succeed("write", Self.suite, "fontSize", "-int", "14")
