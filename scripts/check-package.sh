@@ -9,37 +9,86 @@
 #
 #   scripts/check-package.sh   (as root; it installs and removes packages)
 #
-# It leaves the machine as it found it: every package it installs (the tools it needs, GNUstep's package,
-# livedefaults) is purged again when it exits, on failure too. It refuses to start when livedefaults or
-# gnustep-base-runtime is already installed, rather than remove something it did not install.
+# It leaves the machine as it found it, whatever was installed before: it notes every package dpkg knows
+# (installed, or removed with its configuration files kept) when it starts, and when it exits, on failure
+# too, it purges each package dpkg knows that it did not know then (the tools it needed, GNUstep's
+# package, livedefaults, their dependencies) and installs again, at its version, each package that was
+# installed then and is not now (GNUstep's package, when it was there before: the check runs without it
+# and with it). Upgrades that a needed package pulls in (a newer perl-base, say) are not undone; nothing
+# installed before is ever purged. A cleanup that does not restore that state fails the check.
+# It refuses to start when livedefaults is already installed, or when GNUstep's package is installed and
+# cannot be removed for a while on its own (another package depends on it) or installed again (its
+# version is not in the package lists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 [ "$(id -u)" -eq 0 ] || { echo "check-package: run it as root (it installs and removes packages)" >&2; exit 1; }
-for package in livedefaults gnustep-base-runtime; do
-    if dpkg -s "$package" >/dev/null 2>&1; then
-        echo "check-package: $package is installed; remove it first (this check installs and removes it)" >&2
-        exit 1
-    fi
-done
+if dpkg -s livedefaults >/dev/null 2>&1; then
+    echo "check-package: livedefaults is installed; remove it first (this check installs and removes it)" >&2
+    exit 1
+fi
+
+# The packages dpkg knows (in any state but not-installed), one `name:arch` a line, sorted; with
+# `installed`, only those installed (state ii); with `versions`, those as `name:arch=version`.
+known_packages() {
+    dpkg-query -W -f='${db:Status-Abbrev}\t${binary:Package}\t${Version}\n' | awk -F'\t' -v which="${1:-}" '
+        which == "" && $1 !~ /^[up]n/ { print $2 }
+        which == "installed" && $1 ~ /^ii/ { print $2 }
+        which == "versions" && $1 ~ /^ii/ { print $2 "=" $3 }' | sort
+}
+is_installed() { dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^ii'; }
 
 scratch=$(mktemp -d)
 chmod 0755 "$scratch"
-installed_here=()
+known_packages >"$scratch/known-before"
+known_packages installed >"$scratch/installed-before"
+known_packages versions >"$scratch/versions-before"
+apt-mark showauto | sort >"$scratch/auto-before"
+
+updated=false
+apt_update_once() { $updated || { apt-get update -qq && updated=true; }; }
+
+# Puts the machine's packages back as they were when the check started; says what is still different,
+# and returns non-zero, when it could not.
+restore_packages() {
+    local new=() missing=() package status=0
+    mapfile -t new < <(comm -13 "$scratch/known-before" <(known_packages))
+    if [ ${#new[@]} -gt 0 ]; then
+        echo "check-package: purging what it installed: ${new[*]}" >&2
+        apt-get purge -y -qq "${new[@]}" >/dev/null || status=1
+    fi
+    mapfile -t missing < <(comm -23 "$scratch/installed-before" <(known_packages installed))
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "check-package: installing again what was installed before: ${missing[*]}" >&2
+        apt_update_once
+        apt-get install -y -qq --no-upgrade $(for package in "${missing[@]}"; do
+            grep -m1 "^$package=" "$scratch/versions-before"
+        done) >/dev/null || status=1
+        for package in "${missing[@]}"; do
+            if grep -qxF -e "$package" -e "${package%:*}" "$scratch/auto-before"; then apt-mark auto "$package" >/dev/null; fi
+        done
+    fi
+    if ! diff "$scratch/known-before" <(known_packages) >"$scratch/known-diff" ||
+        ! diff "$scratch/installed-before" <(known_packages installed) >"$scratch/installed-diff"; then
+        echo "check-package: the machine's packages are not as they were (< before, > now):" >&2
+        cat "$scratch/known-diff" "$scratch/installed-diff" >&2
+        status=1
+    fi
+    return $status
+}
+
 cleanup() {
     local status=$?
     set +e
     trap - EXIT
-    if dpkg -s livedefaults >/dev/null 2>&1; then dpkg --purge livedefaults >/dev/null; fi
-    if [ ${#installed_here[@]} -gt 0 ]; then
-        echo "check-package: purging what it installed: ${installed_here[*]}" >&2
-        apt-get purge -y -qq "${installed_here[@]}" >/dev/null
+    if ! restore_packages; then
+        echo "check-package: its cleanup did not leave the machine as it found it" >&2
+        status=1
     fi
     rm -rf "$scratch"
     [ $status -eq 0 ] && echo "check-package: passed" || echo "check-package: FAILED" >&2
     exit $status
 }
-trap cleanup EXIT
 
 fail() {
     echo "check-package: $*" >&2
@@ -47,18 +96,37 @@ fail() {
 }
 step() { echo "== $*"; }
 
-updated=false
-# Installs the packages that are missing and records what that installs (dependencies included), for
-# cleanup to purge.
+# GNUstep's package, when it is installed: the check runs first without it, so it is removed for a
+# while (on its own, its configuration kept), and the cleanup installs it again.
+gnustep_version=""
+if is_installed gnustep-base-runtime; then
+    gnustep_version=$(dpkg-query -W -f='${Version}' gnustep-base-runtime)
+    apt_update_once
+    removals=$(apt-get remove -s gnustep-base-runtime | grep -c '^Remv' || true)
+    if [ "$removals" -ne 1 ]; then
+        echo "check-package: removing gnustep-base-runtime would remove $removals packages; remove them first" >&2
+        exit 1
+    fi
+    if ! apt-cache madison gnustep-base-runtime | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' |
+        grep -qxF "$gnustep_version"; then
+        echo "check-package: gnustep-base-runtime $gnustep_version is not in the package lists, so it could" \
+            "not be installed again; remove it first" >&2
+        exit 1
+    fi
+fi
+trap cleanup EXIT
+if [ -n "$gnustep_version" ]; then
+    step "GNUstep's package is installed: removed for the check, installed again after it"
+    apt-get remove -y -qq gnustep-base-runtime >/dev/null
+fi
+
+# Installs the packages that are missing (the cleanup purges them, and what they brought).
 need() {
-    local missing=() package new
-    for package in "$@"; do dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package"); done
+    local missing=() package
+    for package in "$@"; do is_installed "$package" || missing+=("$package"); done
     [ ${#missing[@]} -gt 0 ] || return 0
-    $updated || { apt-get update -qq; updated=true; }
-    new=$(apt-get install -s "${missing[@]}" | sed -n 's/^Inst \([^ ]*\) .*/\1/p')
+    apt_update_once
     apt-get install -y -qq "${missing[@]}" >/dev/null
-    # shellcheck disable=SC2206
-    installed_here+=($new)
 }
 
 step "tools: dpkg-dev (dpkg-shlibdeps), binutils, lintian, mandoc, groff-base, man-db, zsh, fish, bash-completion"
