@@ -139,29 +139,13 @@ final class FileWatcherCore: Sendable {
     /// Does the due work: reports, `stat`s outside the lock, then the calls.
     private func perform(_ work: WatchRegistry.DueWork) {
         for problem in work.reports { report(problem) }
-        let due = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
-        let settled = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
-        let polled = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
-        let reappeared = work.missingDirectories.filter(FileStamp.isDirectory)
-        let now = Self.now()
-        let (calls, wantsReconcile) = registry.withLock { registry in
-            var calls: [(UInt64, FileChange)] = []
-            for (identifier, stamp) in due
-            where registry.admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: now) {
-                calls.append((identifier, FileChange(seeing: stamp)))
-            }
-            for (identifier, stamp) in settled where registry.settle(identifier, isPresent: stamp != nil, now: now) {
-                registry.noteCall(identifier, seeing: stamp)
-                calls.append((identifier, FileChange(seeing: stamp)))
-            }
-            for (identifier, stamp) in polled where registry.record(identifier, stamp: stamp, now: now) {
-                registry.noteCall(identifier, seeing: stamp)
-                calls.append((identifier, FileChange(seeing: stamp)))
-            }
-            var wantsReconcile = false
-            for directory in reappeared where registry.directoryReappeared(directory) { wantsReconcile = true }
-            return (calls, wantsReconcile)
-        }
+        var looks = WatchRegistry.Looks(before: Self.now(), after: 0)
+        looks.calls = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
+        looks.settleChecks = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
+        looks.polls = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
+        looks.reappearedDirectories = work.missingDirectories.filter(FileStamp.isDirectory)
+        looks.after = Self.now()
+        let (calls, wantsReconcile) = registry.withLock { $0.decide(work, looks) }
         if wantsReconcile { wakeInotifyThread() }
         var called = Set<UInt64>()
         for (identifier, change) in calls where called.insert(identifier).inserted {

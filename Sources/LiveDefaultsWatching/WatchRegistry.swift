@@ -73,7 +73,9 @@ struct WatchRegistry: Sendable {
         /// The file as the last call saw it; before the first call, as it was when the watch was made.
         var calledWith: Baseline
         var hasBeenCalled = false
-        /// Since when the file is known to be away (deleted, moved away, or found absent).
+        /// Since when the file is known to be away: the end of the first look that found it absent
+        /// since it was last seen. Only a look sets it (an event may be old news); any sight of
+        /// the file, or of a write, clears it.
         var awaySince: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
@@ -298,11 +300,12 @@ struct WatchRegistry: Sendable {
             registration.writtenSinceSettleStarted = false
             registration.awaySince = nil
         case .removed:
-            // No call while the file may be absent only for a moment: the grace decides.
-            registration.callDeadline = nil
-            registration.callIsLook = false
-            registration.awaySince = registration.awaySince ?? now
-            registration.settleDeadline = now + deletionGrace
+            // Only a look, due now: the event may be old news (the inotify thread can be behind,
+            // and the file back by now), so it says nothing of when the file was away. The look
+            // finds the file away, which starts the grace, or back, which is no removal; a write's
+            // call already due stays a full call (docs/design.md, "Live reload: coalescing").
+            registration.callIsLook = registration.callDeadline == nil ? true : registration.callIsLook
+            registration.callDeadline = min(registration.callDeadline ?? now, now)
             registration.writtenSinceSettleStarted = false
         }
         registrations[identifier] = registration
@@ -382,20 +385,65 @@ struct WatchRegistry: Sendable {
         return deadline
     }
 
-    /// Judges a grace that ran out, at `now`.
+    /// What the watcher saw when it looked at the files of a ``DueWork``, outside the lock
+    /// (`nil`: absent), and when: every look began after `before` and ended before `after`.
+    struct Looks: Sendable {
+        var calls: [(id: UInt64, stamp: FileStamp?)] = []
+        var settleChecks: [(id: UInt64, stamp: FileStamp?)] = []
+        var polls: [(id: UInt64, stamp: FileStamp?)] = []
+        /// The missing directories found to exist again.
+        var reappearedDirectories: [String] = []
+        var before: UInt64
+        var after: UInt64
+    }
+
+    /// Decides the calls of due work from the looks taken for it.
+    ///
+    /// An absence is judged by the clock read before the looks (the file was away at least
+    /// then), and a grace starts from the clock read after them (it was away by then at the
+    /// latest): a look delayed between the two never makes an absence seem longer than it was.
+    ///
+    /// - Returns: The calls to make, in order, and whether a missing directory is back (the
+    ///   inotify thread has to try it).
+    mutating func decide(_ work: DueWork, _ looks: Looks) -> (
+        calls: [(UInt64, FileChange)], directoriesReappeared: Bool
+    ) {
+        var calls: [(UInt64, FileChange)] = []
+        for (identifier, stamp) in looks.calls
+        where admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: looks.after) {
+            calls.append((identifier, FileChange(seeing: stamp)))
+        }
+        for (identifier, stamp) in looks.settleChecks
+        where settle(identifier, isPresent: stamp != nil, before: looks.before, after: looks.after) {
+            noteCall(identifier, seeing: stamp)
+            calls.append((identifier, FileChange(seeing: stamp)))
+        }
+        for (identifier, stamp) in looks.polls where record(identifier, stamp: stamp, now: looks.after) {
+            noteCall(identifier, seeing: stamp)
+            calls.append((identifier, FileChange(seeing: stamp)))
+        }
+        var reappeared = false
+        for directory in looks.reappearedDirectories where directoryReappeared(directory) { reappeared = true }
+        return (calls, reappeared)
+    }
+
+    /// Judges a grace that ran out, given a look at the file made between `before` and `after`.
     ///
     /// An absence counts ("gone for good") only when the file has been away for the whole grace:
-    /// a grace started by a create, or a file written and gone again since it started, begins a
-    /// new one from when the file was last known to be away.
+    /// found away by a look that began at least the grace after an earlier look found it away,
+    /// with no sign of it in between. Otherwise a grace starts from this look.
     ///
     /// - Returns: Whether to call: the file is still absent and the absence counts, or it is back
     ///   without a complete write having been seen (a hard link, say).
-    mutating func settle(_ identifier: UInt64, isPresent: Bool, now: UInt64) -> Bool {
+    mutating func settle(_ identifier: UInt64, isPresent: Bool, before: UInt64, after: UInt64) -> Bool {
         guard var registration = registrations[identifier] else { return false }
-        if isPresent { return !registration.writtenSinceSettleStarted }
-        if let since = registration.awaySince, now &- since >= deletionGrace { return true }
-        registration.noteAway(now: now, deletionGrace: deletionGrace)
-        registrations[identifier] = registration
+        defer { registrations[identifier] = registration }
+        if isPresent {
+            registration.awaySince = nil
+            return !registration.writtenSinceSettleStarted
+        }
+        if let since = registration.awaySince, before &- since >= deletionGrace { return true }
+        registration.noteAway(now: after, deletionGrace: deletionGrace)
         return false
     }
 
@@ -410,11 +458,20 @@ struct WatchRegistry: Sendable {
     ///   already; only its end says "gone for good".
     /// - Otherwise the first call is always made: it says the watch is in place.
     ///
+    /// Any sight of the file ends an absence, even when it makes no call.
+    ///
+    /// - Parameters:
+    ///   - identifier: The registration.
+    ///   - stamp: The file as the look found it (`nil`: absent).
+    ///   - isLook: Whether the call is only a look.
+    ///   - now: When the look had ended (a grace it starts runs from then).
     /// - Returns: Whether to call.
     mutating func admitCall(_ identifier: UInt64, seeing stamp: FileStamp?, isLook: Bool, now: UInt64) -> Bool {
         guard var registration = registrations[identifier] else { return false }
         defer { registrations[identifier] = registration }
         let seen = stamp.map(Baseline.present) ?? .absent
+        // The file is there: whatever was away before, it is not away now.
+        if stamp != nil { registration.awaySince = nil }
         if isLook, registration.hasBeenCalled, seen == registration.calledWith { return false }
         // Only the grace says "gone for good": absent now after an earlier call (the file was
         // there then, or a write since made this call due) starts it, unless it runs already.
@@ -422,7 +479,6 @@ struct WatchRegistry: Sendable {
             registration.noteAway(now: now, deletionGrace: deletionGrace)
             return false
         }
-        if stamp != nil { registration.awaySince = nil }
         registration.calledWith = seen
         registration.hasBeenCalled = true
         // The call reads the content as it is now, so a grace running need not call for it.
