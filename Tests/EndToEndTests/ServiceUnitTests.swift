@@ -36,6 +36,13 @@ import Testing
         let text = try String(contentsOf: Self.article, encoding: .utf8)
         let shown = try #require(text.firstMatch(of: /```ini\n((?:.|\n)*?)```/)).output.1
         #expect(String(shown) == (try Self.unitBody()), "the article's unit differs from docs/examples/flagsvc.service")
+        let users = try String(contentsOf: Self.sysusers, encoding: .utf8).split(separator: "\n").filter {
+            !$0.hasPrefix("#")
+        }
+        #expect(!users.isEmpty)
+        for line in users {
+            #expect(text.contains("\n" + line + "\n"), "the article does not show the user's line \(line)")
+        }
     }
 
     @Test func theUnitSetsTheDirectoriesTheLibraryReads() throws {
