@@ -7,8 +7,8 @@ import Testing
 @testable import LiveDefaultsEtcd
 
 /// A rename in a fleet suite while two versions run, as the article "Describing your settings"
-/// ("Rolling upgrades") tells it: version 2 copies with `FleetSuite.migrate` and writes both names,
-/// version 3 renames. Each version is a store of its own (a machine of its own, in this process).
+/// ("Rolling upgrades") tells it: version 2 copies with `FleetSuite.migrate`, writes both names and
+/// mirrors the old one, version 3 renames. Each version is a store of its own (a machine of its own, in this process).
 @Suite(.requiresEtcd)
 struct FleetRollingUpgradeTests {
     @Test func versionOneKeepsItsValueWhileVersionTwoRunsAndVersionThreeCarriesItsLastWriteOver() async throws {
@@ -35,6 +35,9 @@ struct FleetRollingUpgradeTests {
         let versionTwo = try Defaults.fleet(machineTwo)
         #expect(await eventually { versionTwo.integer(forKey: "connectionLimit") == 20 })
         #expect(versionOne.integer(forKey: "maxConnections") == 20, "the copy kept the old name")
+        // Opened as its own `Defaults`, the fleet suite can be mirrored as a file suite is.
+        let mirror = versionTwo.mirror("maxConnections", to: "connectionLimit")
+        defer { mirror.cancel() }
         versionTwo.set(40, forKey: "connectionLimit")
         versionTwo.set(40, forKey: "maxConnections")
         #expect(await eventually { versionOne.integer(forKey: "maxConnections") == 40 })
@@ -42,6 +45,7 @@ struct FleetRollingUpgradeTests {
         // Version 1 writes the old name once more, then stops; version 3 renames and carries it over.
         versionOne.set(30, forKey: "maxConnections")
         #expect(await eventually { versionTwo.integer(forKey: "maxConnections") == 30 }, "committed to etcd")
+        #expect(await eventually { versionTwo.integer(forKey: "connectionLimit") == 30 }, "through the mirror")
         // (An outside change is delivered just after a read can see it: wait for the observer too.)
         #expect(
             await eventually { seen.withLock { $0 } == [40, 30] },
@@ -53,5 +57,7 @@ struct FleetRollingUpgradeTests {
         #expect(renamed == [2])
         #expect(versionTwo.integer(forKey: "connectionLimit") == 30, "read on return")
         #expect(versionTwo.object(forKey: "maxConnections") == nil)
+        try versionTwo.synchronize()
+        #expect(versionTwo.integer(forKey: "connectionLimit") == 30, "the mirror did not copy the removal")
     }
 }
