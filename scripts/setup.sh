@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what LiveDefaults needs on a fresh Debian machine, and nothing that is already there:
-# libinotifytools (the watcher links it), the tools the end-to-end tests drive (vim, python3), and
-# libcurl (the fleet-settings target, LiveDefaultsEtcd, calls it) and etcd with etcdctl (its tests
+# libinotifytools (the watcher links it), the tools the end-to-end tests drive (vim, python3, and
+# systemd's systemd-analyze and systemd-sysusers, which check the example service unit without a
+# running systemd), libcurl (the fleet-settings target, LiveDefaultsEtcd, calls it) and etcd with etcdctl (its tests
 # start their own members on loopback; Debian's package also enables a system service, which the
 # tests never use).
 # Needs root (or sudo) only when something is missing. Safe to run again.
@@ -27,6 +28,7 @@ missing=()
 dpkg -s libinotifytools0-dev >/dev/null 2>&1 || missing+=(libinotifytools0-dev)
 command -v vim >/dev/null 2>&1 || missing+=(vim-nox)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)

@@ -47,6 +47,19 @@ public struct DefaultsMigration: Sendable {
         values[new] = value
     }
 
+    /// Copies a key's value to a new name and keeps the old one (replacing any value `new` had);
+    /// nothing when `old` has none. The first half of a rename during a rolling upgrade, while
+    /// processes that know only `old` still run: they keep reading it, and a later version removes
+    /// it (the article "Describing your settings", "Rolling upgrades").
+    ///
+    /// - Parameters:
+    ///   - old: The key's old name, kept.
+    ///   - new: Its new name.
+    public mutating func copy(_ old: String, to new: String) {
+        guard old != new, let value = values[old] else { return }
+        values[new] = value
+    }
+
     /// Changes a key's value, typically to another type: `transform` gets the stored value and
     /// returns the new one, or nil to remove the key. Nothing when the key has no value.
     ///
