@@ -30,7 +30,9 @@ final class EtcdSuiteFollower: Sendable {
         case starting
         /// In step, at this revision.
         case live(revision: Int64)
-        /// etcd is not reachable; the values are those of the last revision seen.
+        /// etcd is not reachable; the values are those of the last revision seen. `since` is the
+        /// last contact: the last message etcd sent (a range's answer, a watch message, an
+        /// answered check), or when the follower started when etcd never answered.
         case offline(since: Date, problem: String)
     }
 
@@ -64,6 +66,10 @@ final class EtcdSuiteFollower: Sendable {
         var checks = 0
         /// When the current watch's member was last heard from: a message, or an answered check.
         var lastHeard = ContinuousClock.now
+        /// When etcd was last heard from (a range's answer, a watch message, an answered check), or
+        /// when the follower started, before any answer: an outage counts from there, not from
+        /// the moment it was noticed.
+        var lastContact = Date()
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
@@ -213,6 +219,8 @@ final class EtcdSuiteFollower: Sendable {
         let run = state.withLock { state -> Int? in
             guard case .stopped(let last) = state.loop else { return nil }
             state.loop = .running(last + 1)
+            // Never heard from yet: an outage counts from the first attempt.
+            if state.resyncs == 0 { state.lastContact = Date() }
             return last + 1
         }
         guard let run else { return }
@@ -262,6 +270,7 @@ final class EtcdSuiteFollower: Sendable {
         let outcome = state.withLock { state -> Outcome in
             guard state.watchGeneration == generation else { return .stale }
             state.lastHeard = .now
+            state.lastContact = Date()
             if Self.identityProblem(of: message.header, mirror: state.mirror) != nil {
                 state.identityChanges += 1
                 return .otherEtcd
@@ -311,7 +320,10 @@ final class EtcdSuiteFollower: Sendable {
             state.withLock { $0.checks += 1 }
             do {
                 try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
-                state.withLock { $0.lastHeard = .now }
+                state.withLock { state in
+                    state.lastHeard = .now
+                    state.lastContact = Date()
+                }
             } catch {
                 // Ended meanwhile (stopped, or the member closed it): not a stall.
                 return !watch.hasEnded
@@ -342,6 +354,7 @@ final class EtcdSuiteFollower: Sendable {
                     // A full replacement: whatever etcd this is, the mirror becomes its state.
                     let result = state.mirror.resync(header: header, kvs: kvs)
                     state.status = .live(revision: header.revisionValue)
+                    state.lastContact = Date()
                     state.resyncs += 1
                     state.mirrorRange = rangeNumber
                     return (result.changes, result.unreadable)
@@ -406,7 +419,9 @@ final class EtcdSuiteFollower: Sendable {
                 }
                 let wentOffline = state.withLock { state -> Status? in
                     if case .offline = state.status { return nil }
-                    state.status = .offline(since: Date(), problem: "\(error)")
+                    // Since the last contact: the outage began when etcd went silent, not when it
+                    // was noticed (a check's or a range's timeout later).
+                    state.status = .offline(since: state.lastContact, problem: "\(error)")
                     return state.status
                 }
                 if let wentOffline { tellStatus(wentOffline) }

@@ -53,9 +53,9 @@ final class FleetBackend: SuiteBackend {
         var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64, rangesSent: Int)?
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
-        /// When the outage was reported, and the values in use then (to count what changed by the
-        /// recovery).
-        var outageBegan: ContinuousClock.Instant?
+        /// When the outage reported began (the last contact with etcd), and the values in use then
+        /// (to count what changed by the recovery).
+        var outageBegan: Date?
         var valuesAtOutage: [String: PropertyListValue] = [:]
         /// The reason of the last full re-sync that replaced what the cache held.
         var cacheReplacedBecause: String?
