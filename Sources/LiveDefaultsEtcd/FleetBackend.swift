@@ -65,13 +65,7 @@ final class FleetBackend: SuiteBackend {
 
     init(suite: FleetSuite) {
         self.suite = suite
-        self.client = EtcdClient(
-            endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
-            requestTimeout: suite.requestTimeout.timeInterval,
-            certificateAuthorities: suite.certificateAuthorities?.path,
-            clientCertificate: suite.clientCertificate.flatMap { certificate in
-                suite.clientKey.map { (certificate.path, $0.path) }
-            })
+        self.client = suite.makeClient()
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
         self.cache = FleetCacheWriter(
@@ -174,38 +168,28 @@ final class FleetBackend: SuiteBackend {
     }
 
     func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
-        let prefix = suite.prefix
-        var puts: [(key: Data, value: Data)] = []
-        var deletes: [Data] = []
-        do {
+        var write = EtcdSuiteWrite(prefix: suite.prefix)
+        do throws(EtcdSuiteWrite.EncodingFailure) {
             switch changes {
             case .changes(let pending):
-                for (key, change) in pending {
-                    if let value = change.value {
-                        puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
-                    } else {
-                        deletes.append(EtcdMirror.etcdKey(key, prefix: prefix))
-                    }
-                }
+                for (key, change) in pending { try write.set(key, to: change.value) }
             case .whole(let values, _):
                 // Every key this process knows of that the new values lack is deleted; a key
                 // another writer adds meanwhile stays.
                 let known = Set(known.values.keys).union(follower.snapshot.values.keys)
-                for (key, value) in values {
-                    puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
-                }
-                for key in known where values[key] == nil { deletes.append(EtcdMirror.etcdKey(key, prefix: prefix)) }
+                for (key, value) in values { try write.set(key, to: value) }
+                for key in known where values[key] == nil { try write.set(key, to: nil) }
             }
         } catch {
             throw DefaultsError(
                 .encodingFailed, "A value of fleet suite \"\(suite.name)\" could not be encoded: \(error)",
-                suite: suite.name, underlying: SendableDescription(error))
+                suite: suite.name, underlying: error)
         }
         let committed: Int64
         do {
             // On this thread, as the store's flush runs: each transaction, and the authentication
             // before it, ends within the request timeout on every endpoint.
-            committed = try client.commit(puts: puts, deletes: deletes)
+            committed = try write.commit(with: client)
         } catch {
             let problem = RemoteProblem(error)
             guard problem.isRefusal else {
