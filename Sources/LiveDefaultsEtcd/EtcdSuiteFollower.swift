@@ -185,6 +185,14 @@ final class EtcdSuiteFollower: Sendable {
     var rangesSent: Int { state.withLock { $0.rangesSent } }
 
     private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
+    private let rangeHandler = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `handler` after every range instead of giving its per-key changes to `onChange`: the
+    /// range is one replacement, which the caller reads whole (``snapshot``), and the mirror does
+    /// not diff it. Set it before ``start()``.
+    func onRange(_ handler: @escaping @Sendable () -> Void) {
+        rangeHandler.withLock { $0 = handler }
+    }
 
     /// The mirror's revision and the number of the loop's run, for threads that wait for a
     /// revision (``waitForRevision(_:until:)``) and for the loop's back-off (which ``stop()`` cuts
@@ -349,10 +357,12 @@ final class EtcdSuiteFollower: Sendable {
                 let (header, kvs) = try client.range(prefix: prefix, timeout: rangeTimeout)
                 rangeTimeout = nil
                 guard isCurrent(run) else { return }
+                let rangeHandler = rangeHandler.withLock { $0 }
                 let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
-                    // A full replacement: whatever etcd this is, the mirror becomes its state.
-                    let result = state.mirror.resync(header: header, kvs: kvs)
+                    // A full replacement: whatever etcd this is, the mirror becomes its state
+                    // (diffed here only for a caller that wants the range's per-key changes).
+                    let result = state.mirror.resync(header: header, kvs: kvs, diffing: rangeHandler == nil)
                     state.status = .live(revision: header.revisionValue)
                     state.lastContact = Date()
                     state.resyncs += 1
@@ -363,7 +373,11 @@ final class EtcdSuiteFollower: Sendable {
                 for value in unreadable {
                     onProblem(.unreadableValue(key: value.key, revision: value.revision, problem: value.problem))
                 }
-                if !changes.isEmpty { onChange(changes, header.revisionValue) }
+                if let rangeHandler {
+                    rangeHandler()
+                } else if !changes.isEmpty {
+                    onChange(changes, header.revisionValue)
+                }
                 tellStatus(.live(revision: header.revisionValue))
                 delay = 0
                 reportedOffline = false

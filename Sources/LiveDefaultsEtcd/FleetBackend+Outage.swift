@@ -10,7 +10,7 @@ extension FleetBackend {
         switch status {
         case .live:
             let mirror = follower.snapshot
-            let (onChange, store, recovered) = state.withLock { state in
+            let (onRecovery, recovered) = state.withLock { state in
                 if let cached = state.cached {
                     if cached.clusterID != 0 && cached.clusterID != mirror.clusterID {
                         state.cacheReplacedBecause =
@@ -30,23 +30,13 @@ extension FleetBackend {
                 state.outage = nil
                 state.outageBegan = nil
                 state.valuesAtOutage = [:]
-                return (state.onChange, state.store, recovered)
+                return (state.onRecovery, recovered)
             }
-            // A range replaces everything, whether or not the follower saw a change.
-            onChange?(.mayHaveChanged)
-            if let recovered { report(recovered) }
-            if recovered != nil, let store {
-                let journal = pendingJournal
-                DispatchQueue.global().async {
-                    // Writes left by processes that died while etcd was away become this
-                    // process's own (docs/design.md, "The journal", fleet suites) …
-                    if let problem = journal.adoptDeadJournals(into: store) { DefaultsErrorReporting.report(problem) }
-                    // … and changes held while etcd was away go out now, not after the back-off.
-                    guard store.hasPendingChanges else { return }
-                    do { try store.flush() } catch {
-                        // The store's own retry goes on, and reported the first failure.
-                    }
-                }
+            // The range itself asked the store to reload (rangeArrived).
+            if let recovered {
+                report(recovered)
+                // Dead journals and the changes held while etcd was away: the assembler's work.
+                onRecovery?()
             }
         case .offline(let since, let problem):
             let mirror = follower.snapshot
