@@ -56,8 +56,11 @@ struct EtcdMirror: Sendable {
 
     /// Replaces everything with a range's result.
     ///
-    /// - Parameter diffing: Whether to compute the net change per key (a fleet suite's store takes
-    ///   the range whole and diffs it itself, once).
+    /// - Parameters:
+    ///   - header: The range's header (revision, cluster).
+    ///   - kvs: The range's keys and values.
+    ///   - diffing: Whether to compute the net change per key (a fleet suite's store takes the
+    ///     range whole and diffs it itself, once).
     /// - Returns: The net change per key from what the mirror held to what etcd holds now (none
     ///   when not `diffing`), and the values that could not be read.
     mutating func resync(header: EtcdResponseHeader, kvs: [EtcdKeyValue], diffing: Bool = true) -> (
