@@ -91,8 +91,9 @@ final class EtcdSuiteFollower: Sendable {
     let client: EtcdClient
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
-    private let reconnectJitter: TimeInterval
-    private let stallCheck: StallCheck?
+    /// The back-off, jitter and stall-probe policy each run starts from (FollowerPolicy.swift).
+    private let policy: FollowerPolicy
+    private var stallCheck: StallCheck? { policy.stallCheck }
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (RemoteProblem) -> Void
 
@@ -132,8 +133,7 @@ final class EtcdSuiteFollower: Sendable {
         self.client = client
         self.state = Locked(State(mirror: mirror))
         self.idleTimeout = idleTimeout
-        self.reconnectJitter = max(0, reconnectJitter)
-        self.stallCheck = stallCheck
+        self.policy = FollowerPolicy(reconnectJitter: reconnectJitter, stallCheck: stallCheck)
         self.onChange = onChange
         self.onProblem = onProblem
     }
@@ -316,9 +316,8 @@ final class EtcdSuiteFollower: Sendable {
             _ = watch.waitForEnd()
             return false
         }
-        let interval = Duration.milliseconds(Int64(stallCheck.interval * 1000))
         while true {
-            let due = state.withLock { $0.lastHeard } + interval
+            guard let due = policy.checkDue(lastHeard: state.withLock { $0.lastHeard }) else { return false }
             if ContinuousClock.now < due {
                 if watch.waitForEnd(until: due) { return false }
                 // A message may have come meanwhile: look again.
@@ -342,20 +341,17 @@ final class EtcdSuiteFollower: Sendable {
     /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
     /// ``stop()``.
     private func run(_ run: Int) {
-        var delay = 0.0
-        var quickEnds = 0
+        // What to wait and for how long: FollowerPolicy decides, this loop does it.
+        var policy = self.policy
         var reportedOffline = false
-        // After a stall, each member gets the check's timeout to answer the range: a second frozen
-        // member must not hold the follower for a whole request timeout.
-        var rangeTimeout: TimeInterval?
         while isCurrent(run) {
             do {
                 let (prefix, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try client.range(prefix: prefix, timeout: rangeTimeout)
-                rangeTimeout = nil
+                let (header, kvs) = try client.range(prefix: prefix, timeout: policy.rangeTimeout)
+                policy.rangeSucceeded()
                 guard isCurrent(run) else { return }
                 let rangeHandler = rangeHandler.withLock { $0 }
                 let (changes, unreadable) = state.withLock { state in
@@ -379,7 +375,6 @@ final class EtcdSuiteFollower: Sendable {
                     onChange(changes, header.revisionValue)
                 }
                 tellStatus(.live(revision: header.revisionValue))
-                delay = 0
                 reportedOffline = false
                 // Each message is handled on the thread that reads the stream, as it is read: no
                 // hop to another thread between the bytes and the observers (docs/design.md, "Fleet
@@ -414,17 +409,16 @@ final class EtcdSuiteFollower: Sendable {
                 client.avoid(watch.endpoint)
                 state.withLock { $0.watch = nil }
                 guard isCurrent(run) else { return }
-                if stalled, let stallCheck {
-                    // The member went silent, so the values may already be behind: range again at
-                    // once, giving each member the check's timeout.
-                    state.withLock { $0.stalls += 1 }
-                    rangeTimeout = stallCheck.timeout
-                    quickEnds = 0
+                if stalled { state.withLock { $0.stalls += 1 } }
+                switch policy.watchEnded(
+                    lasted: ContinuousClock.now - began, stalled: stalled, random: .random(in: 0...1))
+                {
+                case .rangeAtOnce:
+                    // The member went silent, so the values may already be behind.
                     continue
+                case .pause(let seconds):
+                    guard pause(seconds, run: run) else { return }
                 }
-                quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
-                let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
-                guard pause(Double.random(in: 0...ceiling), run: run) else { return }
             } catch {
                 guard isCurrent(run) else { return }
                 if !reportedOffline {
@@ -439,11 +433,8 @@ final class EtcdSuiteFollower: Sendable {
                     return state.status
                 }
                 if let wentOffline { tellStatus(wentOffline) }
-                // A member that answers nothing within the check's timeout keeps the short one
-                // until a range succeeds; one that refuses at once is left at once anyway.
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
-                delay = min(max(delay * 2, 0.05), 30)
-                guard pause(Double.random(in: delay / 2...delay), run: run) else { return }
+                guard pause(policy.rangeFailed(random: .random(in: 0...1)), run: run) else { return }
             }
         }
     }
