@@ -220,10 +220,14 @@ public final class Defaults: Sendable {
         suite.values()
     }
 
-    /// Every effective value through the search list, as Foundation objects.
+    /// Every effective setting through the search list, as Foundation objects. The keys the
+    /// library keeps for itself (the migration record, ``DefaultsMigration/recordKey``, and a fleet
+    /// suite's schema) are not settings and are left out; `object(forKey:)` still reads them.
     public func dictionaryRepresentation() -> [String: Any] {
         var values: [String: Any] = [:]
-        for (key, value) in state.withLock({ $0.effective.values }) { values[key] = value.foundationObject }
+        for (key, value) in state.withLock({ $0.effective.values }) where !ReservedKeys.all.contains(key) {
+            values[key] = value.foundationObject
+        }
         return values
     }
 

@@ -9,11 +9,11 @@ import LiveDefaultsPropertyList
 package struct CommandSchema: Sendable {
     /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary, as in a
     /// schema file), so that every machine's `defaults` checks against the same one.
-    package static let reservedKey = "LiveDefaults.schema"
+    package static let reservedKey = ReservedKeys.schema
     /// The library's keys in a domain, which are not settings: the migration record and a fleet suite's
     /// schema. `list-keys` does not list them, and neither `reset` of a whole domain nor a whole domain
     /// written removes them (a removed record would run the app's migrations again).
-    package static let reservedKeys: Set<String> = [reservedKey, DefaultsMigration.recordKey]
+    package static let reservedKeys = ReservedKeys.all
     /// What secret values are printed as.
     package static let redaction = PropertyListValue.string("<secret>")
 

@@ -23,13 +23,14 @@ extension DefaultsCommandRunner {
         return admitted
     }
 
-    /// The values as printed: secret ones redacted unless `--show-secrets` was given.
+    /// The settings as printed: secret ones redacted unless `--show-secrets` was given, and the
+    /// library's own keys (the migration record, a fleet suite's schema) left out: they are not
+    /// settings (a read of one by name still prints it).
     func shown(_ values: [String: PropertyListValue], of domain: DomainReference) throws -> [String: PropertyListValue]
     {
-        guard !revealsSecrets, let schema = try domains.schema(of: domain, values: values) else { return values }
-        var shown = schema.shown(values)
-        if case .remote = domain { shown[CommandSchema.reservedKey] = nil }
-        return shown
+        let settings = ReservedKeys.settings(in: values)
+        guard !revealsSecrets, let schema = try domains.schema(of: domain, values: values) else { return settings }
+        return schema.shown(settings)
     }
 
     /// The layers `explain` prints: a secret key's value redacted in every layer unless
@@ -58,7 +59,10 @@ extension DefaultsCommandRunner {
             print(.dictionary(values))
             return
         }
-        guard let value = values[key] else { throw CommandFailure.missingPair(domain, key) }
+        // The library's own keys are no settings, but read by name they print as stored.
+        guard let value = ReservedKeys.all.contains(key) ? stored[key] : values[key] else {
+            throw CommandFailure.missingPair(domain, key)
+        }
         print(value)
     }
 

@@ -466,7 +466,8 @@ package struct DefaultsCommandRunner: Sendable {
         let name = domain == .global ? DomainReference.globalDomainName : domain.displayName
         let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: store.persistentValues())
         let token = store.watchChanges(queue: DispatchQueue(label: "defaults.watch")) { change in
-            guard keys.isEmpty || keys.contains(change.key) else { return }
+            // The library's own keys are no settings: shown only when named.
+            guard keys.isEmpty ? !ReservedKeys.all.contains(change.key) : keys.contains(change.key) else { return }
             let report = WatchReport(
                 domain: name, key: change.key,
                 oldValue: schema?.shown(change.oldValue, forKey: change.key) ?? change.oldValue,

@@ -109,6 +109,27 @@ package struct RemoteSuiteAddress: Hashable, Sendable {
         }
     }
 
+    /// The suite as the library describes it, from the address and etcdctl's variables: the
+    /// command reaches etcd with the client a fleet suite makes, no other.
+    ///
+    /// - Throws: ``AddressError`` naming what is wrong with the address or the environment.
+    package func fleetSuite(environment: [String: String]) throws(AddressError) -> FleetSuite {
+        let endpoints = try endpoints(environment: environment)
+        let credentials = try RemoteCommandDomain.credentials(from: environment)
+        let authorities = try RemoteCommandDomain.certificateAuthorities(from: environment)
+        let certificate = try RemoteCommandDomain.clientCertificate(from: environment)
+        do {
+            return try FleetSuite(
+                name: suite, endpoints: endpoints, root: root,
+                credentials: credentials.map { FleetCredentials(user: $0.user, password: $0.password) },
+                certificateAuthorities: authorities.map { URL(fileURLWithPath: $0) },
+                clientCertificate: certificate.map { URL(fileURLWithPath: $0.certificate) },
+                clientKey: certificate.map { URL(fileURLWithPath: $0.key) })
+        } catch {
+            throw AddressError((error as? DefaultsError)?.message ?? "\(error)")
+        }
+    }
+
     /// What is wrong with an address or its environment.
     package struct AddressError: Error, Sendable, CustomStringConvertible {
         package var description: String
@@ -150,11 +171,7 @@ package final class RemoteCommandDomain: CommandDomain {
         self.address = address
         self.onProblem = onProblem
         do {
-            suite = EtcdRemoteSuite(
-                endpoints: try address.endpoints(environment: environment), root: address.root, suite: address.suite,
-                credentials: try Self.credentials(from: environment),
-                certificateAuthorities: try Self.certificateAuthorities(from: environment),
-                clientCertificate: try Self.clientCertificate(from: environment))
+            suite = EtcdRemoteSuite(try address.fleetSuite(environment: environment))
         } catch {
             throw DefaultsError(.readFailed, "\(address.text): \(error)", suite: address.suite)
         }

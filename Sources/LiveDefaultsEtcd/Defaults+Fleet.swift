@@ -114,7 +114,21 @@ enum FleetStores {
     private static func makeStore(_ suite: FleetSuite) -> (FleetConnection, [DefaultsError]) {
         let backend = FleetBackend(suite: suite)
         let store = SuiteStore(location: backend.location, backend: backend)
-        backend.attach(store)
+        // When etcd answers again after an outage: writes left by processes that died while it was
+        // away become this process's own (docs/design.md, "The journal", fleet suites), and the
+        // changes held meanwhile go out now, not after the back-off. Here, where the store and its
+        // backend are put together: the backend holds no store.
+        let journal = backend.pendingJournal
+        backend.onRecovery { [weak store] in
+            guard let store else { return }
+            DispatchQueue.global().async {
+                if let problem = journal.adoptDeadJournals(into: store) { DefaultsErrorReporting.report(problem) }
+                guard store.hasPendingChanges else { return }
+                do { try store.flush() } catch {
+                    // The store's own retry goes on, and reported the first failure.
+                }
+            }
+        }
         let problems = store.load()
         return (FleetConnection(store: store, backend: backend), problems)
     }

@@ -56,9 +56,14 @@ struct EtcdMirror: Sendable {
 
     /// Replaces everything with a range's result.
     ///
-    /// - Returns: The net change per key from what the mirror held to what etcd holds now, and the
-    ///   values that could not be read.
-    mutating func resync(header: EtcdResponseHeader, kvs: [EtcdKeyValue]) -> (
+    /// - Parameters:
+    ///   - header: The range's header (revision, cluster).
+    ///   - kvs: The range's keys and values.
+    ///   - diffing: Whether to compute the net change per key (a fleet suite's store takes the
+    ///     range whole and diffs it itself, once).
+    /// - Returns: The net change per key from what the mirror held to what etcd holds now (none
+    ///   when not `diffing`), and the values that could not be read.
+    mutating func resync(header: EtcdResponseHeader, kvs: [EtcdKeyValue], diffing: Bool = true) -> (
         changes: [Change], unreadable: [UnreadableValue]
     ) {
         var fresh: [String: Entry] = [:]
@@ -70,10 +75,10 @@ struct EtcdMirror: Sendable {
             fresh[key] = entry
         }
         var changes: [Change] = []
-        for (key, entry) in entries where fresh[key]?.value != entry.value {
+        for (key, entry) in entries where diffing && fresh[key]?.value != entry.value {
             changes.append(Change(key: key, old: entry.value, new: fresh[key]?.value))
         }
-        for (key, entry) in fresh where entries[key] == nil && entry.value != nil {
+        for (key, entry) in fresh where diffing && entries[key] == nil && entry.value != nil {
             changes.append(Change(key: key, old: nil, new: entry.value))
         }
         entries = fresh

@@ -75,24 +75,12 @@ package final class EtcdRemoteSuite: Sendable {
     private let user: String?
     package let prefix: Data
 
-    /// - Parameters:
-    ///   - endpoints: Client URLs of the cluster's members, tried in turn.
-    ///   - root: The key prefix suites live under (`/livedefaults/v1/`); a missing trailing `/` is added.
-    ///   - suite: The suite's name, the last segment of its prefix.
-    ///   - credentials: An etcd user; from the environment, never from a suite file.
-    ///   - requestTimeout: How long one call may wait for a member's answer.
-    ///   - certificateAuthorities: A PEM file TLS trusts; nil for the system's trust store.
-    ///   - clientCertificate: PEM files of a client certificate and its key; nil for none.
-    package init(
-        endpoints: [URL], root: String, suite: String, credentials: (user: String, password: String)?,
-        requestTimeout: TimeInterval = 10, certificateAuthorities: String? = nil,
-        clientCertificate: (certificate: String, key: String)? = nil
-    ) {
-        client = EtcdClient(
-            endpoints: endpoints, credentials: credentials, requestTimeout: requestTimeout,
-            certificateAuthorities: certificateAuthorities, clientCertificate: clientCertificate)
-        user = credentials?.user
-        prefix = Self.prefix(root: root, suite: suite)
+    /// The suite `suite` describes, reached with the suite's own client (``FleetSuite`` makes
+    /// it: endpoints, credentials, authorities, client certificate, request timeout).
+    package init(_ suite: FleetSuite) {
+        client = suite.makeClient()
+        user = suite.credentials?.user
+        prefix = suite.prefix
     }
 
     /// `<root>/<suite>/`, with one `/` between the parts.
@@ -138,18 +126,15 @@ package final class EtcdRemoteSuite: Sendable {
     package func commit(set: [String: PropertyListValue], remove: [String], verb: String = "write") throws(Failure)
         -> Int64
     {
-        let prefix = prefix
-        var puts: [(key: Data, value: Data)] = []
-        for (key, value) in set.sorted(by: { $0.key < $1.key }) {
-            do {
-                puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
-            } catch {
-                throw Failure(message: "the value of \"\(key)\" cannot be encoded: \(error)", problem: .failed(error))
-            }
+        var write = EtcdSuiteWrite(prefix: prefix)
+        do throws(EtcdSuiteWrite.EncodingFailure) {
+            for (key, value) in set.sorted(by: { $0.key < $1.key }) { try write.set(key, to: value) }
+            for key in remove.sorted() { try write.set(key, to: nil) }
+        } catch {
+            throw Failure(message: "\(error)", problem: .failed(error))
         }
-        let deletes = remove.sorted().map { EtcdMirror.etcdKey($0, prefix: prefix) }
         let action = Action.change(verb: verb, keys: Array(set.keys) + remove)
-        return try attempt(action) { try client.commit(puts: puts, deletes: deletes) }
+        return try attempt(action) { try write.commit(with: client) }
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,

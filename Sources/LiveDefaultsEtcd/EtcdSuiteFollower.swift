@@ -30,7 +30,9 @@ final class EtcdSuiteFollower: Sendable {
         case starting
         /// In step, at this revision.
         case live(revision: Int64)
-        /// etcd is not reachable; the values are those of the last revision seen.
+        /// etcd is not reachable; the values are those of the last revision seen. `since` is the
+        /// last contact: the last message etcd sent (a range's answer, a watch message, an
+        /// answered check), or when the follower started when etcd never answered.
         case offline(since: Date, problem: String)
     }
 
@@ -64,6 +66,10 @@ final class EtcdSuiteFollower: Sendable {
         var checks = 0
         /// When the current watch's member was last heard from: a message, or an answered check.
         var lastHeard = ContinuousClock.now
+        /// When etcd was last heard from (a range's answer, a watch message, an answered check), or
+        /// when the follower started, before any answer: an outage counts from there, not from
+        /// the moment it was noticed.
+        var lastContact = Date()
         /// The number of the current watch; its messages are applied only while it is current
         /// (``stop()`` moves it on).
         var watchGeneration = 0
@@ -85,8 +91,9 @@ final class EtcdSuiteFollower: Sendable {
     let client: EtcdClient
     private let state: Locked<State>
     private let idleTimeout: TimeInterval
-    private let reconnectJitter: TimeInterval
-    private let stallCheck: StallCheck?
+    /// The back-off, jitter and stall-probe policy each run starts from (FollowerPolicy.swift).
+    private let policy: FollowerPolicy
+    private var stallCheck: StallCheck? { policy.stallCheck }
     private let onChange: @Sendable ([EtcdMirror.Change], Int64) -> Void
     private let onProblem: @Sendable (RemoteProblem) -> Void
 
@@ -126,8 +133,7 @@ final class EtcdSuiteFollower: Sendable {
         self.client = client
         self.state = Locked(State(mirror: mirror))
         self.idleTimeout = idleTimeout
-        self.reconnectJitter = max(0, reconnectJitter)
-        self.stallCheck = stallCheck
+        self.policy = FollowerPolicy(reconnectJitter: reconnectJitter, stallCheck: stallCheck)
         self.onChange = onChange
         self.onProblem = onProblem
     }
@@ -179,6 +185,14 @@ final class EtcdSuiteFollower: Sendable {
     var rangesSent: Int { state.withLock { $0.rangesSent } }
 
     private let statusHandler = Locked<(@Sendable (Status) -> Void)?>(nil)
+    private let rangeHandler = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `handler` after every range instead of giving its per-key changes to `onChange`: the
+    /// range is one replacement, which the caller reads whole (``snapshot``), and the mirror does
+    /// not diff it. Set it before ``start()``.
+    func onRange(_ handler: @escaping @Sendable () -> Void) {
+        rangeHandler.withLock { $0 = handler }
+    }
 
     /// The mirror's revision and the number of the loop's run, for threads that wait for a
     /// revision (``waitForRevision(_:until:)``) and for the loop's back-off (which ``stop()`` cuts
@@ -213,6 +227,8 @@ final class EtcdSuiteFollower: Sendable {
         let run = state.withLock { state -> Int? in
             guard case .stopped(let last) = state.loop else { return nil }
             state.loop = .running(last + 1)
+            // Never heard from yet: an outage counts from the first attempt.
+            if state.resyncs == 0 { state.lastContact = Date() }
             return last + 1
         }
         guard let run else { return }
@@ -262,6 +278,7 @@ final class EtcdSuiteFollower: Sendable {
         let outcome = state.withLock { state -> Outcome in
             guard state.watchGeneration == generation else { return .stale }
             state.lastHeard = .now
+            state.lastContact = Date()
             if Self.identityProblem(of: message.header, mirror: state.mirror) != nil {
                 state.identityChanges += 1
                 return .otherEtcd
@@ -299,9 +316,8 @@ final class EtcdSuiteFollower: Sendable {
             _ = watch.waitForEnd()
             return false
         }
-        let interval = Duration.milliseconds(Int64(stallCheck.interval * 1000))
         while true {
-            let due = state.withLock { $0.lastHeard } + interval
+            guard let due = policy.checkDue(lastHeard: state.withLock { $0.lastHeard }) else { return false }
             if ContinuousClock.now < due {
                 if watch.waitForEnd(until: due) { return false }
                 // A message may have come meanwhile: look again.
@@ -311,7 +327,10 @@ final class EtcdSuiteFollower: Sendable {
             state.withLock { $0.checks += 1 }
             do {
                 try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
-                state.withLock { $0.lastHeard = .now }
+                state.withLock { state in
+                    state.lastHeard = .now
+                    state.lastContact = Date()
+                }
             } catch {
                 // Ended meanwhile (stopped, or the member closed it): not a stall.
                 return !watch.hasEnded
@@ -322,26 +341,26 @@ final class EtcdSuiteFollower: Sendable {
     /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
     /// ``stop()``.
     private func run(_ run: Int) {
-        var delay = 0.0
-        var quickEnds = 0
+        // What to wait and for how long: FollowerPolicy decides, this loop does it.
+        var policy = self.policy
         var reportedOffline = false
-        // After a stall, each member gets the check's timeout to answer the range: a second frozen
-        // member must not hold the follower for a whole request timeout.
-        var rangeTimeout: TimeInterval?
         while isCurrent(run) {
             do {
                 let (prefix, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try client.range(prefix: prefix, timeout: rangeTimeout)
-                rangeTimeout = nil
+                let (header, kvs) = try client.range(prefix: prefix, timeout: policy.rangeTimeout)
+                policy.rangeSucceeded()
                 guard isCurrent(run) else { return }
+                let rangeHandler = rangeHandler.withLock { $0 }
                 let (changes, unreadable) = state.withLock { state in
                     if Self.identityProblem(of: header, mirror: state.mirror) != nil { state.identityChanges += 1 }
-                    // A full replacement: whatever etcd this is, the mirror becomes its state.
-                    let result = state.mirror.resync(header: header, kvs: kvs)
+                    // A full replacement: whatever etcd this is, the mirror becomes its state
+                    // (diffed here only for a caller that wants the range's per-key changes).
+                    let result = state.mirror.resync(header: header, kvs: kvs, diffing: rangeHandler == nil)
                     state.status = .live(revision: header.revisionValue)
+                    state.lastContact = Date()
                     state.resyncs += 1
                     state.mirrorRange = rangeNumber
                     return (result.changes, result.unreadable)
@@ -350,9 +369,12 @@ final class EtcdSuiteFollower: Sendable {
                 for value in unreadable {
                     onProblem(.unreadableValue(key: value.key, revision: value.revision, problem: value.problem))
                 }
-                if !changes.isEmpty { onChange(changes, header.revisionValue) }
+                if let rangeHandler {
+                    rangeHandler()
+                } else if !changes.isEmpty {
+                    onChange(changes, header.revisionValue)
+                }
                 tellStatus(.live(revision: header.revisionValue))
-                delay = 0
                 reportedOffline = false
                 // Each message is handled on the thread that reads the stream, as it is read: no
                 // hop to another thread between the bytes and the observers (docs/design.md, "Fleet
@@ -387,17 +409,16 @@ final class EtcdSuiteFollower: Sendable {
                 client.avoid(watch.endpoint)
                 state.withLock { $0.watch = nil }
                 guard isCurrent(run) else { return }
-                if stalled, let stallCheck {
-                    // The member went silent, so the values may already be behind: range again at
-                    // once, giving each member the check's timeout.
-                    state.withLock { $0.stalls += 1 }
-                    rangeTimeout = stallCheck.timeout
-                    quickEnds = 0
+                if stalled { state.withLock { $0.stalls += 1 } }
+                switch policy.watchEnded(
+                    lasted: ContinuousClock.now - began, stalled: stalled, random: .random(in: 0...1))
+                {
+                case .rangeAtOnce:
+                    // The member went silent, so the values may already be behind.
                     continue
+                case .pause(let seconds):
+                    guard pause(seconds, run: run) else { return }
                 }
-                quickEnds = ContinuousClock.now - began < .seconds(1) ? quickEnds + 1 : 0
-                let ceiling = min(30, reconnectJitter * Double(1 << min(quickEnds, 16)))
-                guard pause(Double.random(in: 0...ceiling), run: run) else { return }
             } catch {
                 guard isCurrent(run) else { return }
                 if !reportedOffline {
@@ -406,15 +427,14 @@ final class EtcdSuiteFollower: Sendable {
                 }
                 let wentOffline = state.withLock { state -> Status? in
                     if case .offline = state.status { return nil }
-                    state.status = .offline(since: Date(), problem: "\(error)")
+                    // Since the last contact: the outage began when etcd went silent, not when it
+                    // was noticed (a check's or a range's timeout later).
+                    state.status = .offline(since: state.lastContact, problem: "\(error)")
                     return state.status
                 }
                 if let wentOffline { tellStatus(wentOffline) }
-                // A member that answers nothing within the check's timeout keeps the short one
-                // until a range succeeds; one that refuses at once is left at once anyway.
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
-                delay = min(max(delay * 2, 0.05), 30)
-                guard pause(Double.random(in: delay / 2...delay), run: run) else { return }
+                guard pause(policy.rangeFailed(random: .random(in: 0...1)), run: run) else { return }
             }
         }
     }

@@ -10,7 +10,7 @@ extension FleetBackend {
         switch status {
         case .live:
             let mirror = follower.snapshot
-            let (onChange, store, recovered) = state.withLock { state in
+            let (onRecovery, recovered) = state.withLock { state in
                 if let cached = state.cached {
                     if cached.clusterID != 0 && cached.clusterID != mirror.clusterID {
                         state.cacheReplacedBecause =
@@ -24,39 +24,31 @@ extension FleetBackend {
                 }
                 let recovered = state.outage.map { _ in
                     recovery(
-                        lasted: state.outageBegan.map { $0.duration(to: .now) } ?? .zero,
+                        lasted: state.outageBegan.map { Date().timeIntervalSince($0) } ?? 0,
                         changedKeys: Self.changedKeys(from: state.valuesAtOutage, to: mirror.values))
                 }
                 state.outage = nil
                 state.outageBegan = nil
                 state.valuesAtOutage = [:]
-                return (state.onChange, state.store, recovered)
+                return (state.onRecovery, recovered)
             }
-            // A range replaces everything, whether or not the follower saw a change.
-            onChange?(.mayHaveChanged)
-            if let recovered { report(recovered) }
-            if recovered != nil, let store {
-                let journal = pendingJournal
-                DispatchQueue.global().async {
-                    // Writes left by processes that died while etcd was away become this
-                    // process's own (docs/design.md, "The journal", fleet suites) …
-                    if let problem = journal.adoptDeadJournals(into: store) { DefaultsErrorReporting.report(problem) }
-                    // … and changes held while etcd was away go out now, not after the back-off.
-                    guard store.hasPendingChanges else { return }
-                    do { try store.flush() } catch {
-                        // The store's own retry goes on, and reported the first failure.
-                    }
-                }
+            // The range itself asked the store to reload (rangeArrived).
+            if let recovered {
+                report(recovered)
+                // Dead journals and the changes held while etcd was away: the assembler's work.
+                onRecovery?()
             }
-        case .offline(_, let problem):
+        case .offline(let since, let problem):
             let mirror = follower.snapshot
             let error = state.withLock { state -> DefaultsError in
                 let known: String
                 if mirror.resyncs > 0 {
-                    known = "The \(mirror.values.count) values last seen (revision \(mirror.revision)) stay in use"
+                    known =
+                        "The \(Self.settingCount(mirror.values)) values last seen (revision \(mirror.revision)) stay "
+                        + "in use"
                 } else if let cached = state.cached {
                     known =
-                        "The \(cached.values.count) values cached at revision \(cached.revision) "
+                        "The \(Self.settingCount(cached.values)) values cached at revision \(cached.revision) "
                         + "(\(location.path)) are in use"
                 } else {
                     known = "No values are known yet (no cache): only registered defaults apply"
@@ -67,7 +59,9 @@ extension FleetBackend {
                         + "changes made here stay pending, and the suite is followed again once etcd answers.",
                     suite: suite.name, path: location.path)
                 state.outage = error
-                state.outageBegan = .now
+                // From the last contact, as the state's `since`: etcd went silent then, and was
+                // noticed a check's (or a range's) timeout later.
+                state.outageBegan = since
                 state.valuesAtOutage = mirror.resyncs > 0 ? mirror.values : state.cached?.values ?? [:]
                 return error
             }
@@ -81,8 +75,7 @@ extension FleetBackend {
     /// The report that ends an outage: once, through the same channel as the loss, with how long
     /// it lasted and how many keys etcd changed meanwhile (from the values in use when it began to
     /// those of the first range after it).
-    private func recovery(lasted: Duration, changedKeys: Int) -> DefaultsError {
-        let seconds = Double(lasted.components.seconds) + Double(lasted.components.attoseconds) / 1e18
+    private func recovery(lasted seconds: TimeInterval, changedKeys: Int) -> DefaultsError {
         let changed =
             switch changedKeys {
             case 0: "no key changed meanwhile"
@@ -96,9 +89,15 @@ extension FleetBackend {
             suite: suite.name, path: location.path)
     }
 
-    /// How many keys have another value (or none) in `new` than in `old`.
+    /// How many settings have another value (or none) in `new` than in `old`; the library's own
+    /// keys (``ReservedKeys``) are not settings.
     static func changedKeys(from old: [String: PropertyListValue], to new: [String: PropertyListValue]) -> Int {
-        Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }.count
+        Set(old.keys).union(new.keys).filter { !ReservedKeys.all.contains($0) && old[$0] != new[$0] }.count
+    }
+
+    /// How many settings `values` holds: the library's own keys (``ReservedKeys``) are not settings.
+    static func settingCount(_ values: [String: PropertyListValue]) -> Int {
+        values.keys.count { !ReservedKeys.all.contains($0) }
     }
 
     /// Reports `error`, and keeps it for ``reported``.

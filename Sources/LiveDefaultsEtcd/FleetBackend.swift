@@ -9,12 +9,14 @@ import LiveDefaultsPropertyList
 ///
 /// - `load()` reads the offline cache (never the network), so a process serves the last known
 ///   values at once.
-/// - An ``EtcdSuiteFollower`` keeps a mirror of etcd. Each watch message's per-key changes go up
-///   to the store as they are (``SuiteChange/changed(_:version:)``), which applies them without a
-///   second diff: unwritten local changes win, echoes of this process's own writes hold the values
-///   reads already show and deliver nothing. A range (a full re-sync), or news that follows news
-///   held back, asks for a reload instead, and `reload(goneForGood:)` hands the store the mirror's
-///   values, which it installs through its one merge.
+/// - An ``EtcdSuiteFollower`` keeps a mirror of etcd. What each piece of its news makes the store
+///   apply is ``FleetSync``'s decision, a value: a watch message's per-key changes go up as they
+///   are (``SuiteChange/changed(_:version:)``), which the store applies without a second diff
+///   (unwritten local changes win, echoes of this process's own writes hold the values reads
+///   already show and deliver nothing); a range is one replacement: the store reloads once, and
+///   `reload(goneForGood:)` hands it the mirror's values, which it installs through its one merge.
+/// - It holds no store: what recovery asks of the store (dead journals, the pending flush) is done
+///   by the code that assembles a fleet suite (`FleetStores`, through ``onRecovery(_:)``).
 /// - `write(_:over:)` sends the pending sets and removals in one transaction (etcd's limit of 128
 ///   operations splits larger ones).
 ///
@@ -34,28 +36,18 @@ final class FleetBackend: SuiteBackend {
     struct State {
         /// Where the store hears of changes, once it watches.
         var onChange: (@Sendable (SuiteChange) -> Void)?
-        weak var store: SuiteStore?
+        /// What the code that assembled the suite does when etcd answers again after an outage
+        /// (FleetStores: adopt dead journals, send what is pending); the backend knows no store.
+        var onRecovery: (@Sendable () -> Void)?
         /// What the cache held at load.
         var cached: FleetCache?
-        /// The mirror's identity last handed to the store whole: an unchanged mirror is no reload.
-        /// Cleared when per-key changes go up after it (one may have been dropped by a busy store,
-        /// which then reloads).
-        var installed: (clusterID: UInt64, revision: Int64, resyncs: Int)?
-        /// The range (cluster and re-sync count) whose values the store got whole: per-key changes
-        /// go up only on top of it. Nil before the first reload, and after news was held back.
-        var changesBase: (clusterID: UInt64, resyncs: Int)?
-        var version: UInt64 = 0
-        /// This process's last commit: its revision, the mirror's cluster and range count then,
-        /// and how many ranges had been sent when etcd acknowledged it. A mirror below that
-        /// revision from a range sent before the acknowledgement (the same range, or one in flight
-        /// that answered later) is behind values the store already shows; a range sent after it
-        /// is etcd's word, even below it (a restored snapshot).
-        var lastCommit: (clusterID: UInt64, resyncs: Int, revision: Int64, rangesSent: Int)?
+        /// Where the store stands against the mirror: what each piece of news makes it apply.
+        var sync = FleetSync()
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
-        /// When the outage was reported, and the values in use then (to count what changed by the
-        /// recovery).
-        var outageBegan: ContinuousClock.Instant?
+        /// When the outage reported began (the last contact with etcd), and the values in use then
+        /// (to count what changed by the recovery).
+        var outageBegan: Date?
         var valuesAtOutage: [String: PropertyListValue] = [:]
         /// The reason of the last full re-sync that replaced what the cache held.
         var cacheReplacedBecause: String?
@@ -65,13 +57,7 @@ final class FleetBackend: SuiteBackend {
 
     init(suite: FleetSuite) {
         self.suite = suite
-        self.client = EtcdClient(
-            endpoints: suite.endpoints, credentials: suite.credentials.map { ($0.user, $0.password) },
-            requestTimeout: suite.requestTimeout.timeInterval,
-            certificateAuthorities: suite.certificateAuthorities?.path,
-            clientCertificate: suite.clientCertificate.flatMap { certificate in
-                suite.clientKey.map { (certificate.path, $0.path) }
-            })
+        self.client = suite.makeClient()
         let location = try? SuiteLocation(suiteName: suite.name, directory: suite.cacheLocationDirectory)
         // The name was validated by FleetSuite; the directory is absolute.
         self.cache = FleetCacheWriter(
@@ -86,6 +72,8 @@ final class FleetBackend: SuiteBackend {
                 interval: suite.stallCheckInterval.timeInterval, timeout: suite.stallCheckTimeout.timeInterval),
             onChange: { changes, revision in relay.backend?.mirrorChanged(changes, revision: revision) },
             onProblem: { problem in relay.backend?.report(problem) })
+        // A range is one replacement: the store reloads the mirror whole, and diffs it once.
+        follower.onRange { relay.backend?.rangeArrived() }
         follower.onStatus { status in relay.backend?.statusChanged(status) }
         relay.backend = self
     }
@@ -99,10 +87,20 @@ final class FleetBackend: SuiteBackend {
     var location: SuiteLocation { cache.file.location }
 
     /// The etcd revision of the values installed, nil before any came from etcd.
-    var installedRevision: Int64? { state.withLock { $0.installed?.revision } }
+    var installedRevision: Int64? { state.withLock { $0.sync.installedRevision } }
 
-    func attach(_ store: SuiteStore) {
-        state.withLock { $0.store = store }
+    /// Calls `action` each time etcd answers again after an outage this backend reported, on the
+    /// follower's thread (do the work elsewhere). Set by the code that assembles a fleet suite.
+    func onRecovery(_ action: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onRecovery = action }
+    }
+
+    /// Where the mirror is, as the sync takes it.
+    static func position(
+        _ mirror: (values: [String: PropertyListValue], revision: Int64, clusterID: UInt64, resyncs: Int, range: Int)
+    ) -> FleetSync.Position {
+        FleetSync.Position(
+            revision: mirror.revision, clusterID: mirror.clusterID, resyncs: mirror.resyncs, range: mirror.range)
     }
 
     // MARK: The seam
@@ -114,8 +112,7 @@ final class FleetBackend: SuiteBackend {
                 let cache = try FleetCache(contents.data, suite: suite, path: location.path)
                 let version = state.withLock { state -> UInt64 in
                     state.cached = cache
-                    state.version += 1
-                    return state.version
+                    return state.sync.cacheLoaded()
                 }
                 load.snapshot = SuiteSnapshot(values: cache.values, version: version)
             }
@@ -144,68 +141,39 @@ final class FleetBackend: SuiteBackend {
     }
 
     func reload(goneForGood: Bool) -> SuiteReload {
+        // The mirror whole, once per range (FleetSync decides; nothing before the first range:
+        // the cached values stay).
         let mirror = follower.snapshot
-        // Nothing read from etcd yet: the cached values stay.
-        guard mirror.resyncs > 0 else { return .unchanged }
-        let snapshot = state.withLock { state -> SuiteSnapshot? in
-            // Behind this process's own last commit, from a range sent before etcd acknowledged it
-            // (the commit's events are still on the way, or a range in flight answered late):
-            // installing it would take back values reads already show; the commit's events reload
-            // again. A commit made before the first range belongs with that range (the same etcd).
-            if let commit = state.lastCommit, mirror.revision < commit.revision, mirror.range <= commit.rangesSent,
-                commit.clusterID == mirror.clusterID || commit.resyncs == 0
-            {
-                state.changesBase = nil
-                return nil
-            }
-            state.changesBase = (mirror.clusterID, mirror.resyncs)
-            if let installed = state.installed, installed.clusterID == mirror.clusterID,
-                installed.revision == mirror.revision, installed.resyncs == mirror.resyncs
-            {
-                return nil
-            }
-            state.installed = (mirror.clusterID, mirror.revision, mirror.resyncs)
-            state.version += 1
-            return SuiteSnapshot(values: mirror.values, version: state.version)
+        guard let version = state.withLock({ $0.sync.replacement(at: Self.position(mirror)) }) else {
+            return .unchanged
         }
-        guard let snapshot else { return .unchanged }
         cache.save(follower)
-        return .changed(snapshot)
+        return .changed(SuiteSnapshot(values: mirror.values, version: version))
     }
 
     func write(_ changes: SuiteWrite, over known: inout SuiteSnapshot) throws(DefaultsError) -> SuiteWritten {
-        let prefix = suite.prefix
-        var puts: [(key: Data, value: Data)] = []
-        var deletes: [Data] = []
-        do {
+        var write = EtcdSuiteWrite(prefix: suite.prefix)
+        do throws(EtcdSuiteWrite.EncodingFailure) {
             switch changes {
             case .changes(let pending):
-                for (key, change) in pending {
-                    if let value = change.value {
-                        puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
-                    } else {
-                        deletes.append(EtcdMirror.etcdKey(key, prefix: prefix))
-                    }
-                }
+                for (key, change) in pending { try write.set(key, to: change.value) }
             case .whole(let values, _):
                 // Every key this process knows of that the new values lack is deleted; a key
                 // another writer adds meanwhile stays.
                 let known = Set(known.values.keys).union(follower.snapshot.values.keys)
-                for (key, value) in values {
-                    puts.append((EtcdMirror.etcdKey(key, prefix: prefix), try EtcdMirror.encode(value)))
-                }
-                for key in known where values[key] == nil { deletes.append(EtcdMirror.etcdKey(key, prefix: prefix)) }
+                for (key, value) in values { try write.set(key, to: value) }
+                for key in known where values[key] == nil { try write.set(key, to: nil) }
             }
         } catch {
             throw DefaultsError(
                 .encodingFailed, "A value of fleet suite \"\(suite.name)\" could not be encoded: \(error)",
-                suite: suite.name, underlying: SendableDescription(error))
+                suite: suite.name, underlying: error)
         }
         let committed: Int64
         do {
             // On this thread, as the store's flush runs: each transaction, and the authentication
             // before it, ends within the request timeout on every endpoint.
-            committed = try client.commit(puts: puts, deletes: deletes)
+            committed = try write.commit(with: client)
         } catch {
             let problem = RemoteProblem(error)
             guard problem.isRefusal else {
@@ -232,7 +200,7 @@ final class FleetBackend: SuiteBackend {
                     + "write this suite.",
                 suite: suite.name, underlying: problem)
             return SuiteWritten(
-                snapshot: SuiteSnapshot(values: base, version: state.withLock { $0.version }),
+                snapshot: SuiteSnapshot(values: base, version: state.withLock { $0.sync.version }),
                 unchangedByOthers: false, refusal: refusal)
         }
         // etcd has them: their records in the journal go.
@@ -248,48 +216,45 @@ final class FleetBackend: SuiteBackend {
             // The commit's events are still to come; they hold these values, so they deliver nothing.
             values = changes.applied(to: mirror.resyncs > 0 ? mirror.values : known.values)
         }
-        let version = state.withLock { state -> UInt64 in
-            state.version += 1
-            state.lastCommit = (mirror.clusterID, mirror.resyncs, committed, rangesSent)
-            return state.version
+        let version = state.withLock { state in
+            state.sync.committed(revision: committed, at: Self.position(mirror), rangesSent: rangesSent)
         }
         return SuiteWritten(snapshot: SuiteSnapshot(values: values, version: version), unchangedByOthers: false)
     }
 
     // MARK: The follower's news
 
-    /// The follower's news: one watch message's (or range's) per-key changes at `revision`.
-    ///
-    /// On top of the values the store got whole, they go up as they are: the store applies them on
-    /// the follower's thread when it is idle (observers then get them without a hop), with no
-    /// second diff. Behind this process's own last commit they are held back (the commit's events
-    /// follow), and the next news asks for a reload of the whole mirror, as a range does.
+    /// The follower's news: one watch message's per-key changes at `revision`, which FleetSync
+    /// turns into what the store applies: on top of the range the store got whole they go up as
+    /// they are (the store applies them on the follower's thread when it is idle, so observers get
+    /// them without a hop), with no second diff; otherwise a reload, or nothing when they are
+    /// behind this process's own last commit (its events follow).
     private func mirrorChanged(_ changes: [EtcdMirror.Change], revision: Int64) {
         // Where the mirror is, without a copy of its values (this runs for every change).
         let mirror = follower.position
-        enum Forward { case changes([SuiteKeyChange], version: UInt64), reload }
-        let (onChange, forward) = state.withLock { state -> ((@Sendable (SuiteChange) -> Void)?, Forward?) in
-            guard let onChange = state.onChange else { return (nil, nil) }
-            if let commit = state.lastCommit, revision < commit.revision, mirror.range <= commit.rangesSent,
-                commit.clusterID == mirror.clusterID || commit.resyncs == 0
-            {
-                state.changesBase = nil
-                return (onChange, nil)
-            }
-            guard let base = state.changesBase, base.clusterID == mirror.clusterID, base.resyncs == mirror.resyncs
-            else { return (onChange, .reload) }
-            state.installed = nil
-            state.version += 1
-            let keyChanges = changes.map { SuiteKeyChange(key: $0.key, value: $0.new) }
-            return (onChange, .changes(keyChanges, version: state.version))
+        let position = FleetSync.Position(
+            revision: mirror.revision, clusterID: mirror.clusterID, resyncs: mirror.resyncs, range: mirror.range)
+        let (onChange, apply) = state.withLock { state -> ((@Sendable (SuiteChange) -> Void)?, FleetSync.Apply) in
+            guard let onChange = state.onChange else { return (nil, .nothing) }
+            return (onChange, state.sync.watchBatch(changes, revision: revision, at: position))
         }
-        switch forward {
-        case .changes(let keyChanges, let version)?:
+        deliver(apply, to: onChange)
+    }
+
+    /// A range filled the mirror: one replacement, which the store reloads once.
+    private func rangeArrived() {
+        let (onChange, apply) = state.withLock { ($0.onChange, $0.sync.range()) }
+        deliver(apply, to: onChange)
+    }
+
+    private func deliver(_ apply: FleetSync.Apply, to onChange: (@Sendable (SuiteChange) -> Void)?) {
+        switch apply {
+        case .changes(let keyChanges, let version):
             cache.save(follower)
             onChange?(.changed(keyChanges, version: version))
-        case .reload?:
+        case .reload:
             onChange?(.mayHaveChanged)
-        case nil:
+        case .nothing:
             break
         }
     }

@@ -25,8 +25,69 @@ public final class FleetConnection: Sendable {
     /// The state now, then each change of it (etcd lost, etcd back), until the stream is dropped.
     public func stateUpdates() -> AsyncStream<FleetState> { backend.stateUpdates() }
 
+    /// Waits until the suite is in step with etcd (``FleetState/live(revision:)``) and reads show
+    /// etcd's values, for at most `timeout`; returns at once when it already is. A service with no
+    /// offline cache yet (its first start on a machine) reads only registered defaults until the
+    /// first read of etcd lands, so wait for it before serving:
+    ///
+    /// ```swift
+    /// let connection = service.addFleetSuite(fleet)
+    /// try await connection.waitUntilLive(timeout: .seconds(5))   // etcd's values, or an error
+    /// ```
+    ///
+    /// Whether or not it throws, the suite goes on following etcd; after a timeout, reads give
+    /// the cached values (or registered defaults) until etcd answers.
+    ///
+    /// - Parameter timeout: How long to wait.
+    /// - Returns: The etcd revision the values are at.
+    /// - Throws: `DefaultsError.Code.remoteUnavailable` when the suite is not in step within
+    ///   `timeout`, naming its state and why (etcd unreachable, refused, …).
+    @discardableResult
+    public func waitUntilLive(timeout: Duration) async throws -> Int64 {
+        let backend = self.backend
+        let revision = await withTaskGroup(of: Int64?.self) { group -> Int64? in
+            group.addTask {
+                for await state in backend.stateUpdates() {
+                    if case .live(let revision) = state { return revision }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let revision else {
+            let why: String
+            switch state {
+            case .connecting: why = "its first read of etcd has not answered yet"
+            case .live(let revision): return revision  // live just as the time ran out
+            case .stale(let revision, let since, let reason):
+                why = "etcd has not answered since \(since) (\(reason)); reads give the values of revision \(revision)"
+            case .offline(let since, let reason):
+                why =
+                    "etcd has not answered since \(since) (\(reason)); no values are known, so reads give "
+                    + "registered defaults"
+            }
+            throw DefaultsError(
+                .remoteUnavailable,
+                "The fleet suite \"\(suite.name)\" is not in step with \(suite.whereabouts) after \(timeout): \(why). It "
+                    + "goes on trying, and follows etcd once it answers.",
+                suite: suite.name)
+        }
+        // The state is live once the range is in the mirror; the store takes it now, so that the
+        // next read shows it.
+        let store = self.store
+        try await onDispatch { store.reload() }
+        return revision
+    }
+
     /// The suite's own values as this process reads them: etcd's, with this process's changes not
-    /// yet written laid over them.
+    /// yet written laid over them (the library's own keys, such as the migration record,
+    /// included).
     public var values: [String: PropertyListValue] { store.values() }
 
     /// The problem to know about now: a write etcd refused (`DefaultsError.Code.remoteRejected`),

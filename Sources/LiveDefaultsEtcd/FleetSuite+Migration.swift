@@ -32,9 +32,8 @@ extension FleetSuite {
     ///   etcd cannot be reached.
     @discardableResult
     public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
-        let client = EtcdClient(
-            endpoints: endpoints, credentials: credentials.map { ($0.user, $0.password) },
-            requestTimeout: requestTimeout.timeInterval, certificateAuthorities: certificateAuthorities?.path)
+        // The suite's own client: its credentials, authorities and client certificate.
+        let client = makeClient()
         let prefix = prefix
         var ran: [Int] = []
         while true {
@@ -81,18 +80,11 @@ extension FleetSuite {
             }
             let revisions = Dictionary(
                 kvs.compactMap { kv in kv.key.map { ($0.data, kv.mod_revision?.value ?? 0) } }, uniquingKeysWith: max)
-            var puts: [(key: Data, value: Data)] = []
-            var deletes: [Data] = []
-            var unchanged: [(key: Data, modRevision: Int64)] = []
-            do {
+            var write = EtcdSuiteWrite(prefix: prefix)
+            do throws(EtcdSuiteWrite.EncodingFailure) {
                 for key in changed {
-                    let etcdKey = EtcdMirror.etcdKey(key, prefix: prefix)
-                    unchanged.append((etcdKey, revisions[etcdKey] ?? 0))
-                    if let value = next[key] {
-                        puts.append((etcdKey, try EtcdMirror.encode(value)))
-                    } else {
-                        deletes.append(etcdKey)
-                    }
+                    write.expect(key, modRevision: revisions[EtcdMirror.etcdKey(key, prefix: prefix)] ?? 0)
+                    try write.set(key, to: next[key])
                 }
             } catch {
                 throw failure(
@@ -103,7 +95,7 @@ extension FleetSuite {
             defer { MigrationMarks.forget(commit: commit) }
             let committed: (succeeded: Bool, revision: Int64)
             do {
-                committed = try client.commit(puts: puts, deletes: deletes, unchanged: unchanged)
+                committed = try write.commitIfUnchanged(with: client)
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable,

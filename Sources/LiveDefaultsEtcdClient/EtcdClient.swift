@@ -17,7 +17,7 @@ package final class EtcdClient: Sendable {
     package let certificateAuthorities: String?
     /// The PEM files of the certificate and key shown to a member that asks for one; nil for none.
     package let clientCertificate: (certificate: String, key: String)?
-    private let preferred = Locked<Int>(0)
+    private let rotation: Locked<EndpointRotation>
 
     /// - Parameters:
     ///   - endpoints: Client URLs, such as `http://127.0.0.1:2379`.
@@ -33,6 +33,7 @@ package final class EtcdClient: Sendable {
     ) {
         precondition(!endpoints.isEmpty, "an etcd client needs at least one endpoint")
         self.endpoints = endpoints
+        self.rotation = Locked(EndpointRotation(count: endpoints.count))
         self.credentials = credentials
         self.requestTimeout = requestTimeout
         self.certificateAuthorities = certificateAuthorities
@@ -43,15 +44,14 @@ package final class EtcdClient: Sendable {
     package var currentToken: String? { token.withLock { $0 } }
 
     /// The endpoint calls and watches try first: the last one that answered.
-    package var preferredEndpoint: URL { endpoints[preferred.withLock { $0 } % endpoints.count] }
+    package var preferredEndpoint: URL { endpoints[rotation.withLock { $0.preferred }] }
 
     /// Moves on from `endpoint` (a member whose watch ended: killed, hung, isolated, wiped), so the
     /// next range and watch try the next member first; nothing changes if another member is
     /// preferred already.
     package func avoid(_ endpoint: URL) {
-        guard endpoints.count > 1 else { return }
-        preferred.withLock { preferred in
-            if endpoints[preferred % endpoints.count] == endpoint { preferred = (preferred + 1) % endpoints.count }
+        rotation.withLock { rotation in
+            if endpoints[rotation.preferred] == endpoint { rotation.avoid(rotation.preferred) }
         }
     }
 
@@ -203,7 +203,7 @@ package final class EtcdClient: Sendable {
             create_request: EtcdWatchCreateRequest(
                 key: EtcdBytes(prefix), range_end: EtcdBytes(Self.prefixEnd(prefix)),
                 start_revision: EtcdInt64(revision), progress_notify: true))
-        let endpoint = endpoints[preferred.withLock { $0 } % endpoints.count]
+        let endpoint = preferredEndpoint
         let request = try makeRequest(endpoint, "/v3/watch", body)
         return EtcdWatch(request: request, endpoint: endpoint, idleTimeout: idleTimeout, onMessage: onMessage)
     }
@@ -278,9 +278,7 @@ package final class EtcdClient: Sendable {
         _ path: String, _ body: Body, idempotent: Bool = true, timeout: TimeInterval? = nil
     ) throws -> Answer {
         var lastProblem: (any Error)?
-        let start = preferred.withLock { $0 }
-        for attempt in 0..<endpoints.count {
-            let index = (start + attempt) % endpoints.count
+        for index in rotation.withLock({ $0.order }) {
             let endpoint = endpoints[index]
             do {
                 var renewed = false
@@ -289,7 +287,7 @@ package final class EtcdClient: Sendable {
                     let (data, status) = try send(request, timeout: timeout)
                     do {
                         let answer: Answer = try decode(data, status)
-                        preferred.withLock { $0 = index }
+                        rotation.withLock { $0.answered(index) }
                         return answer
                     } catch let error as EtcdError
                         where !renewed && credentials != nil

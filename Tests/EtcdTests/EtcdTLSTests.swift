@@ -132,6 +132,37 @@ struct EtcdTLSTests {
         return (path + "/\(name).pem", path + "/\(name).key")
     }
 
+    /// A fleet migration reaches a member started with `--client-cert-auth` with the suite's client
+    /// certificate, as the suite's store does (it built its client without one, and was refused).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
+    func aFleetMigrationOnAMemberThatAsksForClientCertificatesIsCommitted() async throws {
+        let certificates = try Certificates()
+        let client = try Self.clientCertificate(certificates)
+        let server = try EtcdServer()
+        let port = try EtcdServer.freePort()
+        let plain = "http://127.0.0.1:\(server.clientPort)"
+        try await server.start(extraArguments: [
+            "--listen-client-urls", "\(plain),https://127.0.0.1:\(port)", "--advertise-client-urls", plain,
+            "--cert-file", certificates.certificate, "--key-file", certificates.key, "--client-cert-auth",
+            "--trusted-ca-file", certificates.authority,
+        ])
+        defer { server.stop() }
+        let secure = try #require(URL(string: "https://127.0.0.1:\(port)"))
+        let scenario = try await FleetScenario(server: server)
+        try await scenario.put(["maxConnections": 8])
+        let suite = try FleetSuite(
+            name: scenario.name, endpoints: [secure], cacheDirectory: scenario.scratch.url.appendingPathComponent("c"),
+            requestTimeout: .seconds(5), certificateAuthorities: URL(fileURLWithPath: certificates.authority),
+            clientCertificate: URL(fileURLWithPath: client.certificate), clientKey: URL(fileURLWithPath: client.key))
+        let ran = try suite.migrate(to: 1) { step in step.rename("maxConnections", to: "connectionLimit") }
+        #expect(ran == [1])
+        var values = try await scenario.etcdValues()
+        #expect(values.removeValue(forKey: DefaultsMigration.recordKey)?.dictionaryValue?["version"] == 1)
+        #expect(values == ["connectionLimit": 8])
+        // Done: a second run finds the record and commits nothing.
+        #expect(try suite.migrate(to: 1) { step in step.rename("maxConnections", to: "connectionLimit") } == [])
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
     func aMemberThatAsksForClientCertificatesTakesASuiteWithOneAndRefusesOneWithoutNamingTheCause() async throws {
         let certificates = try Certificates()
