@@ -83,7 +83,9 @@ extension CommandOutcome {
         (["fontSize", "-string", "big"], "expects an integer, not a string"),
         (["fontSize", "-string", "14"], "expects an integer, not a string"),
         (["fontSize", "big"], "expects an integer, not a string"),
-        (["fontSize", "-float", "14.5"], "expects an integer, not a float"),
+        (["fontSize", "-float", "14.5"], "expects an integer, and 14.5 is not a whole number"),
+        (["fontSize", "12.5"], "expects an integer, and 12.5 is not a whole number"),
+        (["fontSize", "-string", "12.5"], "expects an integer, not a string (\"12.5\")"),
         (["fontSize", "-int", "100"], "allows only 8 to 72"),
         (["fontSize", "-int", "7"], "allows only 8 to 72"),
         (["theme", "-string", "purple"], "allows only \"light\", \"dark\", \"system\""),
@@ -266,7 +268,7 @@ extension CommandOutcome {
         #expect(FileManager.default.fileExists(atPath: fixture.userSchemas.path + "/\(Self.suite).plist"))
         try Data("{ suite = x; keys = { a = { type = colour; }; }; }".utf8).write(to: file)
         let bad = fixture.run("install-schema", file.path)
-        #expect(bad.status == 1 && bad.standardError.contains("key \"a\" has no \"type\""), "\(bad)")
+        #expect(bad.status == 1 && bad.standardError.contains("key \"a\" has the type \"colour\""), "\(bad)")
     }
 
     // MARK: secrets
