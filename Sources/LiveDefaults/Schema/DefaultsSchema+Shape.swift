@@ -79,28 +79,31 @@ private final class ShapeNode {
 
     /// A placeholder value of `type`, recording its shape into `node`.
     static func placeholder<Value: Decodable>(_ type: Value.Type, into node: ShapeNode) throws -> Value {
-        func scalar(_ kind: DefaultsSchema.ValueType, _ value: Any) -> Value {
+        func scalar(_ kind: DefaultsSchema.ValueType, _ value: Any) throws -> Value {
             node.type = kind
-            return value as! Value
+            guard let value = value as? Value else {
+                throw DecodingError.typeMismatch(type, .init(codingPath: [], debugDescription: "a placeholder"))
+            }
+            return value
         }
         switch type {
-        case is String.Type: return scalar(.string, "")
-        case is Bool.Type: return scalar(.boolean, false)
-        case is Double.Type: return scalar(.real, 0.0)
-        case is Float.Type: return scalar(.real, Float(0))
-        case is Int.Type: return scalar(.integer, 0)
-        case is Int8.Type: return scalar(.integer, Int8(0))
-        case is Int16.Type: return scalar(.integer, Int16(0))
-        case is Int32.Type: return scalar(.integer, Int32(0))
-        case is Int64.Type: return scalar(.integer, Int64(0))
-        case is UInt.Type: return scalar(.integer, UInt(0))
-        case is UInt8.Type: return scalar(.integer, UInt8(0))
-        case is UInt16.Type: return scalar(.integer, UInt16(0))
-        case is UInt32.Type: return scalar(.integer, UInt32(0))
-        case is UInt64.Type: return scalar(.integer, UInt64(0))
-        case is Date.Type: return scalar(.date, Date(timeIntervalSinceReferenceDate: 0))
-        case is Data.Type: return scalar(.data, Data())
-        case is URL.Type: return scalar(.string, URL(fileURLWithPath: "/"))
+        case is String.Type: return try scalar(.string, "")
+        case is Bool.Type: return try scalar(.boolean, false)
+        case is Double.Type: return try scalar(.real, 0.0)
+        case is Float.Type: return try scalar(.real, Float(0))
+        case is Int.Type: return try scalar(.integer, 0)
+        case is Int8.Type: return try scalar(.integer, Int8(0))
+        case is Int16.Type: return try scalar(.integer, Int16(0))
+        case is Int32.Type: return try scalar(.integer, Int32(0))
+        case is Int64.Type: return try scalar(.integer, Int64(0))
+        case is UInt.Type: return try scalar(.integer, UInt(0))
+        case is UInt8.Type: return try scalar(.integer, UInt8(0))
+        case is UInt16.Type: return try scalar(.integer, UInt16(0))
+        case is UInt32.Type: return try scalar(.integer, UInt32(0))
+        case is UInt64.Type: return try scalar(.integer, UInt64(0))
+        case is Date.Type: return try scalar(.date, Date(timeIntervalSinceReferenceDate: 0))
+        case is Data.Type: return try scalar(.data, Data())
+        case is URL.Type: return try scalar(.string, URL(fileURLWithPath: "/"))
         default: break
         }
         if let iterable = type as? any CaseIterable.Type, let first = firstCase(of: iterable) as? Value {

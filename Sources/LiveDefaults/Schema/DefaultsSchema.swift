@@ -153,6 +153,8 @@ extension DefaultsSchema {
     ///   - description: Its dictionary.
     ///   - what: How messages name it: `key "rateLimit"`, `field "burst" of key "rateLimit"`.
     ///   - invalid: Makes the error for a problem.
+    /// - Returns: The entry, its fields and elements read too.
+    /// - Throws: What `invalid` makes, naming the key or field and what is wrong.
     private static func entry(
         named name: String, _ description: PropertyListValue, what: String, invalid: (String) -> DefaultsError
     ) throws -> Entry {
