@@ -105,8 +105,8 @@ package struct DefaultsCommandRunner: Sendable {
             return .exit(error.status)
         }
         var runner = self
-        if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
-            runner.valueIsBare = arguments[arguments.count - 2] != "-string"
+        if case .write(_, _, let operation) = command {
+            runner.valueIsBare = Self.valueIsUntyped(operation, arguments: arguments)
         }
         // A whole domain in old-style text, `{ fontSize = 14; }`, has only strings: a schema reads each as a
         // bare value. XML says its types.
@@ -117,6 +117,19 @@ package struct DefaultsCommandRunner: Sendable {
             runner.domains = domains.forHost(host)
         }
         return runner.execute(command)
+    }
+
+    /// Whether the strings in `write`'s value stand for text as typed, which a schema may read as its own type
+    /// (docs/defaults-command.md, "Schemas"): a bare value (`14`), old-style text (`'{ burst = 3; }'`, where every
+    /// scalar is a string), and the elements of `-array`, `-dict`, `-array-add` and `-dict-add` — unless the
+    /// value is XML, which says its types, or `-string` is given, which always means a string.
+    private static func valueIsUntyped(_ operation: WriteOperation, arguments: [String]) -> Bool {
+        if case .set(.string(let text)) = operation, arguments.count >= 2, arguments.last == text {
+            return arguments[arguments.count - 2] != "-string"
+        }
+        guard !arguments.contains("-string") else { return false }
+        if case .set = operation, let text = arguments.last { return !ValueArguments.looksLikeXML(text) }
+        return true
     }
 
     /// Runs a parsed command.
@@ -426,8 +439,12 @@ package struct DefaultsCommandRunner: Sendable {
             }
         }
         let value: PropertyListValue
+        var runner = self
         do {
-            value = try PropertyListCodec.decode(data).value
+            let decoded = try PropertyListCodec.decode(data)
+            value = decoded.value
+            // Old-style text has only strings: a schema reads each value as `write` reads the same text.
+            runner.valueIsBare = decoded.format == .openStep
         } catch {
             throw CommandFailure("Could not parse property list from \(source) due to \(error.message)\n")
         }
@@ -437,9 +454,9 @@ package struct DefaultsCommandRunner: Sendable {
                     + "Defaults have not been changed.\n")
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
-        let store = try openForWriting(domain, "import", keys: Array(values.keys))
-        for (key, value) in try admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
-        try save(store, domain)
+        let store = try runner.openForWriting(domain, "import", keys: Array(values.keys))
+        for (key, value) in try runner.admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
+        try runner.save(store, domain)
     }
 
     /// Writes the domain (an empty dictionary when it does not exist, as on macOS).

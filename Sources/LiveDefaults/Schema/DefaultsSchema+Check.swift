@@ -13,6 +13,11 @@ extension DefaultsSchema.Entry {
         /// What is wrong, in words that quote the value unless it is secret:
         /// `missing`, `expects an integer, not a string ("oops")`.
         package var reason: String
+
+        package init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
     }
 
     /// `value` as the entry admits it, with the conversions macOS users expect, and every way it
