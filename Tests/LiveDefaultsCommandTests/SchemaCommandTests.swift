@@ -7,7 +7,7 @@ import Testing
 
 /// The `defaults` command with a schema installed: checked writes, the schema's verbs, secrets redacted.
 /// Run in process, with the domains in a temporary directory and the schema directories beside it.
-private struct SchemaFixture: ~Copyable {
+struct SchemaFixture: ~Copyable {
     static let suite = "com.example.described"
     let directory: TemporaryDirectory
 

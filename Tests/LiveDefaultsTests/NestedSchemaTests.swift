@@ -109,7 +109,7 @@ extension Defaults.Keys {
     }
 
     static let misfits: [(PropertyListValue, String, String)] = [
-        (["perSecond": "oops", "burst": 3], "rateLimit.perSecond", "expects an integer, not a string (oops)"),
+        (["perSecond": "oops", "burst": 3], "rateLimit.perSecond", "expects an integer, not a string (\"oops\")"),
         (["perSecond": 40], "rateLimit.burst", "missing"),
         (
             ["perSecond": 40, "burst": 3, "brust": 4], "rateLimit.brust",
@@ -117,7 +117,7 @@ extension Defaults.Keys {
         ),
         (["perSecond": 0, "burst": 3], "rateLimit.perSecond", "allows only 1 to 10000 (0)"),
         (["perSecond": 40, "burst": 2.5], "rateLimit.burst", "expects an integer, and 2.5 is not a whole number"),
-        ("fast", "rateLimit", "expects a dictionary, not a string (fast)"),
+        ("fast", "rateLimit", "expects a dictionary, not a string (\"fast\")"),
     ]
 
     @Test(arguments: misfits)
@@ -139,14 +139,14 @@ extension Defaults.Keys {
         let mismatches = fleet.admit(value, textIsUntyped: false).mismatches
         #expect(
             mismatches == [
-                .init(path: "fleet.labels.y", reason: "expects an integer, not a string (two)"),
-                .init(path: "fleet.servers[1].port", reason: "expects an integer, not a string (http)"),
-                .init(path: "fleet.servers[1].region", reason: "allows only \"east\", \"west\" (north)"),
+                .init(path: "fleet.labels.y", reason: "expects an integer, not a string (\"two\")"),
+                .init(path: "fleet.servers[1].port", reason: "expects an integer, not a string (\"http\")"),
+                .init(path: "fleet.servers[1].region", reason: "allows only \"east\", \"west\" (\"north\")"),
             ])
         let ports = DefaultsSchema.Entry(.nestedPorts)
         #expect(
             ports.admit([80, "http"], textIsUntyped: false).mismatches == [
-                .init(path: "ports[1]", reason: "expects an integer, not a string (http)")
+                .init(path: "ports[1]", reason: "expects an integer, not a string (\"http\")")
             ])
     }
 

@@ -133,9 +133,12 @@ extension DefaultsSchema.Entry {
             + Self.quoted(value, secret)
     }
 
-    /// ` ("oops")`: the value as old-style text, for a message; nothing for a secret one.
+    /// ` ("oops")`: the value as old-style text, for a message, a string always in quotes (so that the
+    /// string "40" does not read as a number); nothing for a secret one.
     private static func quoted(_ value: PropertyListValue, _ secret: Bool) -> String {
-        secret ? "" : " (\(OpenStepWriter.singleLineString(for: value)))"
+        guard !secret else { return "" }
+        if case .string(let text) = value { return " (\(text.debugDescription))" }
+        return " (\(OpenStepWriter.singleLineString(for: value)))"
     }
 
     /// A value converted to `type` where people expect it (see ``admit(_:textIsUntyped:)``); any

@@ -66,7 +66,7 @@ public struct DefaultsSchema: Sendable, Hashable {
     }
 
     /// An entry's dictionary in the document; a field's and an element's have the same form.
-    static func description(of entry: Entry) -> PropertyListValue {
+    package static func description(of entry: Entry) -> PropertyListValue {
         var fields: [String: PropertyListValue] = ["type": .string(entry.type.rawValue)]
         if let value = entry.defaultValue { fields["default"] = value }
         if let summary = entry.summary { fields["summary"] = .string(summary) }
