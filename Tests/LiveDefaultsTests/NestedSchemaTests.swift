@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import TestSupport
 import Testing
 
 private struct RateLimit: Codable, Sendable, Equatable {
@@ -181,5 +182,34 @@ extension Defaults.Keys {
         #expect(app.differences(from: installed) == ["the fields or elements of key \"rateLimit\" differ"])
         let summaryOnly = DefaultsSchema(suite: "s", entries: [Self.rateLimit.field("burst", summary: "Extra")])
         #expect(app.differences(from: summaryOnly).isEmpty, "summaries are text for people")
+    }
+
+    /// A stored value that does not fit (written by hand, or before the schema) reads as the default and is
+    /// reported once, naming where inside it the problem is, as the command would.
+    @Test func aStoredValueThatDoesNotFitIsReportedOnceWithItsPath() throws {
+        let directory = try TemporaryDirectory()
+        let suite = "com.example.nested-report"
+        let defaults = try Defaults(suiteName: suite, directory: directory.url, watchesFiles: false)
+        let reported = Locked<[String]>([])
+        let reporting = DefaultsErrorReporting.listen { error in
+            if error.code == .decodingFailed, error.suite == suite { reported.withLock { $0.append(error.message) } }
+        }
+        defer { reporting.cancel() }
+        defaults.set(["perSecond": 40] as PropertyListValue, forKey: "rateLimit")
+        #expect(defaults[.nestedRateLimit] == RateLimit(perSecond: 40, burst: 3))
+        #expect(defaults[.nestedRateLimit] == RateLimit(perSecond: 40, burst: 3))
+        defaults.set(
+            [
+                "servers": [
+                    ["host": "a", "port": 1, "region": "east"], ["host": "b", "port": "http", "region": "west"],
+                ],
+                "labels": [:], "enabled": true,
+            ] as PropertyListValue,
+            forKey: "fleet")
+        #expect(defaults[.nestedFleet] == nil)
+        let messages = reported.withLock { $0 }
+        #expect(messages.count == 2, "\(messages)")
+        #expect(messages.first?.contains("(rateLimit.burst: missing)") == true, "\(messages)")
+        #expect(messages.last?.contains("(fleet.servers[1].port: not a Int)") == true, "\(messages)")
     }
 }
