@@ -336,10 +336,17 @@ package struct DefaultsCommandRunner: Sendable {
         case .explain(let domain, let key, let json):
             let store = try openForReading(domain, searchList: true)
             let sources = store.sources(forKey: key)
-            guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            var ignored = Self.ignoredManagedLayers(
+                of: domain, key: key, settings: AdministeredSettings.fromEnvironment())
+            guard !sources.isEmpty || !ignored.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            if !revealsSecrets, try domains.schema(of: domain, values: store.persistentValues())?.isSecret(key) == true
+            {
+                for index in ignored.indices { ignored[index].value = CommandSchema.redaction }
+            }
             let report = ExplainReport(
                 domain: domain.displayName, key: key,
-                sources: try shown(sources, forKey: key, of: domain, values: store.persistentValues()))
+                sources: try shown(sources, forKey: key, of: domain, values: store.persistentValues()), ignored: ignored
+            )
             io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
 
         case .showingSecrets(let command):
@@ -351,6 +358,32 @@ package struct DefaultsCommandRunner: Sendable {
             try performSchemaVerb(command)
         }
         return .exit(Self.success)
+    }
+
+    /// The managed files of `domain` (its own, then the global domain's) that hold `key` but are ignored because
+    /// a user other than the trusted owner could change them (``ManagedFileTrust``): `explain` lists them, so
+    /// that a key whose only value is there is not said not to exist. Read only for `explain`.
+    private static func ignoredManagedLayers(of domain: DomainReference, key: String, settings: AdministeredSettings)
+        -> [ExplainReport.IgnoredLayer]
+    {
+        guard let directory = settings.managedDirectory?.path else { return [] }
+        let names: [String]
+        switch domain {
+        case .named(let name): names = [name, DomainReference.globalDomainName]
+        case .global: names = [DomainReference.globalDomainName]
+        case .path, .remote: return []
+        }
+        return names.compactMap { name in
+            let path = (directory as NSString).appendingPathComponent(name + ".plist")
+            let trust = ManagedFileTrust(path: path, suite: name, trustedOwner: settings.trustedOwner)
+            guard let problem = trust.problem(), let data = FileManager.default.contents(atPath: path),
+                let value = (try? PropertyListCodec.decode(data))?.value.dictionaryValue?[key]
+            else { return nil }
+            let reason = problem.message.prefix { $0 != ";" }
+            return ExplainReport.IgnoredLayer(
+                layer: .managed, location: path, value: value,
+                reason: reason.prefix(1).lowercased() + reason.dropFirst())
+        }
     }
 
     /// Refuses a write of keys an administrator forces: reads would not show it (docs/design.md,

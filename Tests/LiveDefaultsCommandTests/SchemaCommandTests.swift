@@ -273,6 +273,17 @@ extension CommandOutcome {
 
     // MARK: secrets
 
+    /// `read` and `describe` show a secret in one form, `<secret>`, not quoted by one and bare in the other.
+    @Test func readAndDescribeShowASecretInOneForm() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
+        #expect(fixture.succeed("read", Self.suite, "apiToken") == "<secret>\n")
+        let described = fixture.succeed("describe", Self.suite, "apiToken")
+        #expect(described.hasSuffix("  value: <secret>\n") && !described.contains("tok-123456"), "\(described)")
+        #expect(
+            fixture.succeed("describe", Self.suite, "apiToken", "--show-secrets").contains("  value: \"tok-123456\"\n"))
+    }
+
     @Test func secretValuesAreRedactedUnlessAskedFor() throws {
         let fixture = try SchemaFixture()
         fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
