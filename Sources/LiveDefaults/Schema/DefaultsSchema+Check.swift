@@ -1,8 +1,8 @@
 import Foundation
 
 // The check of a value against its entry, to any depth. Only the `defaults` command (before a
-// write) and reports of a stored value call it; the library's reads never do (docs/design.md,
-// "The `defaults` command: schemas").
+// write) calls it; the library's reads never do (docs/design.md, "Schemas", "Values inside
+// values").
 
 extension DefaultsSchema.Entry {
     /// One way a value does not fit its entry: where, and why.

@@ -1,7 +1,7 @@
 import Foundation
 
-// The shape of a `Codable` type, read from the type itself (docs/design.md, "Schemas: the shape of
-// a Codable value").
+// The shape of a `Codable` type, read from the type itself (docs/design.md, "Schemas", "The shape
+// of a `Codable` value").
 //
 // Swift has no run-time reflection of a `Codable` type's fields, and `Mirror` needs an instance,
 // which sees neither an optional field left nil nor the element type of an empty array. So the type
