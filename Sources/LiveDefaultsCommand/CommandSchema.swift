@@ -28,57 +28,50 @@ package struct CommandSchema: Sendable {
 
     /// The value to store for `key`, given `value` as the command line gave it: converted where macOS users
     /// expect it (`-int 14` or a bare `14` for a `real` key, a bare `14` for an `integer` key, a bare `yes` for a
-    /// `boolean` one), never from a `-string`; nil when the schema does not name the key.
+    /// `boolean` one), never from a `-string`, and checked to any depth (a dictionary's fields, an array's
+    /// elements: ``DefaultsSchema/Entry/admit(_:textIsUntyped:)``); as it is when the schema does not name the key.
     ///
     /// - Parameters:
     ///   - value: The parsed value.
     ///   - key: The key written.
-    ///   - isBare: Whether the value was given without a type flag (macOS stores it as a string).
+    ///   - isBare: Whether the value's text was given without a type (a bare value, old-style text: macOS stores
+    ///     each scalar as a string).
     /// - Returns: The value to store, or the reason it is refused.
     package func admit(_ value: PropertyListValue, forKey key: String, isBare: Bool) -> Result<
         PropertyListValue, Refusal
     > {
         guard let entry = schema[key] else { return .success(value) }
-        let converted = Self.convert(value, to: entry.type, isBare: isBare)
-        if let problem = entry.problem(with: converted) {
-            return .failure(Refusal(key: key, entry: entry, problem: problem, given: value, source: source))
+        let (converted, mismatches) = entry.admit(value, textIsUntyped: isBare)
+        guard mismatches.isEmpty else {
+            return .failure(Refusal(key: key, mismatches: mismatches, source: source))
         }
         return .success(converted)
-    }
-
-    private static func convert(_ value: PropertyListValue, to type: DefaultsSchema.ValueType, isBare: Bool)
-        -> PropertyListValue
-    {
-        switch (type, value) {
-        case (.integer, .real(let real)): return Int64(exactly: real).map(PropertyListValue.integer) ?? value
-        case (.real, .integer(let integer)): return .real(Double(integer))
-        case (.real, .unsignedInteger(let integer)): return .real(Double(integer))
-        case (_, .string(let text)) where isBare:
-            switch type {
-            case .integer: return Int64(text).map(PropertyListValue.integer) ?? value
-            case .real: return Double(text).flatMap { $0.isFinite ? .real($0) : nil } ?? value
-            case .boolean: return Bool(propertyListValue: value).map(PropertyListValue.bool) ?? value
-            case .date: return PropertyListDateFormat.date(from: text).map(PropertyListValue.date) ?? value
-            default: return value
-            }
-        default: return value
-        }
     }
 
     /// A value the schema does not allow, with everything the message names.
     package struct Refusal: Error, Sendable {
         package var key: String
-        package var entry: DefaultsSchema.Entry
-        package var problem: String
-        package var given: PropertyListValue
+        /// Each way the value does not fit, with its path (``DefaultsSchema/Entry/Mismatch``).
+        package var mismatches: [DefaultsSchema.Entry.Mismatch]
         package var source: String
 
-        /// `defaults: key fontSize of <domain> expects an integer, not a string (big), by the schema at …` — a secret
-        /// value is not quoted.
+        /// `defaults: key fontSize of <domain> expects an integer, not a string (big), by the schema at …` for the
+        /// key's own value; for values inside it, one line per path:
+        ///
+        /// ```text
+        /// defaults: key rateLimit of <domain> does not fit the schema at …:
+        ///   rateLimit.burst: missing
+        ///   rateLimit.perSecond: expects an integer, not a string (oops)
+        /// ```
+        ///
+        /// A secret value is not quoted.
         package func message(domain: String) -> String {
-            let shown = entry.isSecret ? "" : " (\(OpenStepWriter.singleLineString(for: given)))"
-            return "defaults: key \(key) of \(domain) \(problem)\(shown), by the schema at \(source).\n"
-                + "Defaults have not been changed.\n"
+            if mismatches.count == 1, let only = mismatches.first, only.path == key {
+                return "defaults: key \(key) of \(domain) \(only.reason), by the schema at \(source).\n"
+                    + "Defaults have not been changed.\n"
+            }
+            return "defaults: key \(key) of \(domain) does not fit the schema at \(source):\n"
+                + mismatches.map { "  \($0.path): \($0.reason)\n" }.joined() + "Defaults have not been changed.\n"
         }
     }
 

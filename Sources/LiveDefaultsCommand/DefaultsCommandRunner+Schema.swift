@@ -187,7 +187,16 @@ extension DefaultsCommandRunner {
         }
     }
 
-    /// `describe`'s text for one key.
+    /// `describe`'s text for one key: a secret value as `<secret>`, as `read` prints it; the fields of a
+    /// dictionary and the elements of an array, indented, one line each:
+    ///
+    /// ```text
+    /// rateLimit
+    ///   type: dictionary
+    ///   fields:
+    ///     burst: integer
+    ///     note: string (optional)
+    /// ```
     private static func text(_ entry: DefaultsSchema.Entry, value: PropertyListValue?) -> String {
         var lines = [entry.name]
         if let summary = entry.summary { lines.append("  summary: \(summary)") }
@@ -200,9 +209,50 @@ extension DefaultsCommandRunner {
                 "  range: \(DefaultsSchema.Entry.text(range.lowerBound)) to \(DefaultsSchema.Entry.text(range.upperBound))"
             )
         }
+        lines += shapeLines(of: entry, indent: "  ")
         lines.append("  default: " + (entry.defaultValue.map(OpenStepWriter.singleLineString) ?? "(none)"))
-        lines.append("  value: " + (value.map(OpenStepWriter.singleLineString) ?? "(default)"))
+        let shown: String
+        switch value {
+        case nil: shown = "(default)"
+        case CommandSchema.redaction? where entry.isSecret: shown = "<secret>"
+        case let value?: shown = OpenStepWriter.singleLineString(for: value)
+        }
+        lines.append("  value: " + shown)
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// The lines of an entry's fields (`fields:`, then one line per field) and elements (`elements: <type>`),
+    /// each nested shape indented under its line.
+    private static func shapeLines(of entry: DefaultsSchema.Entry, indent: String) -> [String] {
+        var lines: [String] = []
+        if let fields = entry.fields {
+            lines.append(indent + "fields:" + (fields.isEmpty ? " (none)" : ""))
+            for field in fields {
+                lines.append(indent + "  \(field.name): " + shapeLine(field))
+                lines += shapeLines(of: field, indent: indent + "    ")
+            }
+        }
+        if let elements = entry.elements {
+            lines.append(indent + "elements: " + shapeLine(elements))
+            lines += shapeLines(of: elements, indent: indent + "  ")
+        }
+        return lines
+    }
+
+    /// A field's or the elements' type and constraints on one line: `integer, range 1 to 10 (optional) — Burst`.
+    private static func shapeLine(_ entry: DefaultsSchema.Entry) -> String {
+        var line = entry.type.rawValue
+        if let choices = entry.choices {
+            line += ", choices " + choices.map(OpenStepWriter.singleLineString).joined(separator: ", ")
+        }
+        if let range = entry.range {
+            line +=
+                ", range \(DefaultsSchema.Entry.text(range.lowerBound)) to \(DefaultsSchema.Entry.text(range.upperBound))"
+        }
+        if entry.isSecret { line += ", secret" }
+        if entry.isOptional { line += " (optional)" }
+        if let summary = entry.summary { line += " — " + summary }
+        return line
     }
 
     /// `describe --json`'s object for one key.
@@ -220,6 +270,10 @@ extension DefaultsCommandRunner {
                     "range",
                     "{\"min\":\(DefaultsSchema.Entry.text(range.lowerBound)),\"max\":\(DefaultsSchema.Entry.text(range.upperBound))}"
                 ))
+        }
+        let shape = DefaultsSchema.description(of: entry)
+        for name in ["fields", "elements"] {
+            if let described = shape.dictionaryValue?[name] { fields.append((name, WatchReport.json(described))) }
         }
         return "{" + fields.map { WatchReport.json($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
     }

@@ -105,8 +105,8 @@ package struct DefaultsCommandRunner: Sendable {
             return .exit(error.status)
         }
         var runner = self
-        if case .write(_, _, .set(.string(let text))) = command, arguments.count >= 2, arguments.last == text {
-            runner.valueIsBare = arguments[arguments.count - 2] != "-string"
+        if case .write(_, _, let operation) = command {
+            runner.valueIsBare = Self.valueIsUntyped(operation, arguments: arguments)
         }
         // A whole domain in old-style text, `{ fontSize = 14; }`, has only strings: a schema reads each as a
         // bare value. XML says its types.
@@ -117,6 +117,19 @@ package struct DefaultsCommandRunner: Sendable {
             runner.domains = domains.forHost(host)
         }
         return runner.execute(command)
+    }
+
+    /// Whether the strings in `write`'s value stand for text as typed, which a schema may read as its own type
+    /// (docs/defaults-command.md, "Schemas"): a bare value (`14`), old-style text (`'{ burst = 3; }'`, where every
+    /// scalar is a string), and the elements of `-array`, `-dict`, `-array-add` and `-dict-add` — unless the
+    /// value is XML, which says its types, or `-string` is given, which always means a string.
+    private static func valueIsUntyped(_ operation: WriteOperation, arguments: [String]) -> Bool {
+        if case .set(.string(let text)) = operation, arguments.count >= 2, arguments.last == text {
+            return arguments[arguments.count - 2] != "-string"
+        }
+        guard !arguments.contains("-string") else { return false }
+        if case .set = operation, let text = arguments.last { return !ValueArguments.looksLikeXML(text) }
+        return true
     }
 
     /// Runs a parsed command.
@@ -323,10 +336,17 @@ package struct DefaultsCommandRunner: Sendable {
         case .explain(let domain, let key, let json):
             let store = try openForReading(domain, searchList: true)
             let sources = store.sources(forKey: key)
-            guard !sources.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            var ignored = Self.ignoredManagedLayers(
+                of: domain, key: key, settings: AdministeredSettings.fromEnvironment())
+            guard !sources.isEmpty || !ignored.isEmpty else { throw CommandFailure.missingPair(domain, key) }
+            if !revealsSecrets, try domains.schema(of: domain, values: store.persistentValues())?.isSecret(key) == true
+            {
+                for index in ignored.indices { ignored[index].value = CommandSchema.redaction }
+            }
             let report = ExplainReport(
                 domain: domain.displayName, key: key,
-                sources: try shown(sources, forKey: key, of: domain, values: store.persistentValues()))
+                sources: try shown(sources, forKey: key, of: domain, values: store.persistentValues()), ignored: ignored
+            )
             io.standardOutput(json ? report.json + "\n" : report.lines.joined(separator: "\n") + "\n")
 
         case .showingSecrets(let command):
@@ -338,6 +358,32 @@ package struct DefaultsCommandRunner: Sendable {
             try performSchemaVerb(command)
         }
         return .exit(Self.success)
+    }
+
+    /// The managed files of `domain` (its own, then the global domain's) that hold `key` but are ignored because
+    /// a user other than the trusted owner could change them (``ManagedFileTrust``): `explain` lists them, so
+    /// that a key whose only value is there is not said not to exist. Read only for `explain`.
+    private static func ignoredManagedLayers(of domain: DomainReference, key: String, settings: AdministeredSettings)
+        -> [ExplainReport.IgnoredLayer]
+    {
+        guard let directory = settings.managedDirectory?.path else { return [] }
+        let names: [String]
+        switch domain {
+        case .named(let name): names = [name, DomainReference.globalDomainName]
+        case .global: names = [DomainReference.globalDomainName]
+        case .path, .remote: return []
+        }
+        return names.compactMap { name in
+            let path = (directory as NSString).appendingPathComponent(name + ".plist")
+            let trust = ManagedFileTrust(path: path, suite: name, trustedOwner: settings.trustedOwner)
+            guard let problem = trust.problem(), let data = FileManager.default.contents(atPath: path),
+                let value = (try? PropertyListCodec.decode(data))?.value.dictionaryValue?[key]
+            else { return nil }
+            let reason = problem.message.prefix { $0 != ";" }
+            return ExplainReport.IgnoredLayer(
+                layer: .managed, location: path, value: value,
+                reason: reason.prefix(1).lowercased() + reason.dropFirst())
+        }
     }
 
     /// Refuses a write of keys an administrator forces: reads would not show it (docs/design.md,
@@ -426,8 +472,12 @@ package struct DefaultsCommandRunner: Sendable {
             }
         }
         let value: PropertyListValue
+        var runner = self
         do {
-            value = try PropertyListCodec.decode(data).value
+            let decoded = try PropertyListCodec.decode(data)
+            value = decoded.value
+            // Old-style text has only strings: a schema reads each value as `write` reads the same text.
+            runner.valueIsBare = decoded.format == .openStep
         } catch {
             throw CommandFailure("Could not parse property list from \(source) due to \(error.message)\n")
         }
@@ -437,9 +487,9 @@ package struct DefaultsCommandRunner: Sendable {
                     + "Defaults have not been changed.\n")
         }
         // macOS sets each imported key and removes none: the imported dictionary is merged into the domain.
-        let store = try openForWriting(domain, "import", keys: Array(values.keys))
-        for (key, value) in try admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
-        try save(store, domain)
+        let store = try runner.openForWriting(domain, "import", keys: Array(values.keys))
+        for (key, value) in try runner.admitted(values, to: domain, in: store) { store.set(value, forKey: key) }
+        try runner.save(store, domain)
     }
 
     /// Writes the domain (an empty dictionary when it does not exist, as on macOS).

@@ -8,11 +8,31 @@ package struct ExplainReport: Sendable {
     package var domain: String
     package var key: String
     package var sources: [ValueSource]
+    /// Layers that hold the key but do not count, and why (a managed file a user could change).
+    package var ignored: [IgnoredLayer]
 
-    package init(domain: String, key: String, sources: [ValueSource]) {
+    /// A layer of the search list that holds the key and is ignored: programs never read its value.
+    package struct IgnoredLayer: Sendable, Equatable {
+        package var layer: ValueSource.Layer
+        /// The file.
+        package var location: String
+        package var value: PropertyListValue
+        /// Why it is ignored, in a sentence.
+        package var reason: String
+
+        package init(layer: ValueSource.Layer, location: String, value: PropertyListValue, reason: String) {
+            self.layer = layer
+            self.location = location
+            self.value = value
+            self.reason = reason
+        }
+    }
+
+    package init(domain: String, key: String, sources: [ValueSource], ignored: [IgnoredLayer] = []) {
         self.domain = domain
         self.key = key
         self.sources = sources
+        self.ignored = ignored
     }
 
     /// One line per layer: `*` on the winner, the layer, where the value is (a file, etcd and its
@@ -22,13 +42,23 @@ package struct ExplainReport: Sendable {
     /// * managed         /etc/livedefaults/managed/com.example.app.plist  "https://intranet"
     ///   suite           /home/ada/.config/com.example.app.plist  "https://example.org"
     /// ```
+    ///
+    /// An ignored layer follows, marked `-`, with the reason: `- managed  /etc/…/com.example.app.plist
+    /// "https://intranet"  (ignored: the managed file … can be written by group or others (mode 666), so a
+    /// user other than uid 0 could change it)`.
     package var lines: [String] {
-        let width = (sources.map(\.layer.rawValue.count).max() ?? 0) + 2
-        return sources.map { source in
-            let layer = source.layer.rawValue
-            return (source.wins ? "* " : "  ") + layer + String(repeating: " ", count: width - layer.count)
-                + Self.whereabouts(source) + "  " + OpenStepWriter.singleLineString(for: source.value)
+        let width = ((sources.map(\.layer.rawValue.count) + ignored.map(\.layer.rawValue.count)).max() ?? 0) + 2
+        func padded(_ layer: ValueSource.Layer) -> String {
+            layer.rawValue + String(repeating: " ", count: width - layer.rawValue.count)
         }
+        return sources.map { source in
+            (source.wins ? "* " : "  ") + padded(source.layer) + Self.whereabouts(source) + "  "
+                + OpenStepWriter.singleLineString(for: source.value)
+        }
+            + ignored.map { layer in
+                "- " + padded(layer.layer) + layer.location + "  " + OpenStepWriter.singleLineString(for: layer.value)
+                    + "  (ignored: \(layer.reason))"
+            }
     }
 
     /// Where the value is: a path, etcd with its revision, or the domain's name.
@@ -39,7 +69,8 @@ package struct ExplainReport: Sendable {
     }
 
     /// The same as one JSON document:
-    /// `{"domain":…,"key":…,"value":…,"layers":[{"layer":…,"domain":…,"location":…,"revision":…,"value":…,"wins":…}]}`.
+    /// `{"domain":…,"key":…,"value":…,"layers":[{"layer":…,"domain":…,"location":…,"revision":…,"value":…,"wins":…}],
+    /// "ignored":[{"layer":…,"location":…,"value":…,"ignored":<the reason>}]}`.
     package var json: String {
         let layers = sources.map { source in
             "{\"layer\":\(WatchReport.json(source.layer.rawValue)),\"domain\":\(WatchReport.json(source.domain)),"
@@ -47,8 +78,13 @@ package struct ExplainReport: Sendable {
                 + "\"revision\":\(source.revision.map(String.init) ?? "null"),"
                 + "\"value\":\(WatchReport.json(source.value)),\"wins\":\(source.wins)}"
         }
+        let ignoredLayers = ignored.map { layer in
+            "{\"layer\":\(WatchReport.json(layer.layer.rawValue)),\"location\":\(WatchReport.json(layer.location)),"
+                + "\"value\":\(WatchReport.json(layer.value)),\"ignored\":\(WatchReport.json(layer.reason))}"
+        }
         let winner = sources.first { $0.wins }?.value
         return "{\"domain\":\(WatchReport.json(domain)),\"key\":\(WatchReport.json(key)),"
-            + "\"value\":\(WatchReport.json(winner)),\"layers\":[\(layers.joined(separator: ","))]}"
+            + "\"value\":\(WatchReport.json(winner)),\"layers\":[\(layers.joined(separator: ","))],"
+            + "\"ignored\":[\(ignoredLayers.joined(separator: ","))]}"
     }
 }

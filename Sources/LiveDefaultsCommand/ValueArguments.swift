@@ -125,14 +125,17 @@ package enum ValueArguments {
     /// `text` as a property list: XML when it starts with a tag (`<string>`, `<?xml`, `<!DOCTYPE`), else
     /// old-style text (where `<…>` is data); nil when it is neither.
     private static func propertyList(_ text: String) -> PropertyListValue? {
-        let start = text.unicodeScalars.drop(while: { $0.properties.isWhitespace })
-        if start.first == "<", let second = start.dropFirst().first,
-            second.properties.isAlphabetic || second == "?" || second == "!",
-            let value = try? XMLPropertyListReader.decode(Data(text.utf8))
-        {
+        if looksLikeXML(text), let value = try? XMLPropertyListReader.decode(Data(text.utf8)) {
             return value
         }
         return try? OpenStepParser.parse(text)
+    }
+
+    /// Whether `text` starts with an XML tag (`<string>`, `<?xml`, `<!DOCTYPE`), not old-style data (`<0fbd>`).
+    static func looksLikeXML(_ text: String) -> Bool {
+        let start = text.unicodeScalars.drop(while: { $0.properties.isWhitespace })
+        guard start.first == "<", let second = start.dropFirst().first else { return false }
+        return second.properties.isAlphabetic || second == "?" || second == "!"
     }
 
     private static func scalar(_ kind: Flag.Kind, _ argument: String, flagName: String, cursor: ArgumentCursor)

@@ -94,12 +94,43 @@ struct AdministeredCommandTests {
 
         let explained = try world.defaults("explain", "com.example.app", "homepage")
         #expect(explained.status == 0, "\(explained)")
-        #expect(explained.standardOutput == "* suite  \(world.path("home"))  \"https://mine\"\n")
+        #expect(
+            explained.standardOutput
+                == "* suite    \(world.path("home"))  \"https://mine\"\n"
+                + "- managed  \(world.path("managed"))  \"https://intranet\"  (ignored: the managed file "
+                + "\(world.path("managed")) can be written by group or others (mode 666), so a user other than uid 0 "
+                + "could change it)\n", "the ignored layer is listed, after the ones that count")
         #expect(explained.standardError.hasPrefix("defaults: note: The managed file \(world.path("managed")) can be"))
         #expect(explained.standardError.contains("its keys are not forced"), "\(explained)")
         let written = try world.defaults("write", "com.example.app", "homepage", "https://elsewhere")
         #expect(written.status == 0, "\(written)")
         #expect(written.standardError.contains(world.path("managed")), "\(written)")
+    }
+
+    /// A key whose only value is in an ignored managed file: `explain` lists that layer and why, rather than
+    /// saying the key does not exist; programs read no value (`read` still exits 1).
+    @Test func explainOfAKeyOnlyAnIgnoredManagedFileHoldsListsThatLayerAndWhy() throws {
+        let world = try AdministeredFixture()
+        try world.put(["homepage": "https://intranet"], "managed")
+        chmod(world.path("managed"), 0o664)
+        let explained = try world.defaults("explain", "com.example.app", "homepage")
+        #expect(explained.status == 0, "\(explained)")
+        #expect(!explained.standardOutput.contains("does not exist"), "\(explained)")
+        #expect(
+            explained.standardOutput
+                == "- managed  \(world.path("managed"))  \"https://intranet\"  (ignored: the managed file "
+                + "\(world.path("managed")) can be written by group or others (mode 664), so a user other than uid 0 "
+                + "could change it)\n", "\(explained)")
+        let json = try world.defaults("explain", "com.example.app", "homepage", "--json")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        #expect(object["value"] is NSNull && (object["layers"] as? [Any])?.isEmpty == true, "\(json)")
+        let ignored = try #require((object["ignored"] as? [[String: Any]])?.first, "\(json)")
+        #expect(ignored["location"] as? String == world.path("managed") && ignored["layer"] as? String == "managed")
+        #expect((ignored["ignored"] as? String)?.contains("mode 664") == true, "\(json)")
+        #expect(try world.defaults("read", "com.example.app", "homepage").status == 1, "programs read no value")
+        chmod(world.path("managed"), 0o644)
+        #expect(try world.defaults("explain", "com.example.app", "absent").status == 1, "no layer has it")
     }
 
     @Test func anAdministratorsFileThatDoesNotParseIsNotedAndTheDomainsOwnIsNot() throws {

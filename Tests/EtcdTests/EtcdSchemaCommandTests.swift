@@ -1,8 +1,27 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
+
+private struct FleetRateLimit: Codable, Sendable {
+    var perSecond: Int
+    var burst: Int
+    var note: String?
+}
+
+private struct FleetServer: Codable, Sendable {
+    var host: String
+    var port: Int
+}
+
+extension Defaults.Keys {
+    fileprivate static let fleetRateLimit = Defaults.Key<FleetRateLimit>(
+        "rateLimit", default: FleetRateLimit(perSecond: 10, burst: 1))
+    fileprivate static let fleetServers = Defaults.Key<[FleetServer]>("servers", default: [])
+    fileprivate static let fleetPorts = Defaults.Key<[Int]>("ports", default: [])
+}
 
 /// A fleet suite's schema kept in etcd under the suite's prefix (`LiveDefaults.schema`): installed once
 /// with `defaults install-schema`, then every machine's `defaults` checks against it.
@@ -87,5 +106,68 @@ struct EtcdSchemaCommandTests {
         #expect(await machineA.run(["list-keys", remote]).status == 0)
         let after = await machineA.run(["read", remote])
         #expect(after.status == 1, "only the schema is left, and it is not a setting: \(after)")
+    }
+
+    /// Values inside values in an `etcd://` suite: the command checks them against the schema in etcd as it does
+    /// for a file, through every verb that writes, and a refusal leaves etcd as it was.
+    @Test func fieldsAndElementsAreCheckedInAnEtcdSuiteByEveryVerbThatWrites() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let suite = "com.example.fleet-nested"
+        let remote = "etcd://127.0.0.1:\(server.clientPort)/\(suite)"
+        let directory = try TemporaryDirectory()
+        let machine = Command(directory: directory.url)
+        let schema = DefaultsSchema(
+            suite: suite, entries: [.init(.fleetRateLimit), .init(.fleetServers), .init(.fleetPorts)])
+        let file = directory.file("schema.plist")
+        try schema.propertyListData().write(to: file)
+        #expect(await machine.run(["install-schema", file.path, remote]).status == 0)
+        #expect(await machine.run(["write", remote, "rateLimit", "{ perSecond = 40; burst = 3; }"]).status == 0)
+        #expect(await machine.run(["write", remote, "ports", "-array", "80"]).status == 0)
+        #expect(await machine.run(["write", remote, "oldLimit", "-dict", "perSecond", "-int", "1"]).status == 0)
+
+        let importFile = directory.file("import.txt")
+        let refusals: [([String], String)] = [
+            (
+                ["write", remote, "rateLimit", "{ perSecond = oops; burst = 3; }"],
+                "  rateLimit.perSecond: expects an integer, not a string (\"oops\")\n"
+            ),
+            (["write", remote, "rateLimit", "{ perSecond = 40; }"], "  rateLimit.burst: missing\n"),
+            (
+                ["write", remote, "rateLimit", "{ perSecond = 40; burst = 3; brust = 4; }"],
+                "  rateLimit.brust: is not a field of rateLimit"
+            ),
+            (
+                ["write", remote, "servers", "({ host = a; port = 80; }, { host = b; port = http; })"],
+                "  servers[1].port: expects an integer, not a string (\"http\")\n"
+            ),
+            (["write", remote, "{ rateLimit = { perSecond = 40; }; }"], "  rateLimit.burst: missing\n"),
+            (["import", remote, importFile.path], "  servers[0].port: expects an integer, not a string (\"x\")\n"),
+            (["write", remote, "rateLimit", "-dict-add", "burst", "lots"], "  rateLimit.burst: expects an integer"),
+            (["write", remote, "ports", "-array-add", "http"], "  ports[1]: expects an integer, not a string"),
+            (["rename", remote, "oldLimit", "rateLimit"], "  rateLimit.burst: missing\n"),
+        ]
+        try Data("{ ports = (1); servers = ({ host = a; port = x; }); }".utf8).write(to: importFile)
+        let before = await machine.run(["export", remote, "-"])
+        #expect(before.status == 0 && before.standardOutput.contains("<key>perSecond</key>"), "\(before)")
+        for (arguments, line) in refusals {
+            let result = await machine.run(arguments)
+            #expect(result.status == 1 && result.standardError.contains(line), "\(arguments): \(result)")
+            #expect(result.standardError.contains("etcd key /livedefaults/v1/\(suite)/LiveDefaults.schema"))
+            let after = await machine.run(["export", remote, "-"])
+            #expect(after.standardOutput == before.standardOutput, "\(arguments): etcd is as it was")
+        }
+
+        try Data("{ servers = ({ host = a; port = 80; }); ports = (80, 443); }".utf8).write(to: importFile)
+        #expect(await machine.run(["import", remote, importFile.path]).status == 0)
+        #expect(await machine.run(["write", remote, "rateLimit", "-dict-add", "burst", "5"]).status == 0)
+        let read = await machine.run(["read", remote])
+        #expect(read.standardOutput.contains("burst = 5;"), "\(read)")
+        #expect(await machine.run(["read-type", remote, "ports"]).standardOutput == "Type is array\n")
+        let exported = await machine.run(["export", remote, "-"]).standardOutput
+        let values = try #require(try PropertyListCodec.decode(Data(exported.utf8)).value.dictionaryValue)
+        #expect(values["ports"] == [80, 443] && values["servers"] == [["host": "a", "port": 80]], "\(values)")
+        #expect(values["rateLimit"] == ["perSecond": 40, "burst": 5], "\(values)")
     }
 }

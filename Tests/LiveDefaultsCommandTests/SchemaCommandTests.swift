@@ -7,7 +7,7 @@ import Testing
 
 /// The `defaults` command with a schema installed: checked writes, the schema's verbs, secrets redacted.
 /// Run in process, with the domains in a temporary directory and the schema directories beside it.
-private struct SchemaFixture: ~Copyable {
+struct SchemaFixture: ~Copyable {
     static let suite = "com.example.described"
     let directory: TemporaryDirectory
 
@@ -83,7 +83,9 @@ extension CommandOutcome {
         (["fontSize", "-string", "big"], "expects an integer, not a string"),
         (["fontSize", "-string", "14"], "expects an integer, not a string"),
         (["fontSize", "big"], "expects an integer, not a string"),
-        (["fontSize", "-float", "14.5"], "expects an integer, not a float"),
+        (["fontSize", "-float", "14.5"], "expects an integer, and 14.5 is not a whole number"),
+        (["fontSize", "12.5"], "expects an integer, and 12.5 is not a whole number"),
+        (["fontSize", "-string", "12.5"], "expects an integer, not a string (\"12.5\")"),
         (["fontSize", "-int", "100"], "allows only 8 to 72"),
         (["fontSize", "-int", "7"], "allows only 8 to 72"),
         (["theme", "-string", "purple"], "allows only \"light\", \"dark\", \"system\""),
@@ -266,10 +268,21 @@ extension CommandOutcome {
         #expect(FileManager.default.fileExists(atPath: fixture.userSchemas.path + "/\(Self.suite).plist"))
         try Data("{ suite = x; keys = { a = { type = colour; }; }; }".utf8).write(to: file)
         let bad = fixture.run("install-schema", file.path)
-        #expect(bad.status == 1 && bad.standardError.contains("key \"a\" has no \"type\""), "\(bad)")
+        #expect(bad.status == 1 && bad.standardError.contains("key \"a\" has the type \"colour\""), "\(bad)")
     }
 
     // MARK: secrets
+
+    /// `read` and `describe` show a secret in one form, `<secret>`, not quoted by one and bare in the other.
+    @Test func readAndDescribeShowASecretInOneForm() throws {
+        let fixture = try SchemaFixture()
+        fixture.succeed("write", Self.suite, "apiToken", "tok-123456")
+        #expect(fixture.succeed("read", Self.suite, "apiToken") == "<secret>\n")
+        let described = fixture.succeed("describe", Self.suite, "apiToken")
+        #expect(described.hasSuffix("  value: <secret>\n") && !described.contains("tok-123456"), "\(described)")
+        #expect(
+            fixture.succeed("describe", Self.suite, "apiToken", "--show-secrets").contains("  value: \"tok-123456\"\n"))
+    }
 
     @Test func secretValuesAreRedactedUnlessAskedFor() throws {
         let fixture = try SchemaFixture()

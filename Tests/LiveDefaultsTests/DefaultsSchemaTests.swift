@@ -111,7 +111,27 @@ extension Defaults.Keys {
     @Test(arguments: [
         ("<plist><string>x</string></plist>", "the root is not a dictionary"),
         ("{ keys = {}; }", "no \"suite\""),
-        ("{ suite = s; keys = { a = { type = colour; }; }; }", "key \"a\" has no \"type\""),
+        (
+            "{ suite = s; keys = { a = { type = colour; }; }; }",
+            "key \"a\" has the type \"colour\", which is not one of"
+        ),
+        (
+            "{ suite = s; keys = { connectionLimit = { type = int; }; }; }",
+            "key \"connectionLimit\" has the type \"int\""
+        ),
+        ("{ suite = s; keys = { a = { summary = x; }; }; }", "key \"a\" has no \"type\""),
+        (
+            "{ suite = s; keys = { r = { type = dictionary; fields = { burst = { type = int; }; }; }; }; }",
+            "field \"burst\" of key \"r\" has the type \"int\""
+        ),
+        (
+            "{ suite = s; keys = { r = { type = string; fields = {}; }; }; }",
+            "\"fields\" of key \"r\" needs the type dictionary"
+        ),
+        (
+            "{ suite = s; keys = { r = { type = array; elements = { type = integer; optional = maybe; }; }; }; }",
+            "\"optional\" of the elements of key \"r\" is not a Boolean"
+        ),
         ("{ suite = s; keys = { a = { type = integer; default = big; }; }; }", "the default of key \"a\""),
         ("{ suite = s; keys = { a = { type = string; choices = (x, <01>); }; }; }", "the choices of key \"a\""),
         (

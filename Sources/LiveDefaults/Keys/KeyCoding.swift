@@ -109,15 +109,35 @@ enum KeyCoding {
         }
     }
 
+    /// Where inside the value decoding failed and why, as the `defaults` command names a path
+    /// (`rateLimit.burst: missing`, `servers[1].port: not a Int`); nil for the value as a whole
+    /// when nothing more is known. Only made when a read has failed: never on the read path.
+    static func failurePlace(_ error: DecodingError, key: String) -> String? {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            (codingPath + [last].compactMap { $0 }).reduce(key) { path, component in
+                component.intValue.map { "\(path)[\($0)]" } ?? "\(path).\(component.stringValue)"
+            }
+        }
+        switch error {
+        case .keyNotFound(let missing, let context): return path(context.codingPath, missing) + ": missing"
+        case .valueNotFound(let type, let context): return path(context.codingPath) + ": no \(type)"
+        case .typeMismatch(let type, let context): return path(context.codingPath) + ": not a \(type)"
+        case .dataCorrupted(let context) where !context.codingPath.isEmpty:
+            return path(context.codingPath) + ": " + context.debugDescription
+        default: return nil
+        }
+    }
+
     /// The report of a stored value a key cannot read; a secret key's value (and the cause, which
     /// quotes it) is left out, its type named only.
     static func decodingError(
         key: String, suite: String, stored: PropertyListValue, cause: any Error, secret: Bool = false
     ) -> DefaultsError {
         let shown = secret ? "\(stored.typeName), secret value not shown" : "\(stored.typeName) \(stored)"
+        let place = (cause as? DecodingError).flatMap { failurePlace($0, key: key) }.map { " (\($0))" } ?? ""
         return DefaultsError(
             .decodingFailed,
-            "The value of key \"\(key)\" in suite \"\(suite)\" (\(shown)) cannot be read as the key's type, "
+            "The value of key \"\(key)\" in suite \"\(suite)\" (\(shown)) cannot be read as the key's type\(place), "
                 + "so the key reads as its default; the stored value is left as it is. "
                 + "Write a value of the right type or remove the key.",
             suite: suite, underlying: secret ? nil : SendableDescription(cause))

@@ -74,10 +74,25 @@ extension DefaultsSchema {
                 if mine.isSecret != theirs.isSecret {
                     differences.append("key \"\(name)\" is \(mine.isSecret ? "" : "not ")secret in the app")
                 }
+                if Self.shape(of: mine) != Self.shape(of: theirs) {
+                    differences.append("the fields or elements of key \"\(name)\" differ")
+                }
             case (nil, nil): break
             }
         }
         return differences
+    }
+
+    /// An entry's fields and elements without their summaries (text for people, not compared).
+    private static func shape(of entry: Entry) -> [Entry?] {
+        func withoutSummary(_ entry: Entry) -> Entry {
+            var changed = entry
+            changed.summary = nil
+            changed.fields = entry.fields?.map(withoutSummary)
+            changed.elements = entry.elements.map(withoutSummary)
+            return changed
+        }
+        return (entry.fields ?? []).map { withoutSummary($0) } + [entry.elements.map(withoutSummary)]
     }
 
     private static func text(_ value: PropertyListValue?) -> String {

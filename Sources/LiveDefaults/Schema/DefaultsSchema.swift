@@ -16,6 +16,20 @@ import Foundation
 /// The document is a property list (``propertyListData()``): a dictionary with `format` (1),
 /// `suite`, and `keys`, a dictionary from each key's name to its `type`, and where given its
 /// `default`, `summary`, `choices` (an array), `range` (`min` and `max`) and `secret` (`true`).
+/// A `dictionary` may list its `fields` (name to the same kind of dictionary, with `optional`
+/// (`true`) for a field that may be absent), and an `array` (or a dictionary without fields) its
+/// `elements`, to any depth:
+///
+/// ```
+/// rateLimit = {
+///     type = dictionary;
+///     fields = {
+///         perSecond = { type = integer; range = { min = 1; max = 10000; }; };
+///         burst = { type = integer; };
+///         note = { type = string; optional = true; };
+///     };
+/// };
+/// ```
 public struct DefaultsSchema: Sendable, Hashable {
     /// The suite the schema describes.
     public var suite: String
@@ -47,20 +61,30 @@ public struct DefaultsSchema: Sendable, Hashable {
     /// The schema as a property-list value (the document's root dictionary).
     public var propertyList: PropertyListValue {
         var keys: [String: PropertyListValue] = [:]
-        for entry in entries {
-            var fields: [String: PropertyListValue] = ["type": .string(entry.type.rawValue)]
-            if let value = entry.defaultValue { fields["default"] = value }
-            if let summary = entry.summary { fields["summary"] = .string(summary) }
-            if let choices = entry.choices { fields["choices"] = .array(choices) }
-            if let range = entry.range {
-                fields["range"] = .dictionary([
-                    "min": Self.bound(range.lowerBound, entry.type), "max": Self.bound(range.upperBound, entry.type),
-                ])
-            }
-            if entry.isSecret { fields["secret"] = .bool(true) }
-            keys[entry.name] = .dictionary(fields)
-        }
+        for entry in entries { keys[entry.name] = Self.description(of: entry) }
         return .dictionary(["format": .integer(Self.format), "suite": .string(suite), "keys": .dictionary(keys)])
+    }
+
+    /// An entry's dictionary in the document; a field's and an element's have the same form.
+    package static func description(of entry: Entry) -> PropertyListValue {
+        var fields: [String: PropertyListValue] = ["type": .string(entry.type.rawValue)]
+        if let value = entry.defaultValue { fields["default"] = value }
+        if let summary = entry.summary { fields["summary"] = .string(summary) }
+        if let choices = entry.choices { fields["choices"] = .array(choices) }
+        if let range = entry.range {
+            fields["range"] = .dictionary([
+                "min": Self.bound(range.lowerBound, entry.type), "max": Self.bound(range.upperBound, entry.type),
+            ])
+        }
+        if entry.isSecret { fields["secret"] = .bool(true) }
+        if entry.isOptional { fields["optional"] = .bool(true) }
+        if let listed = entry.fields {
+            var described: [String: PropertyListValue] = [:]
+            for field in listed { described[field.name] = description(of: field) }
+            fields["fields"] = .dictionary(described)
+        }
+        if let elements = entry.elements { fields["elements"] = description(of: elements) }
+        return .dictionary(fields)
     }
 
     private static func bound(_ bound: Double, _ type: ValueType) -> PropertyListValue {
@@ -115,56 +139,89 @@ public struct DefaultsSchema: Sendable, Hashable {
         guard case .dictionary(let keys)? = document["keys"] else { throw invalid("no \"keys\" dictionary") }
         var entries: [Entry] = []
         for (name, description) in keys.sorted(by: { $0.key < $1.key }) {
-            guard case .dictionary(let fields) = description else {
-                throw invalid("key \"\(name)\" is not a dictionary")
-            }
-            guard case .string(let typeName)? = fields["type"], let type = ValueType(rawValue: typeName) else {
-                let known = ValueType.allCases.map(\.rawValue).joined(separator: ", ")
-                throw invalid("key \"\(name)\" has no \"type\" of \(known)")
-            }
-            var entry = Entry(name: name, type: type)
-            if let stored = fields["default"] {
-                let value = Self.coerced(stored, to: type)
-                guard type.matches(value) else {
-                    throw invalid("the default of key \"\(name)\" is \(value.typeName) \(value), not \(type.rawValue)")
-                }
-                entry.defaultValue = value
-            }
-            if let summary = fields["summary"] {
-                guard case .string(let text) = summary else {
-                    throw invalid("the summary of key \"\(name)\" is not a string")
-                }
-                entry.summary = text
-            }
-            if let choices = fields["choices"] {
-                guard case .array(let listed) = choices, case let values = listed.map({ Self.coerced($0, to: type) }),
-                    values.allSatisfy(type.matches)
-                else {
-                    throw invalid("the choices of key \"\(name)\" are not an array of \(type.rawValue) values")
-                }
-                entry.choices = values
-            }
-            if let range = fields["range"] {
-                guard case .dictionary(let bounds) = range, let low = bounds["min"]?.schemaNumber,
-                    let high = bounds["max"]?.schemaNumber, low <= high
-                else {
-                    throw invalid("the range of key \"\(name)\" needs numbers \"min\" <= \"max\"")
-                }
-                entry.range = low...high
-            }
-            if let secret = fields["secret"] {
-                guard case .bool(let flag) = Self.coerced(secret, to: .boolean) else {
-                    throw invalid("\"secret\" of key \"\(name)\" is not a Boolean")
-                }
-                entry.isSecret = flag
-            }
-            entries.append(entry)
+            entries.append(try Self.entry(named: name, description, what: "key \"\(name)\"", invalid: invalid))
         }
         self.init(suite: suite, entries: entries)
     }
 }
 
 extension DefaultsSchema {
+    /// The entry a key's (or a field's, or the elements') dictionary in the document describes.
+    ///
+    /// - Parameters:
+    ///   - name: The key's or field's name.
+    ///   - description: Its dictionary.
+    ///   - what: How messages name it: `key "rateLimit"`, `field "burst" of key "rateLimit"`.
+    ///   - invalid: Makes the error for a problem.
+    /// - Returns: The entry, its fields and elements read too.
+    /// - Throws: What `invalid` makes, naming the key or field and what is wrong.
+    private static func entry(
+        named name: String, _ description: PropertyListValue, what: String, invalid: (String) -> DefaultsError
+    ) throws -> Entry {
+        guard case .dictionary(let fields) = description else { throw invalid("\(what) is not a dictionary") }
+        let known = ValueType.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let typeValue = fields["type"] else { throw invalid("\(what) has no \"type\" (one of \(known))") }
+        guard case .string(let typeName) = typeValue, let type = ValueType(rawValue: typeName) else {
+            let shown = typeValue.stringValue?.debugDescription ?? OpenStepWriter.singleLineString(for: typeValue)
+            throw invalid("\(what) has the type \(shown), which is not one of \(known)")
+        }
+        var entry = Entry(name: name, type: type)
+        if let stored = fields["default"] {
+            let value = Self.coerced(stored, to: type)
+            guard type.matches(value) else {
+                throw invalid("the default of \(what) is \(value.typeName) \(value), not \(type.rawValue)")
+            }
+            entry.defaultValue = value
+        }
+        if let summary = fields["summary"] {
+            guard case .string(let text) = summary else { throw invalid("the summary of \(what) is not a string") }
+            entry.summary = text
+        }
+        if let choices = fields["choices"] {
+            guard case .array(let listed) = choices, case let values = listed.map({ Self.coerced($0, to: type) }),
+                values.allSatisfy(type.matches)
+            else {
+                throw invalid("the choices of \(what) are not an array of \(type.rawValue) values")
+            }
+            entry.choices = values
+        }
+        if let range = fields["range"] {
+            guard case .dictionary(let bounds) = range, let low = bounds["min"]?.schemaNumber,
+                let high = bounds["max"]?.schemaNumber, low <= high
+            else {
+                throw invalid("the range of \(what) needs numbers \"min\" <= \"max\"")
+            }
+            entry.range = low...high
+        }
+        if let secret = fields["secret"] {
+            guard case .bool(let flag) = Self.coerced(secret, to: .boolean) else {
+                throw invalid("\"secret\" of \(what) is not a Boolean")
+            }
+            entry.isSecret = flag
+        }
+        if let optional = fields["optional"] {
+            guard case .bool(let flag) = Self.coerced(optional, to: .boolean) else {
+                throw invalid("\"optional\" of \(what) is not a Boolean")
+            }
+            entry.isOptional = flag
+        }
+        if let listed = fields["fields"] {
+            guard type == .dictionary, case .dictionary(let described) = listed else {
+                throw invalid("\"fields\" of \(what) needs the type dictionary and a dictionary of fields")
+            }
+            entry.fields = try described.sorted(by: { $0.key < $1.key }).map { field, description in
+                try Self.entry(named: field, description, what: "field \"\(field)\" of \(what)", invalid: invalid)
+            }
+        }
+        if let elements = fields["elements"] {
+            guard type == .array || (type == .dictionary && entry.fields == nil) else {
+                throw invalid("\"elements\" of \(what) needs the type array, or a dictionary without \"fields\"")
+            }
+            entry.elements = try Self.entry(named: "", elements, what: "the elements of \(what)", invalid: invalid)
+        }
+        return entry
+    }
+
     /// A value of old-style text, where every scalar is a string, as the number or Boolean the type
     /// asks for; any other value as it is.
     static func coerced(_ value: PropertyListValue, to type: ValueType) -> PropertyListValue {
