@@ -249,6 +249,22 @@ enum RandomPropertyList {
         #expect(ours == foundation.map { ["d": .date($0)] }, "Foundation: \(String(describing: foundation))")
     }
 
+    /// Dates before year 1 and after 9999 are written as Foundation writes them, and read back.
+    @Test(arguments: [-126_038_505_600.0, -62_198_755_200.0, -62_167_219_200.0, -62_135_683_200.0, 317_273_587_200.0])
+    func xmlDatesOfAnyYearAreWrittenAsFoundationWritesThem(seconds: Double) throws {
+        let value: PropertyListValue = ["d": .date(Date(timeIntervalSince1970: seconds))]
+        let ours = try PropertyListCodec.encode(value, format: .xml)
+        let foundation = try PropertyListSerialization.data(
+            fromPropertyList: ["d": Date(timeIntervalSince1970: seconds)], format: .xml, options: 0)
+        func dateText(_ data: Data) -> String? {
+            String(decoding: data, as: UTF8.self).components(separatedBy: "<date>").last?.components(
+                separatedBy: "</date>"
+            ).first
+        }
+        #expect(dateText(ours) == dateText(foundation))
+        #expect(try PropertyListCodec.decode(ours).value == value)
+    }
+
     @Test func xmlWrittenByHandIsReadLikeFoundationsOwn() throws {
         // Spaces inside tags and around numbers, signs, hex, the extremes of 64 bits, entities,
         // CDATA and comments inside text, an explicitly closed <true>: none of the usual shapes.
