@@ -178,6 +178,7 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         #expect(await eventuallyOnMainActor { barrier.seen == [4, 5] }, "\(barrier.seen)")
         #expect(config.seen == [1, 2, 3], "nothing after cancel()")
         live.cancel()
+        try defaults.synchronize()  // (written before the directory goes)
     }
 
     @Test func decodingFailuresAreReportedOnceWhenFirstSeenObservedOrNot() throws {
