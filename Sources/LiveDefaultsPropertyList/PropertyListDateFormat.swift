@@ -55,12 +55,13 @@ package enum PropertyListDateFormat {
             }
             guard reader.atEnd else { return nil }
         }
-        guard (1...12).contains(month), (1...daysInMonth(month, year: year)).contains(day),
-            (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
+        guard
+            CalendarArithmetic.namesAMoment(
+                year: year, month: month, day: day, hour: hour, minute: minute, second: second)
         else { return nil }
-        let days = CalendarArithmetic.daysFromCivil(year: year, month: month, day: day)
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        return Date(timeIntervalSince1970: TimeInterval(seconds))
+        let seconds = CalendarArithmetic.secondsSince1970(
+            year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds))
     }
 
     private struct Reader {
@@ -96,18 +97,6 @@ package enum PropertyListDateFormat {
     private static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
         return String(repeating: "0", count: max(0, width - text.count)) + text
-    }
-
-    private static func isLeapYear(_ year: Int64) -> Bool {
-        year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-    }
-
-    private static func daysInMonth(_ month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: isLeapYear(year) ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
     }
 }
 

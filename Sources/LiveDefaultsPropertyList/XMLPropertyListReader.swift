@@ -893,28 +893,37 @@ package enum XMLPropertyListReader {
             }
         }
 
-        /// Parses `YYYY-MM-DDTHH:MM:SSZ` (the form plists use), without a formatter.
+        /// Parses `YYYY-MM-DDTHH:MM:SSZ` (the form plists use), without a formatter, as Foundation's
+        /// `PropertyListSerialization` does: the year may have a `-` and other than four digits
+        /// (up to nine here), each other field has two digits, and a field past its range rolls
+        /// over (February 31st, a 60th second: ``CalendarArithmetic``), so that a file Foundation
+        /// reads is read here too, to the same moment.
         static func parseDate(_ text: String) -> Date? {
             let utf8 = Array(text.utf8)
-            guard utf8.count == 20, utf8[4] == UInt8(ascii: "-"), utf8[7] == UInt8(ascii: "-"),
-                utf8[10] == UInt8(ascii: "T"), utf8[13] == UInt8(ascii: ":"), utf8[16] == UInt8(ascii: ":"),
-                utf8[19] == UInt8(ascii: "Z")
+            let negative = utf8.first == UInt8(ascii: "-")
+            let yearStart = negative ? 1 : 0
+            let yearEnd = utf8.count - 16  // "-MM-DDTHH:MM:SSZ" follows the year
+            guard (1...9).contains(yearEnd - yearStart), utf8[yearEnd] == UInt8(ascii: "-"),
+                utf8[yearEnd + 3] == UInt8(ascii: "-"), utf8[yearEnd + 6] == UInt8(ascii: "T"),
+                utf8[yearEnd + 9] == UInt8(ascii: ":"), utf8[yearEnd + 12] == UInt8(ascii: ":"),
+                utf8[yearEnd + 15] == UInt8(ascii: "Z")
             else { return nil }
-            func number(_ range: Range<Int>) -> Int? {
-                var value = 0
+            func number(_ range: Range<Int>) -> Int64? {
+                var value: Int64 = 0
                 for index in range {
-                    let digit = Int(utf8[index]) - 48
+                    let digit = Int64(utf8[index]) - 48
                     guard (0...9).contains(digit) else { return nil }
                     value = value * 10 + digit
                 }
                 return value
             }
-            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-                let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-                (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            func field(_ start: Int) -> Int64? { number(yearEnd + start..<yearEnd + start + 2) }
+            guard let year = number(yearStart..<yearEnd), let month = field(1), let day = field(4),
+                let hour = field(7), let minute = field(10), let second = field(13)
             else { return nil }
-            let days = Int(CalendarArithmetic.daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day)))
-            return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3600 + minute * 60 + second))
+            let seconds = CalendarArithmetic.secondsSince1970(
+                year: negative ? -year : year, month: month, day: day, hour: hour, minute: minute, second: second)
+            return Date(timeIntervalSince1970: Double(seconds))
         }
     }
 }

@@ -101,7 +101,11 @@ package enum XMLPropertyListWriter {
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CalendarArithmetic.civilFromDays(Int64(days))
         func two<Value: BinaryInteger>(_ value: Value) -> String { value < 10 ? "0\(value)" : String(value) }
-        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        // Four characters at least, a sign counted, as Foundation writes them ("-001" for 2 BC):
+        // what its reader and ours read back.
+        let digits = String(year.magnitude)
+        let yearText =
+            (year < 0 ? "-" : "") + String(repeating: "0", count: max(0, (year < 0 ? 3 : 4) - digits.count)) + digits
         return
             "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))Z"
     }

@@ -142,8 +142,18 @@ final class LiveSuite {
             ])
     }
 
+    /// This process's own flush is not read back as an outside change (docs/design.md, "This
+    /// process's own flush"): the watcher reports its rename like any other, and the reload knows the
+    /// file by its identity, without opening it. The bytes compared after a read would hide an echo
+    /// from observers too, so the test watches the opens of the suite file itself (an inotify
+    /// instance of its own): between the flushes and the outside write the drain makes, the only
+    /// open is the outside writer's read. (The drain is the barrier: its rename comes after the
+    /// flushes' renames, and the store reloads in order. A reload the watcher had not started before
+    /// the outside writer's rename would read only that writer's file, and so hide a missing check;
+    /// the writer is a Python process, which takes far longer to start than the reload.)
     @Test func ownWritesAreNotEchoed() async throws {
         let suite = try LiveSuite(seed: Self.seed)
+        let opens = try OpenProbe(directory: suite.directory.path)
         suite.defaults.set("blue", forKey: "theme")
         try suite.defaults.synchronize()
         suite.defaults.set(14, forKey: "size")
@@ -154,6 +164,16 @@ final class LiveSuite {
                 ChangeLog.Entry(key: "theme", old: "dark", new: "blue", origin: .local),
                 ChangeLog.Entry(key: "size", old: 12, new: 14, origin: .local),
             ])
+        let events = opens.events()
+        let name = LiveSuite.name + ".plist"
+        let outsideRename = try #require(
+            events.firstIndex { $0.mask & UInt32(IN_MOVED_FROM) != 0 && $0.name == name + ".s" },
+            "the drain's rename: \(events)")
+        let before = events[..<outsideRename]
+        #expect(before.count { $0.mask & UInt32(IN_MOVED_TO) != 0 && $0.name == name } == 2, "\(events)")
+        #expect(
+            before.count { $0.mask & UInt32(IN_OPEN) != 0 && $0.name == name } == 1,
+            "the suite file was opened only by the outside writer, never to read back a flush: \(before)")
     }
 
     @Test func aSymlinkedSuiteFollowsItsTarget() async throws {
@@ -676,6 +696,52 @@ final class LiveSuite {
         "LIVEDEFAULTS_WATCHER_IDLE_WAIT": "30", "LIVEDEFAULTS_WATCHER_VERIFICATION_INTERVAL": "30",
         "LIVEDEFAULTS_WATCHER": "inotify",
     ]
+}
+
+/// An inotify instance of the test's own on a directory: the opens of its files, and the renames
+/// into and out of it, in the order the kernel saw them.
+final class OpenProbe {
+    struct Event: CustomStringConvertible {
+        let mask: UInt32
+        let name: String
+        var description: String {
+            let kind =
+                mask & UInt32(IN_OPEN) != 0
+                ? "open"
+                : mask & UInt32(IN_MOVED_FROM) != 0
+                    ? "moved from" : mask & UInt32(IN_MOVED_TO) != 0 ? "moved to" : "other"
+            return "\(kind) \(name)"
+        }
+    }
+
+    private let descriptor: Int32
+
+    init(directory: String) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
+        try #require(descriptor >= 0)
+        let mask = UInt32(IN_OPEN) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO)
+        try #require(inotify_add_watch(descriptor, directory, mask) >= 0)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Reads every queued event.
+    func events() -> [Event] {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var found: [Event] = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { return found }
+            var offset = 0
+            while offset < count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                let start = offset + MemoryLayout<inotify_event>.size
+                let name = buffer[start..<start + Int(event.len)].prefix { $0 != 0 }
+                found.append(Event(mask: event.mask, name: String(decoding: name, as: UTF8.self)))
+                offset = start + Int(event.len)
+            }
+        }
+    }
 }
 
 /// An inotify instance of the test's own on a directory, with the queue size instances made at that

@@ -109,4 +109,33 @@ import Testing
             restarted.standardOutput == (1...4).map { "ran \($0)\n" }.joined(), "\(restarted)")
         #expect(try Self.values(directory) == Self.migrated)
     }
+    /// A process that died after a `set` of the old key, before its flush, left its change in its journal
+    /// (docs/design.md, "The journal"). That change was made before the migration, so the migration sees
+    /// it: the dead journal is replayed under the same lock first, and nothing brings the old key back later.
+    @Test func aDeadProcesssSetOfTheOldKeyIsMigratedNotReplayedAfter() throws {
+        let directory = try TemporaryDirectory()
+        let suite = "com.example.renaming"
+        try PropertyListCodec.encode(.dictionary(["fontsize": 12]), format: .binary)
+            .write(to: directory.file("\(suite).plist"))
+        // Opened before the writer dies, so its own open has no dead journal to replay.
+        let defaults = try Defaults(suiteName: suite, directory: directory.url, watchesFiles: false)
+        let died = try ProductRunner.run(
+            "TestHelper", ["set-and-die", directory.path, suite, "fontsize", "14", "0", "kill"],
+            environment: ["SWIFT_BACKTRACE": "enable=no"])
+        #expect(died.status != 0, "\(died)")
+        let journals = directory.path + "/.\(suite).plist.journals"
+        try #require(try Self.values(directory, suite) == ["fontsize": 12], "the set is not in the file")
+        try #require(!FileManager.default.contentsOfDirectory(atPath: journals).isEmpty, "but in the journal")
+
+        let ran = try defaults.migrate(to: 1) { step in step.rename("fontsize", to: "fontSize") }
+        #expect(ran == [1])
+        let migrated: [String: PropertyListValue] = ["fontSize": 14, DefaultsMigration.recordKey: ["version": 1]]
+        #expect(try Self.values(directory, suite) == migrated, "the migration renamed the dead process's value")
+        #expect(defaults.integer(forKey: "fontSize") == 14)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: journals).isEmpty, "the journal was replayed")
+
+        // The next program to open the suite replays whatever journals are left.
+        let next = try JournalProcessTests.load(directory, suite)
+        #expect(next.snapshot.values == migrated, "the old key does not come back")
+    }
 }

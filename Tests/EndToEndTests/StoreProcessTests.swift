@@ -150,7 +150,7 @@ import Testing
                     describedAs: "the victim's first acknowledged write")
             }
             // The kill lands at a random moment: before the first write, mid-write, or between writes.
-            usleep(UInt32.random(in: 0...60_000))
+            usleep(UInt32.random(in: 0...60_000))  // the scenario under test (when the kill lands), not synchronisation
             victim.send(SIGKILL)
             let output = victim.waitForExit().standardOutput
             if let last = output.split(separator: "\n").last(where: { $0.hasPrefix("acked ") }) {

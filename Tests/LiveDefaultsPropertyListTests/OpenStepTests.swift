@@ -75,6 +75,8 @@ import Testing
             ("/* open", 1, 1, "comment opened here is never closed"),
             ("(a,\r\n b,\r\n @)", 3, 2, "unexpected '@'"),
             ("<*D2024-02-30 00:00:00 +0000>", 1, 1, "is not a date"),
+            ("(<*D2024-02-31 00:00:00 +0000>)", 1, 2, "is not a date"),
+            ("<*D2024-02-29 23:59:60 +0000>", 1, 1, "is not a date"),
             ("<*Ixyz>", 1, 1, "is not an integer"),
             ("<*Q1>", 1, 1, "unknown typed value"),
             (#""\Uzz""#, 1, 2, "hex digits"),
@@ -269,7 +271,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "2023-02-29", "2024-02-30 00:00:00 +0000", "2024-13-01", "2024-01-01 24:00:00 +0000",
+        "2023-02-29", "2024-02-30 00:00:00 +0000", "2024-02-31T00:00:00Z", "2024-12-31 23:59:60 +0000",
+        "2024-13-01", "2024-01-01 24:00:00 +0000",
         "2024-01-01 12:60:00 +0000", "yesterday", "2024-1-1", "2024-01-01 12:00:00 +0000 extra", "",
     ])
     func rejectsImpossibleOrUnknownDates(text: String) {

@@ -209,7 +209,7 @@ enum RandomPropertyList {
         ),
         ("bad integer", "<plist><integer>12x</integer></plist>", "not an integer"),
         ("integer too big", "<plist><integer>99999999999999999999</integer></plist>", "fits in 64 bits"),
-        ("bad date", "<plist><date>2023-13-01T00:00:00Z</date></plist>", "not a date"),
+        ("bad date", "<plist><date>2023-1-01T00:00:00Z</date></plist>", "not a date"),
         ("bad base64", "<plist><data>@@@</data></plist>", "base64"),
         ("trailing garbage", "<plist><true/></plist>junk", "after the property list"),
         ("mismatched close", "<plist><array><string>a</string></dict></plist>", "expected </array>"),
@@ -225,6 +225,44 @@ enum RandomPropertyList {
             #expect(error.message.contains("line "), "\(error.message)")
             #expect(error.message.contains(problem), "\(name): \(error.message)")
         }
+    }
+
+    /// A `<date>` whose fields are past their range (February 31st, a 60th second, month 13, hour
+    /// 24) is read as Foundation reads it on this machine, rolled over, never refused: a suite file
+    /// Foundation reads is read here too, to the same moment. A date with a field of the wrong
+    /// shape is refused by both.
+    @Test(arguments: [
+        "2024-02-31T00:00:00Z", "2023-02-31T00:00:00Z", "2024-02-29T23:59:60Z", "2024-12-31T23:59:60Z",
+        "2023-02-29T12:00:00Z", "2024-04-31T00:00:00Z", "2024-13-01T00:00:00Z", "2023-13-31T00:00:00Z",
+        "2024-00-15T00:00:00Z", "2024-14-01T00:00:00Z", "2024-02-00T00:00:00Z", "2024-01-01T24:00:00Z",
+        "2024-01-01T23:60:00Z", "2024-99-99T99:99:99Z", "0000-01-01T00:00:00Z", "-0001-03-01T00:00:00Z",
+        "024-01-01T00:00:00Z", "02024-01-01T00:00:00Z", "1969-12-31T23:59:59Z",
+        "2024-1-01T00:00:00Z", "2024-01-01T00:00:0Z", "2024-01-01T00:00:00", "+2024-01-01T00:00:00Z",
+        "2024-01-01t00:00:00Z",
+    ])
+    func xmlDatesAreReadAsFoundationReadsThem(text: String) throws {
+        let xml = Data("<plist version=\"1.0\"><dict><key>d</key><date>\(text)</date></dict></plist>".utf8)
+        let foundation =
+            (try? PropertyListSerialization.propertyList(from: xml, format: nil) as? [String: Any])?[
+                "d"] as? Date
+        let ours = try? PropertyListCodec.decode(xml).value
+        #expect(ours == foundation.map { ["d": .date($0)] }, "Foundation: \(String(describing: foundation))")
+    }
+
+    /// Dates before year 1 and after 9999 are written as Foundation writes them, and read back.
+    @Test(arguments: [-126_038_505_600.0, -62_198_755_200.0, -62_167_219_200.0, -62_135_683_200.0, 317_273_587_200.0])
+    func xmlDatesOfAnyYearAreWrittenAsFoundationWritesThem(seconds: Double) throws {
+        let value: PropertyListValue = ["d": .date(Date(timeIntervalSince1970: seconds))]
+        let ours = try PropertyListCodec.encode(value, format: .xml)
+        let foundation = try PropertyListSerialization.data(
+            fromPropertyList: ["d": Date(timeIntervalSince1970: seconds)], format: .xml, options: 0)
+        func dateText(_ data: Data) -> String? {
+            String(decoding: data, as: UTF8.self).components(separatedBy: "<date>").last?.components(
+                separatedBy: "</date>"
+            ).first
+        }
+        #expect(dateText(ours) == dateText(foundation))
+        #expect(try PropertyListCodec.decode(ours).value == value)
     }
 
     @Test func xmlWrittenByHandIsReadLikeFoundationsOwn() throws {

@@ -25,6 +25,16 @@ private struct Preferences {
     var seen: [Int] = []
 }
 
+/// `eventually` for a condition on main-actor state, checked on the main actor.
+@MainActor private func eventuallyOnMainActor(within seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}
+
 /// Arms `withObservationTracking` on `read` and returns a flag `onChange` sets.
 private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
     let fired = Locked(false)
@@ -155,14 +165,20 @@ private func armed(_ read: @escaping () -> Void) -> Locked<Bool> {
         defaults[.hourPort] = 3
         // A generous deadline: under the thread sanitizer, with suites running in parallel, the main
         // actor can be kept busy for seconds.
-        let deadline = Date().addingTimeInterval(30)
-        while config.seen.count < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(await eventuallyOnMainActor { config.seen.count >= 3 })
         #expect(config.seen == [1, 2, 3], "on the main actor, in order")
         #expect(config.port == 3)
+        // A live observer on the main actor too is the barrier: changes reach the main queue in the
+        // order they were made, so once it has seen the change after 4, anything for 4 has run.
+        let barrier = ServerConfig()
+        let live = defaults.observe(.hourPort) { @MainActor change in barrier.seen.append(change.newValue) }
         token.cancel()
         defaults[.hourPort] = 4
-        try await Task.sleep(for: .milliseconds(50))  // not a synchronisation: nothing may arrive
-        #expect(config.seen == [1, 2, 3])
+        defaults[.hourPort] = 5
+        #expect(await eventuallyOnMainActor { barrier.seen == [4, 5] }, "\(barrier.seen)")
+        #expect(config.seen == [1, 2, 3], "nothing after cancel()")
+        live.cancel()
+        try defaults.synchronize()  // (written before the directory goes)
     }
 
     @Test func decodingFailuresAreReportedOnceWhenFirstSeenObservedOrNot() throws {

@@ -36,14 +36,14 @@ extension Defaults {
     ///   or the suite is not kept in a file; `corruptFile`, `lockFailed` or `writeFailed` from the file.
     @discardableResult
     public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
-        guard suite.backend is FileBackend<SystemFileOperations> else {
+        guard let backend = suite.backend as? FileBackend<SystemFileOperations> else {
             throw DefaultsError(
                 .migrationFailed,
                 "Suite \"\(suiteName)\" is not kept in a file: migrate a fleet suite with FleetSuite.migrate(to:_:).",
                 suite: suiteName)
         }
         try synchronize()
-        let migrator = FileMigrator(file: SuiteFile(location: suite.location))
+        let migrator = FileMigrator(file: SuiteFile(location: suite.location), ownJournal: backend.ownJournalPath)
         // The store is marked from just before this process's first write (under the file's lock,
         // so never for another process's migration) until its own reload below is done: the
         // watcher hears of the write too and may reload first, and either reload delivers the

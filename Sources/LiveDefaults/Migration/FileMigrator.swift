@@ -3,6 +3,8 @@ import Foundation
 /// Runs a migration's steps on a suite file under its lock (``Defaults/migrate(to:_:)``).
 struct FileMigrator {
     let file: SuiteFile
+    /// This process's journal of the suite, if it has one: not a dead process's, never replayed here.
+    var ownJournal: String? = nil
 
     /// Runs the pending steps under the suite file's lock and writes them with their record.
     ///
@@ -18,10 +20,26 @@ struct FileMigrator {
         let name = file.location.name
         return try file.withLock(using: SystemFileOperations()) { (target) throws(DefaultsError) -> [Int] in
             var (values, format) = try read(file)
+            // A dead process's changes were made before this migration, so its steps see them: the
+            // journals are replayed first, under the same lock, as every write does (docs/design.md,
+            // "The journal"), and go once the file holding them is written. Left to a later open,
+            // they would be replayed over the migrated file (a renamed key back under its old name).
+            let dead = DeadJournal.take(suitePath: file.location.path, excluding: ownJournal)
+            var written = false
+            defer {
+                for journal in dead {
+                    if written { journal.finish(suitePath: file.location.path, suite: name) } else { journal.abandon() }
+                }
+            }
+            for journal in dead where !journal.contents.records.isEmpty {
+                var changed: [(key: String, value: PropertyListValue?)] = []
+                journal.apply(to: &values, changed: &changed)
+            }
             var record = MigrationRecord(in: values)
             if !record.moving.isEmpty {
                 willWrite()
                 try finishMoves(&record, &values, format: format, target: target)
+                written = true
             }
             // Every pending step runs on the values in memory; the result is written once, so
             // every process sees the migration as one change, and a crash leaves the file as it was.
@@ -55,6 +73,7 @@ struct FileMigrator {
                 values = record.stored(in: values)
                 willWrite()
                 try write(values, format: format, to: file, target: target)
+                written = true
                 if !record.moving.isEmpty { try finishMoves(&record, &values, format: format, target: target) }
             }
             if let failure { throw failure }
