@@ -142,6 +142,7 @@ final class FileWatcherCore: Sendable {
         var looks = WatchRegistry.Looks(before: Self.now(), after: 0)
         looks.calls = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
         looks.settleChecks = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
+        looks.absenceChecks = work.absenceChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
         looks.polls = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
         looks.reappearedDirectories = work.missingDirectories.filter(FileStamp.isDirectory)
         looks.after = Self.now()

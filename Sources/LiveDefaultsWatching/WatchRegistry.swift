@@ -79,6 +79,9 @@ struct WatchRegistry: Sendable {
         var awaySince: UInt64?
         /// When a create or delete seen earlier is judged.
         var settleDeadline: UInt64?
+        /// When to look whether the file is away, after a deletion event (the look, not the event,
+        /// starts the absence; it makes no call).
+        var absenceCheckDeadline: UInt64?
         /// Whether a complete write was seen since the last create or delete.
         var writtenSinceSettleStarted = false
         var baseline: Baseline = .unknown
@@ -97,6 +100,8 @@ struct WatchRegistry: Sendable {
         var looks: Set<UInt64> = []
         /// Registrations whose grace ran out: call when absent, or when present but not written since.
         var settleChecks: [(id: UInt64, path: String)] = []
+        /// Registrations to look at after a deletion event: is the file away? (no call)
+        var absenceChecks: [(id: UInt64, path: String)] = []
         var polls: [(id: UInt64, path: String)] = []
         /// Missing directories to look for.
         var missingDirectories: [String] = []
@@ -300,12 +305,14 @@ struct WatchRegistry: Sendable {
             registration.writtenSinceSettleStarted = false
             registration.awaySince = nil
         case .removed:
-            // Only a look, due now: the event may be old news (the inotify thread can be behind,
-            // and the file back by now), so it says nothing of when the file was away. The look
-            // finds the file away, which starts the grace, or back, which is no removal; a write's
-            // call already due stays a full call (docs/design.md, "Live reload: coalescing").
-            registration.callIsLook = registration.callDeadline == nil ? true : registration.callIsLook
-            registration.callDeadline = min(registration.callDeadline ?? now, now)
+            // No call while the file may be absent only for a moment: the grace decides. The
+            // event may be old news (the inotify thread can be behind, and the file back by now),
+            // so it says nothing of when the file was away: a look, due now, starts the absence
+            // if it finds the file away (docs/design.md, "Live reload: coalescing").
+            registration.callDeadline = nil
+            registration.callIsLook = false
+            registration.settleDeadline = now + deletionGrace
+            registration.absenceCheckDeadline = now
             registration.writtenSinceSettleStarted = false
         }
         registrations[identifier] = registration
@@ -356,6 +363,11 @@ struct WatchRegistry: Sendable {
                 work.settleChecks.append((identifier, registration.watched.path))
                 changed = true
             }
+            if let deadline = registration.absenceCheckDeadline, deadline <= now {
+                registration.absenceCheckDeadline = nil
+                work.absenceChecks.append((identifier, registration.watched.path))
+                changed = true
+            }
             if isPolled(registration), pollNow || registration.baseline == .unknown {
                 work.polls.append((identifier, registration.watched.path))
             }
@@ -379,6 +391,7 @@ struct WatchRegistry: Sendable {
         for registration in registrations.values {
             consider(registration.callDeadline)
             consider(registration.settleDeadline)
+            consider(registration.absenceCheckDeadline)
             if !needsPolling, isPolled(registration) { needsPolling = true }
         }
         if needsPolling { consider(nextPoll) }
@@ -390,6 +403,7 @@ struct WatchRegistry: Sendable {
     struct Looks: Sendable {
         var calls: [(id: UInt64, stamp: FileStamp?)] = []
         var settleChecks: [(id: UInt64, stamp: FileStamp?)] = []
+        var absenceChecks: [(id: UInt64, stamp: FileStamp?)] = []
         var polls: [(id: UInt64, stamp: FileStamp?)] = []
         /// The missing directories found to exist again.
         var reappearedDirectories: [String] = []
@@ -409,6 +423,11 @@ struct WatchRegistry: Sendable {
         calls: [(UInt64, FileChange)], directoriesReappeared: Bool
     ) {
         var calls: [(UInt64, FileChange)] = []
+        for (identifier, stamp) in looks.absenceChecks {
+            guard var registration = registrations[identifier] else { continue }
+            registration.awaySince = stamp == nil ? registration.awaySince ?? looks.after : nil
+            registrations[identifier] = registration
+        }
         for (identifier, stamp) in looks.calls
         where admitCall(identifier, seeing: stamp, isLook: work.looks.contains(identifier), now: looks.after) {
             calls.append((identifier, FileChange(seeing: stamp)))
@@ -548,6 +567,7 @@ struct WatchRegistry: Sendable {
     func isQuiet(_ identifier: UInt64) -> Bool {
         guard let registration = registrations[identifier] else { return true }
         return registration.callDeadline == nil && registration.settleDeadline == nil
+            && registration.absenceCheckDeadline == nil
             && !(isPolled(registration) && registration.baseline == .unknown)
             && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
     }

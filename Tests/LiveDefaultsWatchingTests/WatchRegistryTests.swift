@@ -67,10 +67,10 @@ import Testing
         #expect(work.looks.isEmpty)
     }
 
-    /// A removal makes a look due at once (a write's call already due stays a full call); the
-    /// look that finds the file away starts the grace, and only a look at its end that still
-    /// finds it away says "gone for good".
-    @Test func aRemovalMakesALookAndOnlyTheGraceSaysGoneForGood() {
+    /// A removal calls nothing: it cancels a write's call still due, and makes a look due at once
+    /// that only notes whether the file is away. The grace runs from that look, and only a look at
+    /// its end that still finds the file away says "gone for good".
+    @Test func aRemovalCallsNothingAndOnlyTheGraceSaysGoneForGood() {
         var registry = registry()
         let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
         _ = registry.apply(.directoryArmed("/d"), now: 0)
@@ -78,11 +78,28 @@ import Testing
         _ = registry.apply(.entry(path.link, .written), now: 10)
         _ = registry.apply(.entry(path.link, .removed), now: 20)
         let work = registry.takeDueWork(now: 20)
-        #expect(work.calls == [identifier] && work.looks.isEmpty, "the write's call, still a full call")
+        #expect(work.calls.isEmpty, "the write's call is cancelled")
+        #expect(work.absenceChecks.map(\.id) == [identifier])
         #expect(registry.decide(work, looks(work, seeing: nil, at: 25)).calls.isEmpty, "no call while away")
+        #expect(decide(&registry, at: 20 + grace, seeing: nil).isEmpty, "away since the look, not the event")
         #expect(registry.nextDeadline() == 25 + grace, "the grace runs from the look")
-        #expect(decide(&registry, at: 25 + grace / 2, seeing: nil).isEmpty)
         #expect(decide(&registry, at: 25 + grace, seeing: nil) == [call(identifier, .goneForGood)])
+    }
+
+    /// A removal whose look finds the file back (the event was old news) starts no absence.
+    @Test func aRemovalWhoseLookFindsTheFileBackStartsNoAbsence() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .removed), now: 10)
+        #expect(decide(&registry, at: 10, seeing: stamp(1)).isEmpty)
+        // Away later, found by a look: the grace runs from that look.
+        _ = registry.apply(.directoryLost("/d"), now: 50_000_000)
+        _ = registry.apply(.directoryArmed("/d"), now: 60_000_000)
+        #expect(decide(&registry, at: 60_000_000, seeing: nil).isEmpty)
+        #expect(decide(&registry, at: 150_000_000, seeing: nil).isEmpty, "away for 90 ms only")
+        #expect(decide(&registry, at: 160_000_000, seeing: nil) == [call(identifier, .goneForGood)])
     }
 
     /// Back without a complete write seen (a hard link): the grace's end calls; back and written:
@@ -95,11 +112,13 @@ import Testing
         _ = registry.apply(.entry(path.link, .removed), now: 10)
         #expect(decide(&registry, at: 10, seeing: nil).isEmpty)
         #expect(decide(&registry, at: 10 + grace, seeing: stamp(2)) == [call(identifier, .mayHaveChanged)])
+        #expect(registry.nextDeadline() == nil)
         _ = registry.apply(.entry(path.link, .removed), now: 200_000_000)
         #expect(decide(&registry, at: 200_000_000, seeing: nil).isEmpty)
         _ = registry.apply(.entry(path.link, .written), now: 201_000_000)
         #expect(decide(&registry, at: 201_000_000, seeing: stamp(3)) == [call(identifier, .mayHaveChanged)])
         #expect(decide(&registry, at: 200_000_000 + grace, seeing: stamp(3)).isEmpty, "written: no second call")
+        #expect(registry.nextDeadline() == nil)
     }
 
     /// The failing round of `aDirectoryDeletedAndMadeAgainNeverRemovesAKey`, as the registry saw
@@ -143,6 +162,7 @@ import Testing
         _ = registry.apply(.entry(path.link, .removed), now: ms(10))
         let work = registry.takeDueWork(now: ms(10))
         _ = registry.decide(work, looks(work, seeing: nil, at: ms(10), until: ms(40)))
+        #expect(decide(&registry, at: ms(110), seeing: nil).isEmpty, "away for 70 ms only, at most")
         #expect(registry.nextDeadline() == ms(140), "the grace runs from the end of the look")
         let settle = registry.takeDueWork(now: ms(140))
         let calls = registry.decide(settle, looks(settle, seeing: nil, at: ms(140))).calls
@@ -170,6 +190,7 @@ import Testing
         var looks = WatchRegistry.Looks(before: start, after: end ?? start)
         looks.calls = work.calls.map { ($0, stamp) }
         looks.settleChecks = work.settleChecks.map { ($0.id, stamp) }
+        looks.absenceChecks = work.absenceChecks.map { ($0.id, stamp) }
         looks.polls = work.polls.map { ($0.id, stamp) }
         return looks
     }
@@ -226,8 +247,8 @@ import Testing
         _ = registry.apply(.directoryLost("/d"), now: 20)
         _ = registry.apply(.directoryArmed("/d"), now: 30)
         #expect(decide(&registry, at: 30, seeing: stamp(2)) == [call(identifier, .mayHaveChanged)])
-        // No grace has anything to add: the call read the file as it is.
-        #expect(registry.nextDeadline() == nil)
+        // The grace then has nothing to add: the call read the file as it is.
+        #expect(decide(&registry, at: 20 + grace, seeing: stamp(2)).isEmpty)
     }
 
     /// The directory deleted and made again while it was not watched (it was being polled for):
