@@ -14,10 +14,11 @@ import LiveDefaultsLocking
 /// map keeps stale entries after `IN_IGNORED`; a library key that may be stale is never used
 /// again (the directory is re-armed under an equivalent spelling, `dir/./`).
 final class InotifyThread {
-    /// The events asked for on every watched directory.
+    /// The events asked for on every watched directory (`IN_ATTRIB`: a `chmod` or `chown` can
+    /// make a managed file trusted or not, docs/design.md, "Forced keys").
     static let directoryEvents =
         UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM) | UInt32(IN_CREATE) | UInt32(IN_DELETE)
-        | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+        | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// The longest single wait for an event, in seconds. libinotifytools counts whole seconds and
     /// takes 0 to mean forever; waking early is the wake channel's job.
     ///
@@ -257,7 +258,7 @@ final class InotifyThread {
             let error = inotifytools_error()
             switch error {
             case ENOENT, ENOTDIR:
-                return .directoryMissing(directory)
+                return .directoryMissing(directory, awaitedAt: Self.awaitedEntry(of: directory))
             case ENOSPC:
                 return .directoryFailed(
                     directory, reason: "the inotify watch limit is reached (sysctl fs.inotify.max_user_watches)")
@@ -276,6 +277,18 @@ final class InotifyThread {
         directoriesByWatch[watch, default: []].append(directory)
         libraryKeysByWatch[watch, default: []].append(key)
         return .directoryArmed(directory)
+    }
+
+    /// Where a missing `directory` may appear from: the name, in its nearest existing ancestor, of
+    /// the first component that is missing. nil when no ancestor is a directory.
+    static func awaitedEntry(of directory: String) -> WatchedEntry? {
+        var missing = directory
+        while missing != "/" {
+            let entry = WatchedPath.entry(for: missing)
+            if FileStamp.isDirectory(entry.directory) { return entry }
+            missing = entry.directory
+        }
+        return nil
     }
 
     /// Stops watching `directory`.
@@ -321,9 +334,8 @@ final class InotifyThread {
         let wanted = core.registry.withLock { registry in directories.filter { registry.directoryUsers[$0] != nil } }
         guard !wanted.isEmpty else { return }
         var events: [WatchRegistry.Event] = wanted.map { .directoryLost($0) }
-        for directory in wanted where FileStamp.isDirectory(directory) {
-            events.append(arm(directory))
-        }
+        // Armed again when it is there, else awaited through an ancestor.
+        for directory in wanted { events.append(arm(directory)) }
         core.deliver(events)
     }
 
@@ -364,7 +376,10 @@ final class InotifyThread {
             lose(directories)
             return
         }
-        guard event.pointee.len > 0 else { return }
+        guard event.pointee.len > 0 else {
+            if mask & UInt32(IN_ATTRIB) != 0 { core.deliver(directories.map { .directoryAttributesChanged($0) }) }
+            return
+        }
         let namePointer = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
         let name = String(cString: namePointer.assumingMemoryBound(to: CChar.self))
         let change: WatchRegistry.EntryChange
@@ -374,6 +389,8 @@ final class InotifyThread {
             change = .removed
         } else if mask & UInt32(IN_CREATE) != 0 {
             change = .appeared
+        } else if mask & UInt32(IN_ATTRIB) != 0 {
+            change = .attributesChanged
         } else {
             return
         }

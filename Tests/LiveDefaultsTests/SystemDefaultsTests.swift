@@ -32,6 +32,19 @@ import Testing
         #expect(!defaults.objectIsForced(forKey: "theme"))
     }
 
+    /// An `XDG_CONFIG_DIRS` directory that does not exist when the suite is opened, made later.
+    @Test func aSystemDirectoryMadeAfterOpeningIsFollowedLive() async throws {
+        let world = try AdministeredWorld()
+        try FileManager.default.removeItem(at: world.system[1])
+        let defaults = try world.defaults()
+        defaults.register(defaults: ["theme": "registered"])
+        let log = ChangeLog(defaults)
+        try FileManager.default.createDirectory(at: world.system[1], withIntermediateDirectories: true)
+        try world.put(["theme": "site"], in: world.system[1])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site" })
+        #expect(await eventually { log.of("theme").map(\.newValue) == ["site"] })
+    }
+
     @Test func theUsersValueWinsAndIsWrittenToTheUsersFileOnly() throws {
         let world = try AdministeredWorld()
         try world.put(["theme": "site", "fontSize": 12], in: world.system[0])
