@@ -1,12 +1,12 @@
-import CInotifyTools
 import Dispatch
 import Foundation
 import LiveDefaultsLocking
 
-/// The one thread that calls into libinotifytools, for the whole process.
+/// The one thread that calls into inotify (``InotifyInterface``: libinotifytools, or the kernel's
+/// interface in the `KernelInotify` build), for the whole process.
 ///
 /// libinotifytools keeps its state in globals and is not thread-safe, so every call into it is
-/// made here. Other threads change the registry under its lock and wake this thread through an
+/// made here (the kernel build keeps the same rule). Other threads change the registry under its lock and wake this thread through an
 /// ``InotifyWakeChannel``; it then reconciles the watched directories with the wanted ones.
 ///
 /// Directories are watched, never files (a file's own watch dies when an editor renames over
@@ -101,7 +101,7 @@ final class InotifyThread {
         }
     }
 
-    /// Starts the thread for `core` and waits until libinotifytools is set up.
+    /// Starts the thread for `core` and waits until inotify is set up.
     ///
     /// - Returns: `nil` when the thread serves `core`, else why inotify cannot serve.
     static func start(core: FileWatcherCore) -> String? {
@@ -127,46 +127,12 @@ final class InotifyThread {
         var inotifyDescriptor: Int32?
     }
 
-    private struct SetUpFailure: Error {
-        var reason: String
-    }
-
-    /// Initialises libinotifytools — unless its descriptor would be unusable — and a wake channel.
-    private static func setUp() -> Result<SetUp, SetUpFailure> {
-        let limit = InotifyDescriptorCheck.selectLimit
-        guard let next = InotifyDescriptorCheck.lowestFreeDescriptor() else {
-            return .failure(SetUpFailure(reason: "no file descriptor is free"))
-        }
-        guard next < limit else {
-            return .failure(
-                SetUpFailure(
-                    reason: "the inotify descriptor would be number \(next), and libinotifytools aborts the "
-                        + "process on descriptors from \(limit) on (it waits with select())"))
-        }
-        let before = InotifyDescriptorCheck.inotifyDescriptors()
-        var inotifyDescriptor: Int32?
-        guard inotifytools_initialize() != 0 else {
-            let error = inotifytools_error()
-            let hint = error == EMFILE ? " (fs.inotify.max_user_instances reached)" : ""
-            return .failure(SetUpFailure(reason: "inotify could not be initialised: \(describe(error))\(hint)"))
-        }
-        if let before, let after = InotifyDescriptorCheck.inotifyDescriptors() {
-            let created = after.subtracting(before)
-            if created.isEmpty {
-                // `inotifytools_initialize` is a no-op the second time: someone else owns the library.
-                return .failure(SetUpFailure(reason: "libinotifytools is already in use elsewhere in this process"))
-            }
-            if let high = created.first(where: { $0 >= limit }) {
-                inotifytools_cleanup()
-                return .failure(
-                    SetUpFailure(
-                        reason: "the inotify descriptor got number \(high) (another thread opened descriptors "
-                            + "meanwhile), and libinotifytools aborts the process on descriptors from \(limit) on"))
-            }
-            if created.count == 1, let descriptor = created.first {
-                InotifyDescriptorCheck.setCloseOnExec(descriptor)
-                inotifyDescriptor = descriptor
-            }
+    /// Initialises inotify (``InotifyInterface/initialize()``) and a wake channel.
+    private static func setUp() -> Result<SetUp, InotifySetUpFailure> {
+        let inotifyDescriptor: Int32?
+        switch InotifyInterface.initialize() {
+        case .failure(let failure): return .failure(failure)
+        case .success(let descriptor): inotifyDescriptor = descriptor
         }
         for makeChannel in [InotifyWakeChannel.pipe, InotifyWakeChannel.temporaryFile] {
             guard let channel = makeChannel() else { continue }
@@ -175,21 +141,21 @@ final class InotifyThread {
             }
             channel.closeUnshared()
         }
-        inotifytools_cleanup()
-        return .failure(SetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
+        InotifyInterface.cleanup()
+        return .failure(InotifySetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
     }
 
     /// Watches `channel` and checks that waking it gives an event.
     ///
     /// - Returns: The watch descriptor, or `nil` when the channel does not work here.
     private static func selfTest(_ channel: InotifyWakeChannel) -> Int32? {
-        guard inotifytools_watch_file(channel.watchPath, Int32(IN_MODIFY)) != 0 else { return nil }
-        let watch = inotifytools_wd_from_filename(channel.watchPath)
+        guard InotifyInterface.watch(channel.watchPath, events: UInt32(IN_MODIFY)) else { return nil }
+        let watch = InotifyInterface.watchDescriptor(of: channel.watchPath)
         channel.wake()
-        let event = inotifytools_next_event(eventTimeoutSeconds)
+        let event = InotifyInterface.nextEvent(timeoutSeconds: eventTimeoutSeconds)
         channel.drain()
         if let event, event.pointee.wd == watch { return watch }
-        _ = inotifytools_remove_watch_by_wd(watch)
+        _ = InotifyInterface.removeWatch(watch)
         return nil
     }
 
@@ -207,8 +173,8 @@ final class InotifyThread {
                 verifyArmedDirectories()
                 disarmUnwanted()
             }
-            guard let event = inotifytools_next_event(Self.eventTimeoutSeconds) else {
-                let error = inotifytools_error()
+            guard let event = InotifyInterface.nextEvent(timeoutSeconds: Self.eventTimeoutSeconds) else {
+                let error = InotifyInterface.error()
                 if error != 0, error != EINTR {
                     stop(reason: "reading inotify events failed: \(Self.describe(error))")
                     return
@@ -254,8 +220,8 @@ final class InotifyThread {
     private func arm(_ directory: String) -> WatchRegistry.Event {
         var key = directory.hasSuffix("/") ? directory : directory + "/"
         while staleLibraryKeys.contains(key) { key += "./" }
-        guard inotifytools_watch_file(key, Int32(bitPattern: Self.directoryEvents)) != 0 else {
-            let error = inotifytools_error()
+        guard InotifyInterface.watch(key, events: Self.directoryEvents) else {
+            let error = InotifyInterface.error()
             switch error {
             case ENOENT, ENOTDIR:
                 return .directoryMissing(directory, awaitedAt: Self.awaitedEntry(of: directory))
@@ -266,8 +232,10 @@ final class InotifyThread {
                 return .directoryFailed(directory, reason: "inotify cannot watch it: \(Self.describe(error))")
             }
         }
-        let watch = inotifytools_wd_from_filename(key)
-        guard watch > 0 else { return .directoryFailed(directory, reason: "libinotifytools lost the new watch") }
+        let watch = InotifyInterface.watchDescriptor(of: key)
+        guard watch > 0 else {
+            return .directoryFailed(directory, reason: "\(InotifyInterface.name) lost the new watch")
+        }
         var info = stat()
         let found = stat(directory, &info) == 0
         armed[directory] = ArmedDirectory(
@@ -311,7 +279,7 @@ final class InotifyThread {
         // queued); removing it again would fail and make the library print to standard error.
         let live = liveWatches ?? inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))
         let isLive = live?.contains(removed.watch) ?? true
-        if isLive, inotifytools_remove_watch_by_wd(removed.watch) != 0 {
+        if isLive, InotifyInterface.removeWatch(removed.watch) {
             staleLibraryKeys.formUnion(keys.dropFirst())
         } else {
             staleLibraryKeys.formUnion(keys)
@@ -401,6 +369,6 @@ final class InotifyThread {
     private func stop(reason: String) {
         core.inotifyWakeChannel.withLock { $0 = nil }
         core.deliver([.inotifyStopped(reason: reason)])
-        inotifytools_cleanup()
+        InotifyInterface.cleanup()
     }
 }

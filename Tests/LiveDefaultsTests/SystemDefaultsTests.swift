@@ -133,13 +133,15 @@ import Testing
     @Test func rootKeepsTheSidecarsOfAnAdministratorsFileUnderRun() {
         let placement = SidecarPlacement(environment: environment, isRoot: true)
         #expect(placement.base(forSuiteFile: "/etc/xdg/a.plist") == "/run/livedefaults/etc/xdg/a.plist")
-        #expect(placement.base(forSuiteFile: "/opt/site/managed/a.plist") == "/run/livedefaults/opt/site/managed/a.plist")
+        #expect(
+            placement.base(forSuiteFile: "/opt/site/managed/a.plist") == "/run/livedefaults/opt/site/managed/a.plist")
         #expect(
             placement.base(forSuiteFile: "/etc/xdg/a.plist", target: "/srv/real/a.plist")
                 == "/run/livedefaults/srv/real/a.plist", "a link's target, by the link's directory")
         #expect(placement.base(forSuiteFile: "/root/.config/a.plist") == "/root/.config/a.plist")
         #expect(placement.base(forSuiteFile: "/etc/xdg/sub/a.plist") == "/etc/xdg/sub/a.plist")
-        #expect(SuiteFile.sidecar(of: placement.base(forSuiteFile: "/etc/xdg/a.plist"), prefix: "", suffix: ".lock")
+        #expect(
+            SuiteFile.sidecar(of: placement.base(forSuiteFile: "/etc/xdg/a.plist"), prefix: "", suffix: ".lock")
                 == "/run/livedefaults/etc/xdg/a.plist.lock")
     }
 
