@@ -11,6 +11,8 @@
     enum InotifyInterface {
         /// What the watcher runs on, for messages.
         static let name = "the kernel's inotify interface"
+        /// The lowest descriptor number inotify cannot serve from: none (the wait is a `poll()`).
+        static let descriptorLimit: Int32? = nil
 
         /// The state of the one inotify instance (the inotify thread's alone, as libinotifytools' globals are).
         private final class State: @unchecked Sendable {

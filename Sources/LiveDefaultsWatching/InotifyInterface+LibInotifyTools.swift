@@ -11,6 +11,9 @@
     enum InotifyInterface {
         /// What the watcher runs on, for messages.
         static let name = "libinotifytools"
+        /// The lowest descriptor number inotify cannot serve from: libinotifytools waits with
+        /// `select()`, which aborts the process on descriptors from `FD_SETSIZE` on.
+        static let descriptorLimit: Int32? = InotifyDescriptorCheck.selectLimit
 
         /// Initialises libinotifytools — unless its descriptor would be unusable.
         ///
