@@ -43,8 +43,9 @@ struct WatchRegistry: Sendable {
         case written
         /// Created (content may still be on its way) — settles after the grace.
         case appeared
-        /// Its attributes changed (`chmod`, `chown`, a new link count): a look, which calls only
-        /// when the file differs from the last call's (its change time moves).
+        /// Its attributes changed (`chmod`, `chown`, a new link count): a call, whatever `stat`
+        /// says — a `chmod` within the change time's clock tick of the last call would look the
+        /// same to a look, and what it changes (the trust in a managed file) is not in the stamp.
         case attributesChanged
         /// Deleted or moved away — counts only when still absent after the grace.
         case removed
@@ -368,7 +369,7 @@ struct WatchRegistry: Sendable {
             registration.awaySince = nil
         case .attributesChanged:
             registrations[identifier] = registration
-            scheduleCall(identifier, at: now, isLook: true)
+            scheduleCall(identifier, at: now, isLook: false)
             return
         case .removed:
             // No call while the file may be absent only for a moment: the grace decides.
