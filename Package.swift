@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // The package's architecture, lowest layer first. Only the libraries and the `defaults` command are
@@ -12,8 +12,22 @@ let package = Package(
         .library(name: "LiveDefaultsEtcd", targets: ["LiveDefaultsEtcd"]),
         .executable(name: "defaults", targets: ["defaults"]),
     ],
+    // The licence choice (README, "License"): the file watcher runs on libinotifytools (GPL-2) by default, or on
+    // the kernel's inotify interface in glibc with `KernelInotify`, which links no GPL code. The same watcher either
+    // way: only `InotifyInterface` differs (docs/design.md, "Live reload: the watcher's inotify interface").
+    traits: [
+        .trait(
+            name: "LibInotifyTools",
+            description: "The file watcher on libinotifytools (GPL-2): every binary that links LiveDefaults is GPL-2."),
+        .trait(
+            name: "KernelInotify",
+            description: "The file watcher on the kernel's inotify interface in glibc: no GPL code is linked. "
+                + "Wins when both traits are enabled."),
+        .default(enabledTraits: ["LibInotifyTools"]),
+    ],
     targets: [
-        // libinotifytools (GPL-2) through a module map; only LiveDefaultsWatching links it.
+        // libinotifytools (GPL-2) through a module map; only LiveDefaultsWatching links it, and only with the
+        // `LibInotifyTools` trait (the default).
         .systemLibrary(
             name: "CInotifyTools",
             path: "Sources/CInotifyTools",
@@ -30,7 +44,10 @@ let package = Package(
         .target(name: "LiveDefaultsPropertyList", path: "Sources/LiveDefaultsPropertyList"),
         // The file watcher: tells the store when a suite file may have changed (inotify, else polling).
         .target(
-            name: "LiveDefaultsWatching", dependencies: ["LiveDefaultsLocking", "CInotifyTools"],
+            name: "LiveDefaultsWatching",
+            dependencies: [
+                "LiveDefaultsLocking", .target(name: "CInotifyTools", condition: .when(traits: ["LibInotifyTools"])),
+            ],
             path: "Sources/LiveDefaultsWatching"),
         // The library: the store and its files, the search list, observation, typed keys.
         .target(

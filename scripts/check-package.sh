@@ -144,6 +144,7 @@ echo "$deb ($version)"
 
 step "lintian: no errors"
 lintian --fail-on error --tag-display-limit 0 "$deb"
+dpkg-deb -f "$deb" Recommends | grep -qw bash-completion || fail "the package does not recommend bash-completion"
 
 # A scratch config directory with one suite, readable by nobody too.
 config=$scratch/config
@@ -155,6 +156,7 @@ run_clean() { env -i PATH=/usr/bin:/bin XDG_CONFIG_HOME="$config" HOME="$scratch
 check_installed() {
     local defaults_is=$1 out
     dpkg-query -W -f='${Version}' livedefaults | grep -qx "$version" || fail "livedefaults $version is not installed"
+    [ "$(stat -c '%U:%G %a' /etc/livedefaults/managed)" = "root:root 755" ] || fail "/etc/livedefaults/managed is not root's, 0755"
     if ldd /usr/bin/livedefaults | grep -Eq 'swift|/opt/|libFoundation|libdispatch'; then
         ldd /usr/bin/livedefaults
         fail "the installed binary needs the Swift toolchain"
@@ -238,6 +240,7 @@ check_gone() {
         [ -e "$path" ] || [ -L "$path" ] && fail "$path is left after purge"
     done < <(dpkg-deb --fsys-tarfile "$deb" | tar -t)
     [ -e /usr/share/doc/livedefaults ] && fail "/usr/share/doc/livedefaults is left"
+    [ -e /etc/livedefaults ] && fail "/etc/livedefaults is left"
     [ -e /var/lib/dpkg/alternatives/defaults ] && fail "the defaults alternative is left"
     [ -e /etc/alternatives/defaults ] && fail "/etc/alternatives/defaults is left"
     return 0

@@ -3,7 +3,9 @@
 #
 #   scripts/package-deb.sh [--revision N] [--output DIR]
 #
-# prints the path of .build/deb/livedefaults_<version>-<revision>_<arch>.deb. The version is
+# prints the path of .build/deb/livedefaults_<version>-<revision>_<arch>.deb. It ships the command, its man
+# page and completions (Recommends: bash-completion, which loads the bash one), and the empty managed
+# directory /etc/livedefaults/managed. The version is
 # CommandVersion.text (Sources/LiveDefaultsCommand/CommandVersion.swift), the one place it is kept;
 # --revision is the Debian revision (1 unless given; the package check builds an older one with 0).
 #
@@ -81,6 +83,10 @@ install -D -m 0644 CHANGELOG.md "$doc/changelog"
 gzip -9n "$doc/changelog"
 install -D -m 0644 packaging/debian/copyright "$doc/copyright"
 install -D -m 0644 packaging/debian/lintian-overrides "$root/usr/share/lintian/overrides/livedefaults"
+# The directory of managed files (forced keys), root's and writable by root only, as the ownership rule
+# asks (AdministeredSettingsGuide): an administrator's first forced key needs no mkdir, and running
+# programs follow it from the start. dpkg removes it with the package only when it is empty.
+install -d -m 0755 "$root/etc/livedefaults/managed"
 # The Debian changelog of a package built from the repository: one entry, dated by the commit.
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -115,6 +121,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
+Recommends: bash-completion
 Section: utils
 Priority: optional
 Homepage: https://github.com/livedefaults/livedefaults

@@ -4,8 +4,10 @@ import LiveDefaultsLocking
 /// Tells the store when a suite file may have changed on disk.
 ///
 /// One watcher serves the whole process (`FileWatcher.shared`, which the library makes): a
-/// dedicated thread owns libinotifytools and watches the *directories* of the watched files,
-/// filtering events by name. When inotify cannot serve (no descriptor below 1024, initialisation
+/// dedicated thread owns inotify (``InotifyInterface``: libinotifytools, or the kernel's interface
+/// in the `KernelInotify` build) and watches the *directories* of the watched files, filtering
+/// events by name. A file whose directories do not exist yet is followed too: the nearest existing
+/// ancestor is watched for them. When inotify cannot serve (no descriptor below 1024, initialisation
 /// fails, the watch limit is reached), the files concerned are polled every ``pollInterval`` and
 /// that is reported once, as a ``WatchProblem``, to the watcher's `report` closure.
 ///
@@ -44,7 +46,7 @@ import LiveDefaultsLocking
 package final class FileWatcher: Sendable {
     /// How a watcher learns about changes.
     package enum Mode: Sendable {
-        /// Directory watches through libinotifytools.
+        /// Directory watches through inotify (``InotifyInterface``).
         case inotify
         /// `stat` every ``FileWatcher/pollInterval``.
         case polling
@@ -55,7 +57,8 @@ package final class FileWatcher: Sendable {
     /// How long a deleted file has to stay absent before the deletion counts.
     package static let deletionGrace: Duration = .milliseconds(100)
 
-    /// Only one watcher per process may use inotify: libinotifytools' state is process-global.
+    /// Only one watcher per process may use inotify: libinotifytools' state is process-global (and
+    /// the kernel build keeps the rule: one inotify thread per process).
     private static let isInotifyClaimed = Locked(false)
 
     let core: FileWatcherCore

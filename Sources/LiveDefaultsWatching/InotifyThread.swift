@@ -1,12 +1,12 @@
-import CInotifyTools
 import Dispatch
 import Foundation
 import LiveDefaultsLocking
 
-/// The one thread that calls into libinotifytools, for the whole process.
+/// The one thread that calls into inotify (``InotifyInterface``: libinotifytools, or the kernel's
+/// interface in the `KernelInotify` build), for the whole process.
 ///
 /// libinotifytools keeps its state in globals and is not thread-safe, so every call into it is
-/// made here. Other threads change the registry under its lock and wake this thread through an
+/// made here (the kernel build keeps the same rule). Other threads change the registry under its lock and wake this thread through an
 /// ``InotifyWakeChannel``; it then reconciles the watched directories with the wanted ones.
 ///
 /// Directories are watched, never files (a file's own watch dies when an editor renames over
@@ -14,10 +14,11 @@ import LiveDefaultsLocking
 /// map keeps stale entries after `IN_IGNORED`; a library key that may be stale is never used
 /// again (the directory is re-armed under an equivalent spelling, `dir/./`).
 final class InotifyThread {
-    /// The events asked for on every watched directory.
+    /// The events asked for on every watched directory (`IN_ATTRIB`: a `chmod` or `chown` can
+    /// make a managed file trusted or not, docs/design.md, "Forced keys").
     static let directoryEvents =
         UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_MOVED_FROM) | UInt32(IN_CREATE) | UInt32(IN_DELETE)
-        | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
+        | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONLYDIR)
     /// The longest single wait for an event, in seconds. libinotifytools counts whole seconds and
     /// takes 0 to mean forever; waking early is the wake channel's job.
     ///
@@ -100,7 +101,7 @@ final class InotifyThread {
         }
     }
 
-    /// Starts the thread for `core` and waits until libinotifytools is set up.
+    /// Starts the thread for `core` and waits until inotify is set up.
     ///
     /// - Returns: `nil` when the thread serves `core`, else why inotify cannot serve.
     static func start(core: FileWatcherCore) -> String? {
@@ -126,46 +127,12 @@ final class InotifyThread {
         var inotifyDescriptor: Int32?
     }
 
-    private struct SetUpFailure: Error {
-        var reason: String
-    }
-
-    /// Initialises libinotifytools — unless its descriptor would be unusable — and a wake channel.
-    private static func setUp() -> Result<SetUp, SetUpFailure> {
-        let limit = InotifyDescriptorCheck.selectLimit
-        guard let next = InotifyDescriptorCheck.lowestFreeDescriptor() else {
-            return .failure(SetUpFailure(reason: "no file descriptor is free"))
-        }
-        guard next < limit else {
-            return .failure(
-                SetUpFailure(
-                    reason: "the inotify descriptor would be number \(next), and libinotifytools aborts the "
-                        + "process on descriptors from \(limit) on (it waits with select())"))
-        }
-        let before = InotifyDescriptorCheck.inotifyDescriptors()
-        var inotifyDescriptor: Int32?
-        guard inotifytools_initialize() != 0 else {
-            let error = inotifytools_error()
-            let hint = error == EMFILE ? " (fs.inotify.max_user_instances reached)" : ""
-            return .failure(SetUpFailure(reason: "inotify could not be initialised: \(describe(error))\(hint)"))
-        }
-        if let before, let after = InotifyDescriptorCheck.inotifyDescriptors() {
-            let created = after.subtracting(before)
-            if created.isEmpty {
-                // `inotifytools_initialize` is a no-op the second time: someone else owns the library.
-                return .failure(SetUpFailure(reason: "libinotifytools is already in use elsewhere in this process"))
-            }
-            if let high = created.first(where: { $0 >= limit }) {
-                inotifytools_cleanup()
-                return .failure(
-                    SetUpFailure(
-                        reason: "the inotify descriptor got number \(high) (another thread opened descriptors "
-                            + "meanwhile), and libinotifytools aborts the process on descriptors from \(limit) on"))
-            }
-            if created.count == 1, let descriptor = created.first {
-                InotifyDescriptorCheck.setCloseOnExec(descriptor)
-                inotifyDescriptor = descriptor
-            }
+    /// Initialises inotify (``InotifyInterface/initialize()``) and a wake channel.
+    private static func setUp() -> Result<SetUp, InotifySetUpFailure> {
+        let inotifyDescriptor: Int32?
+        switch InotifyInterface.initialize() {
+        case .failure(let failure): return .failure(failure)
+        case .success(let descriptor): inotifyDescriptor = descriptor
         }
         for makeChannel in [InotifyWakeChannel.pipe, InotifyWakeChannel.temporaryFile] {
             guard let channel = makeChannel() else { continue }
@@ -174,21 +141,21 @@ final class InotifyThread {
             }
             channel.closeUnshared()
         }
-        inotifytools_cleanup()
-        return .failure(SetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
+        InotifyInterface.cleanup()
+        return .failure(InotifySetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
     }
 
     /// Watches `channel` and checks that waking it gives an event.
     ///
     /// - Returns: The watch descriptor, or `nil` when the channel does not work here.
     private static func selfTest(_ channel: InotifyWakeChannel) -> Int32? {
-        guard inotifytools_watch_file(channel.watchPath, Int32(IN_MODIFY)) != 0 else { return nil }
-        let watch = inotifytools_wd_from_filename(channel.watchPath)
+        guard InotifyInterface.watch(channel.watchPath, events: UInt32(IN_MODIFY)) else { return nil }
+        let watch = InotifyInterface.watchDescriptor(of: channel.watchPath)
         channel.wake()
-        let event = inotifytools_next_event(eventTimeoutSeconds)
+        let event = InotifyInterface.nextEvent(timeoutSeconds: eventTimeoutSeconds)
         channel.drain()
         if let event, event.pointee.wd == watch { return watch }
-        _ = inotifytools_remove_watch_by_wd(watch)
+        _ = InotifyInterface.removeWatch(watch)
         return nil
     }
 
@@ -206,8 +173,8 @@ final class InotifyThread {
                 verifyArmedDirectories()
                 disarmUnwanted()
             }
-            guard let event = inotifytools_next_event(Self.eventTimeoutSeconds) else {
-                let error = inotifytools_error()
+            guard let event = InotifyInterface.nextEvent(timeoutSeconds: Self.eventTimeoutSeconds) else {
+                let error = InotifyInterface.error()
                 if error != 0, error != EINTR {
                     stop(reason: "reading inotify events failed: \(Self.describe(error))")
                     return
@@ -253,11 +220,11 @@ final class InotifyThread {
     private func arm(_ directory: String) -> WatchRegistry.Event {
         var key = directory.hasSuffix("/") ? directory : directory + "/"
         while staleLibraryKeys.contains(key) { key += "./" }
-        guard inotifytools_watch_file(key, Int32(bitPattern: Self.directoryEvents)) != 0 else {
-            let error = inotifytools_error()
+        guard InotifyInterface.watch(key, events: Self.directoryEvents) else {
+            let error = InotifyInterface.error()
             switch error {
             case ENOENT, ENOTDIR:
-                return .directoryMissing(directory)
+                return .directoryMissing(directory, awaitedAt: Self.awaitedEntry(of: directory))
             case ENOSPC:
                 return .directoryFailed(
                     directory, reason: "the inotify watch limit is reached (sysctl fs.inotify.max_user_watches)")
@@ -265,8 +232,10 @@ final class InotifyThread {
                 return .directoryFailed(directory, reason: "inotify cannot watch it: \(Self.describe(error))")
             }
         }
-        let watch = inotifytools_wd_from_filename(key)
-        guard watch > 0 else { return .directoryFailed(directory, reason: "libinotifytools lost the new watch") }
+        let watch = InotifyInterface.watchDescriptor(of: key)
+        guard watch > 0 else {
+            return .directoryFailed(directory, reason: "\(InotifyInterface.name) lost the new watch")
+        }
         var info = stat()
         let found = stat(directory, &info) == 0
         armed[directory] = ArmedDirectory(
@@ -276,6 +245,18 @@ final class InotifyThread {
         directoriesByWatch[watch, default: []].append(directory)
         libraryKeysByWatch[watch, default: []].append(key)
         return .directoryArmed(directory)
+    }
+
+    /// Where a missing `directory` may appear from: the name, in its nearest existing ancestor, of
+    /// the first component that is missing. nil when no ancestor is a directory.
+    static func awaitedEntry(of directory: String) -> WatchedEntry? {
+        var missing = directory
+        while missing != "/" {
+            let entry = WatchedPath.entry(for: missing)
+            if FileStamp.isDirectory(entry.directory) { return entry }
+            missing = entry.directory
+        }
+        return nil
     }
 
     /// Stops watching `directory`.
@@ -298,7 +279,7 @@ final class InotifyThread {
         // queued); removing it again would fail and make the library print to standard error.
         let live = liveWatches ?? inotifyDescriptor.flatMap(InotifyDescriptorCheck.liveWatches(on:))
         let isLive = live?.contains(removed.watch) ?? true
-        if isLive, inotifytools_remove_watch_by_wd(removed.watch) != 0 {
+        if isLive, InotifyInterface.removeWatch(removed.watch) {
             staleLibraryKeys.formUnion(keys.dropFirst())
         } else {
             staleLibraryKeys.formUnion(keys)
@@ -321,9 +302,8 @@ final class InotifyThread {
         let wanted = core.registry.withLock { registry in directories.filter { registry.directoryUsers[$0] != nil } }
         guard !wanted.isEmpty else { return }
         var events: [WatchRegistry.Event] = wanted.map { .directoryLost($0) }
-        for directory in wanted where FileStamp.isDirectory(directory) {
-            events.append(arm(directory))
-        }
+        // Armed again when it is there, else awaited through an ancestor.
+        for directory in wanted { events.append(arm(directory)) }
         core.deliver(events)
     }
 
@@ -364,7 +344,10 @@ final class InotifyThread {
             lose(directories)
             return
         }
-        guard event.pointee.len > 0 else { return }
+        guard event.pointee.len > 0 else {
+            if mask & UInt32(IN_ATTRIB) != 0 { core.deliver(directories.map { .directoryAttributesChanged($0) }) }
+            return
+        }
         let namePointer = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
         let name = String(cString: namePointer.assumingMemoryBound(to: CChar.self))
         let change: WatchRegistry.EntryChange
@@ -374,6 +357,8 @@ final class InotifyThread {
             change = .removed
         } else if mask & UInt32(IN_CREATE) != 0 {
             change = .appeared
+        } else if mask & UInt32(IN_ATTRIB) != 0 {
+            change = .attributesChanged
         } else {
             return
         }
@@ -384,6 +369,6 @@ final class InotifyThread {
     private func stop(reason: String) {
         core.inotifyWakeChannel.withLock { $0 = nil }
         core.deliver([.inotifyStopped(reason: reason)])
-        inotifytools_cleanup()
+        InotifyInterface.cleanup()
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// How other threads wake the inotify thread out of `inotifytools_next_event`.
+/// How other threads wake the inotify thread out of ``InotifyInterface/nextEvent(timeoutSeconds:)``.
 ///
 /// libinotifytools gives no access to its descriptor, so it cannot go into `poll` with an
-/// eventfd. Instead the inotify thread also watches an object of its own for `IN_MODIFY`:
+/// eventfd (the kernel build keeps the same channel: one watcher for both builds). Instead the inotify thread also watches an object of its own for `IN_MODIFY`:
 /// writing one byte to it queues an event at once and the blocked `select()` returns. The
 /// object has no name in any directory — a pipe, or else an unnamed temporary file — watched
 /// through `/proc/self/fd/N`, so nothing is left behind when the process ends.

@@ -17,7 +17,8 @@ struct WatchRegistry: Sendable {
         case pending
         /// Watched.
         case armed
-        /// Does not exist (or is not a directory); its existence is polled and it is armed when it appears.
+        /// Does not exist (or is not a directory); it is armed when it appears, which the watch on its
+        /// nearest existing ancestor tells (``WatchRegistry/awaited``), else a poll of its existence finds.
         case missing
         /// Cannot be watched (permissions, watch limit); the files in it are polled.
         case failed
@@ -42,6 +43,10 @@ struct WatchRegistry: Sendable {
         case written
         /// Created (content may still be on its way) — settles after the grace.
         case appeared
+        /// Its attributes changed (`chmod`, `chown`, a new link count): a call, whatever `stat`
+        /// says — a `chmod` within the change time's clock tick of the last call would look the
+        /// same to a look, and what it changes (the trust in a managed file) is not in the stamp.
+        case attributesChanged
         /// Deleted or moved away — counts only when still absent after the grace.
         case removed
     }
@@ -54,7 +59,13 @@ struct WatchRegistry: Sendable {
         case directoryArmed(String)
         /// An armed directory was deleted, moved or replaced.
         case directoryLost(String)
-        case directoryMissing(String)
+        /// The directory does not exist. `awaitedAt`: the name in its nearest existing ancestor
+        /// whose appearance may bring it (the ancestor is then watched for it instead of polling
+        /// the directory), nil when there is none to watch.
+        case directoryMissing(String, awaitedAt: WatchedEntry? = nil)
+        /// The attributes of a watched directory itself changed (`chmod`, `chown`): whatever
+        /// depends on them (the trust in a managed file) may have changed for every file in it.
+        case directoryAttributesChanged(String)
         /// The directory cannot be watched; `reason` is reported once when it is worth saying.
         case directoryFailed(String, reason: String?)
         /// inotify stopped serving this process; everything is polled from now on.
@@ -117,6 +128,13 @@ struct WatchRegistry: Sendable {
     private(set) var directoryStatus: [String: DirectoryStatus] = [:]
     /// Grows whenever the set of wanted directories changes or one should be tried again.
     private(set) var directoriesVersion: UInt64 = 0
+    /// Missing directories watched for through an existing ancestor: the ancestor's entry whose
+    /// appearance means "try again". The ancestor is a wanted directory while it serves, so a
+    /// missing directory costs a watch (often one already there), not a poll every
+    /// ``pollInterval`` (docs/design.md, "Live reload: directories that do not exist yet").
+    private(set) var awaited: [String: WatchedEntry] = [:]
+    /// ``awaited`` by ancestor entry.
+    private var awaitedByEntry: [WatchedEntry: Set<String>] = [:]
     private var nextIdentifier: UInt64 = 1
     private var nextPoll: UInt64 = 0
     /// A wake-up of the dispatcher thread is on its way.
@@ -220,7 +238,44 @@ struct WatchRegistry: Sendable {
         guard directoryUsers[directory] == 0 else { return false }
         directoryUsers[directory] = nil
         directoryStatus[directory] = nil
+        stopAwaiting(directory)
         return true
+    }
+
+    /// Counts one more user of an ancestor directory that serves a missing one. Returns whether it
+    /// is newly wanted.
+    private mutating func takeAncestor(_ directory: String) -> Bool {
+        directoryUsers[directory, default: 0] += 1
+        guard directoryUsers[directory] == 1 else { return false }
+        directoryStatus[directory] = .pending
+        return true
+    }
+
+    /// Watches for `directory` through `entry` (nil: polls for it instead).
+    private mutating func watchForMissing(_ directory: String, at entry: WatchedEntry?) {
+        guard awaited[directory] != entry else { return }
+        stopAwaiting(directory)
+        guard let entry else { return }
+        awaited[directory] = entry
+        awaitedByEntry[entry, default: []].insert(directory)
+        if takeAncestor(entry.directory) { directoriesVersion += 1 }
+    }
+
+    /// Stops watching for `directory` through an ancestor.
+    private mutating func stopAwaiting(_ directory: String) {
+        guard let entry = awaited.removeValue(forKey: directory) else { return }
+        awaitedByEntry[entry]?.remove(directory)
+        if awaitedByEntry[entry]?.isEmpty == true { awaitedByEntry[entry] = nil }
+        if release(entry.directory) { directoriesVersion += 1 }
+    }
+
+    /// Has the inotify thread try the missing directories awaited in `ancestor` again (all of them,
+    /// or those awaited at `name`).
+    private mutating func retryAwaited(in ancestor: String, name: String? = nil) -> Bool {
+        let due = awaited.filter { $0.value.directory == ancestor && (name == nil || $0.value.name == name) }.map(\.key)
+        var retried = false
+        for directory in due where directoryReappeared(directory) { retried = true }
+        return retried
     }
 
     private mutating func attach(_ identifier: UInt64, _ watched: WatchedPath) -> Bool {
@@ -256,6 +311,9 @@ struct WatchRegistry: Sendable {
     mutating func apply(_ event: Event, now: UInt64) -> Bool {
         switch event {
         case .entry(let entry, let change):
+            if !awaitedByEntry.isEmpty, change != .removed, let directories = awaitedByEntry[entry] {
+                for directory in directories { _ = directoryReappeared(directory) }
+            }
             guard let identifiers = registrationsByEntry[entry] else { return false }
             for identifier in identifiers { apply(change, to: identifier, now: now) }
             return true
@@ -265,6 +323,9 @@ struct WatchRegistry: Sendable {
         case .directoryArmed(let directory):
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .armed
+            stopAwaiting(directory)
+            // An ancestor now watched: a directory awaited in it may have come before the watch.
+            _ = retryAwaited(in: directory)
             // Only a look: when the directory was deleted and made again (or replaced), the file
             // may not be back yet, and reading it now would report every key removed.
             for identifier in users(of: directory) { scheduleCall(identifier, at: now, isLook: true) }
@@ -272,19 +333,28 @@ struct WatchRegistry: Sendable {
         case .directoryLost(let directory):
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .missing
+            _ = retryAwaited(in: directory)
             for identifier in users(of: directory) { apply(.removed, to: identifier, now: now) }
             return true
-        case .directoryMissing(let directory):
+        case .directoryMissing(let directory, let entry):
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .missing
+            watchForMissing(directory, at: entry)
+            return true
+        case .directoryAttributesChanged(let directory):
+            guard directoryUsers[directory] != nil else { return false }
+            for identifier in users(of: directory) { scheduleCall(identifier, at: now, isLook: false) }
             return true
         case .directoryFailed(let directory, _):
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .failed
+            // Directories awaited through it are polled for instead.
+            for (missing, entry) in awaited where entry.directory == directory { stopAwaiting(missing) }
             for identifier in users(of: directory) { resetBaseline(identifier) }
             return true
         case .inotifyStopped:
             mode = .polling
+            for directory in awaited.keys { stopAwaiting(directory) }
             for identifier in registrations.keys { resetBaseline(identifier) }
             return true
         }
@@ -304,6 +374,10 @@ struct WatchRegistry: Sendable {
             registration.settleDeadline = now + deletionGrace
             registration.writtenSinceSettleStarted = false
             registration.awaySince = nil
+        case .attributesChanged:
+            registrations[identifier] = registration
+            scheduleCall(identifier, at: now, isLook: false)
+            return
         case .removed:
             // No call while the file may be absent only for a moment: the grace decides. The
             // event may be old news (the inotify thread can be behind, and the file back by now),
@@ -374,7 +448,9 @@ struct WatchRegistry: Sendable {
             if changed { registrations[identifier] = registration }
         }
         if pollNow, mode == .inotify {
-            work.missingDirectories = directoryStatus.compactMap { $0.value == .missing ? $0.key : nil }
+            work.missingDirectories = directoryStatus.compactMap {
+                $0.value == .missing && awaited[$0.key] == nil ? $0.key : nil
+            }
         }
         return work
     }
@@ -387,7 +463,8 @@ struct WatchRegistry: Sendable {
             guard let candidate else { return }
             deadline = min(deadline ?? candidate, candidate)
         }
-        var needsPolling = mode == .inotify && directoryStatus.values.contains(.missing)
+        var needsPolling =
+            mode == .inotify && directoryStatus.contains { $0.value == .missing && awaited[$0.key] == nil }
         for registration in registrations.values {
             consider(registration.callDeadline)
             consider(registration.settleDeadline)

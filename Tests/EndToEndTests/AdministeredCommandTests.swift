@@ -6,7 +6,9 @@ import Testing
 
 /// One test's world for the `defaults` binary: the user's `XDG_CONFIG_HOME`, two system
 /// directories (`XDG_CONFIG_DIRS`) and a managed directory (`LIVEDEFAULTS_MANAGED_DIR`), all
-/// temporary. The files are made by this process, as root in CI: root is the trusted owner.
+/// temporary, and the runtime directory that keeps the locks and journals of the administrator's
+/// files (`LIVEDEFAULTS_RUNTIME_DIR`: never the machine's /run). The files are made by this
+/// process, as root in CI: root is the trusted owner.
 private final class AdministeredFixture {
     let root: TemporaryDirectory
     let runner: CommandRunner
@@ -19,6 +21,7 @@ private final class AdministeredFixture {
                 "XDG_CONFIG_HOME": root.file("home").path, "HOME": root.file("home").path,
                 "XDG_CONFIG_DIRS": root.file("xdg1").path + ":" + root.file("xdg2").path,
                 "LIVEDEFAULTS_MANAGED_DIR": root.file("managed").path,
+                "LIVEDEFAULTS_RUNTIME_DIR": root.file("run").path,
             ])
         for name in ["home", "xdg1", "xdg2", "managed"] {
             try FileManager.default.createDirectory(at: root.file(name), withIntermediateDirectories: true)
@@ -221,6 +224,30 @@ struct AdministeredCommandTests {
 
         let missing = try world.defaults("explain", "com.example.app", "nothing")
         #expect(missing.status == 1)
+    }
+}
+
+/// `defaults write` to an administrator's file, as the guide shows it: only the file itself is
+/// left in the administrator's directory; its lock (and journal, if any) are under the runtime
+/// directory, at the file's own path.
+@Suite struct AdministratorsFileSidecarTests {
+    @Test(arguments: ["xdg1", "managed"])
+    func aWriteToAnAdministratorsFileLeavesNothingBesideIt(directory: String) throws {
+        let world = try AdministeredFixture()
+        let file = world.path(directory, "com.example.site")
+        #expect(try world.defaults("write", file, "theme", "dark").status == 0)
+        #expect(try world.defaults("write", file, "size", "-int", "12").status == 0)
+        #expect(try world.defaults("read", file, "theme").standardOutput == "dark\n")
+        let beside = try FileManager.default.contentsOfDirectory(atPath: world.root.file(directory).path)
+        #expect(beside == ["com.example.site.plist"])
+        let lock = world.root.file("run").path + world.root.file(directory).path + "/com.example.site.plist.lock"
+        #expect(FileManager.default.fileExists(atPath: lock), "the lock is kept under the runtime directory")
+        let mode = try FileManager.default.attributesOfItem(atPath: world.root.file("run").path)[.posixPermissions]
+        #expect(mode as? Int == 0o700)
+        // The user's own files keep their sidecars beside them, as before.
+        #expect(try world.defaults("write", "com.example.site", "mine", "light").status == 0)
+        let home = try FileManager.default.contentsOfDirectory(atPath: world.root.file("home").path)
+        #expect(home.contains("com.example.site.plist.lock"))
     }
 }
 

@@ -64,6 +64,20 @@ import Testing
         #expect(log.of("displayScale").map(\.newValue) == [2.0, 3.0])
     }
 
+    /// The ByHost directory made after the suite was opened by name (the first
+    /// `defaults -currentHost write` makes it): this machine's file is searched from then on.
+    @Test func aByHostDirectoryMadeAfterOpeningIsFollowedLive() async throws {
+        let world = try AdministeredWorld()
+        try world.put(["displayScale": 1.0], in: world.user)
+        let defaults = try world.defaults()
+        let thisMachine = try Defaults(
+            suiteName: "com.example.admin", directory: world.user, host: .current, administeredSettings: world.settings)
+        thisMachine.set(2.0, forKey: "displayScale")
+        try thisMachine.synchronize()
+        #expect(await eventually { defaults.double(forKey: "displayScale") == 2.0 })
+        #expect(defaults.sources(forKey: "displayScale").map(\.layer) == [.currentHost, .suite])
+    }
+
     @Test func aHostWhoseNameCannotNameAFileIsRefused() throws {
         let world = try AdministeredWorld()
         #expect(throws: DefaultsError.self) {

@@ -205,6 +205,89 @@ final class Reports: Sendable {
         #expect(problems.first?.path == file)
     }
 
+    /// The guide's worked example on a fresh machine: the managed directory is made after the
+    /// program opened its suite. Its first file forces the key in the running program.
+    @Test func aManagedDirectoryMadeAfterOpeningIsFollowedLive() async throws {
+        let world = try AdministeredWorld()
+        try FileManager.default.removeItem(at: world.managed)
+        try world.put(["theme": "user"], in: world.user)
+        let defaults = try world.defaults()
+        let log = ChangeLog(defaults)
+        let forcing = Mutex<[Bool]>([])
+        let token = defaults.observeForcing(ofKey: "theme") { isForced in forcing.withLock { $0.append(isForced) } }
+        try FileManager.default.createDirectory(at: world.managed, withIntermediateDirectories: true)
+        chmod(world.managed.path, 0o755)
+        try world.put(["theme": "managed"], in: world.managed)
+        #expect(await eventually { forcing.withLock { $0 } == [true] })
+        #expect(defaults.string(forKey: "theme") == "managed")
+        #expect(await eventually { log.of("theme").map(\.newValue) == ["managed"] })
+        token.cancel()
+    }
+
+    /// Parents made later too (`mkdir -p /etc/livedefaults/managed` where /etc/livedefaults was
+    /// not there), and a managed directory removed and made again.
+    @Test func aManagedDirectoryWhoseParentsAreMadeLaterOrThatIsReplacedIsFollowedLive() async throws {
+        let world = try AdministeredWorld()
+        let managed = world.root.url.appendingPathComponent("etc/livedefaults/managed", isDirectory: true)
+        let settings = AdministeredSettings(
+            systemDirectories: world.system, managedDirectory: managed, trustedOwner: world.trustedOwner)
+        let defaults = try Defaults(
+            suiteName: "com.example.admin", directory: world.user, administeredSettings: settings)
+        try FileManager.default.createDirectory(at: managed, withIntermediateDirectories: true)
+        try world.put(["theme": "managed"], in: managed)
+        #expect(await eventually { defaults.string(forKey: "theme") == "managed" })
+        #expect(defaults.objectIsForced(forKey: "theme"))
+
+        try FileManager.default.removeItem(at: managed)
+        #expect(await eventually { !defaults.objectIsForced(forKey: "theme") })
+        try FileManager.default.createDirectory(at: managed, withIntermediateDirectories: true)
+        try world.put(["theme": "managed again"], in: managed)
+        #expect(await eventually { defaults.string(forKey: "theme") == "managed again" })
+        #expect(defaults.objectIsForced(forKey: "theme"))
+    }
+
+    /// `chmod 666` on a managed file a running program follows: the key is released at once, and
+    /// forced again by the `chmod 644` that fixes it, with no other change to the file.
+    @Test func aPermissionChangeOfAManagedFileTakesEffectLiveBothWays() async throws {
+        let world = try AdministeredWorld()
+        try world.put(["theme": "user"], in: world.user)
+        try world.put(["theme": "managed"], in: world.managed)
+        let file = world.managed.appendingPathComponent("com.example.admin.plist").path
+        let defaults = try world.defaults()
+        #expect(defaults.objectIsForced(forKey: "theme"))
+        let forcing = Mutex<[Bool]>([])
+        let token = defaults.observeForcing(ofKey: "theme") { isForced in forcing.withLock { $0.append(isForced) } }
+
+        chmod(file, 0o666)
+        #expect(await eventually { forcing.withLock { $0 } == [false] })
+        #expect(defaults.string(forKey: "theme") == "user")
+        chmod(file, 0o644)
+        #expect(await eventually { forcing.withLock { $0 } == [false, true] })
+        #expect(defaults.string(forKey: "theme") == "managed")
+
+        // The directory's permissions count as the file's do.
+        chmod(world.managed.path, 0o757)
+        #expect(await eventually { forcing.withLock { $0 } == [false, true, false] })
+        chmod(world.managed.path, 0o755)
+        #expect(await eventually { forcing.withLock { $0 } == [false, true, false, true] })
+        token.cancel()
+    }
+
+    /// A `chown` to the trusted owner makes a managed file count without any other change (giving
+    /// a file away takes root: CI runs the tests as root).
+    @Test(.enabled(if: geteuid() == 0, "chown to another user takes root"))
+    func anOwnerChangeOfAManagedFileTakesEffectLive() async throws {
+        let world = try AdministeredWorld()
+        try world.put(["theme": "managed"], in: world.managed)
+        let file = world.managed.appendingPathComponent("com.example.admin.plist").path
+        let owner = geteuid()
+        #expect(chown(file, owner &+ 1, UInt32.max) == 0)
+        let defaults = try world.defaults()
+        #expect(!defaults.objectIsForced(forKey: "theme"))
+        #expect(chown(file, owner, UInt32.max) == 0)
+        #expect(await eventually { defaults.objectIsForced(forKey: "theme") })
+    }
+
     @Test func aManagedFileMadeSafeCountsAtItsNextChange() async throws {
         let world = try AdministeredWorld()
         try world.put(["theme": "managed"], in: world.managed)

@@ -32,6 +32,19 @@ import Testing
         #expect(!defaults.objectIsForced(forKey: "theme"))
     }
 
+    /// An `XDG_CONFIG_DIRS` directory that does not exist when the suite is opened, made later.
+    @Test func aSystemDirectoryMadeAfterOpeningIsFollowedLive() async throws {
+        let world = try AdministeredWorld()
+        try FileManager.default.removeItem(at: world.system[1])
+        let defaults = try world.defaults()
+        defaults.register(defaults: ["theme": "registered"])
+        let log = ChangeLog(defaults)
+        try FileManager.default.createDirectory(at: world.system[1], withIntermediateDirectories: true)
+        try world.put(["theme": "site"], in: world.system[1])
+        #expect(await eventually { defaults.string(forKey: "theme") == "site" })
+        #expect(await eventually { log.of("theme").map(\.newValue) == ["site"] })
+    }
+
     @Test func theUsersValueWinsAndIsWrittenToTheUsersFileOnly() throws {
         let world = try AdministeredWorld()
         try world.put(["theme": "site", "fontSize": 12], in: world.system[0])
@@ -108,5 +121,42 @@ import Testing
         #expect(settings.systemDirectories.map(\.path) == systemDirectories, "\(environment)")
         #expect(settings.managedDirectory?.path == managedDirectory, "\(environment)")
         #expect(settings.trustedOwner == 0)
+    }
+}
+
+/// Where the lock and journals of a suite file go (``SidecarPlacement``): the rule alone.
+@Suite struct SidecarPlacementTests {
+    private let environment = [
+        "XDG_CONFIG_DIRS": "/opt/site/xdg:/etc/xdg/", "LIVEDEFAULTS_MANAGED_DIR": "/opt/site/managed",
+    ]
+
+    @Test func rootKeepsTheSidecarsOfAnAdministratorsFileUnderRun() {
+        let placement = SidecarPlacement(environment: environment, isRoot: true)
+        #expect(placement.base(forSuiteFile: "/etc/xdg/a.plist") == "/run/livedefaults/etc/xdg/a.plist")
+        #expect(
+            placement.base(forSuiteFile: "/opt/site/managed/a.plist") == "/run/livedefaults/opt/site/managed/a.plist")
+        #expect(
+            placement.base(forSuiteFile: "/etc/xdg/a.plist", target: "/srv/real/a.plist")
+                == "/run/livedefaults/srv/real/a.plist", "a link's target, by the link's directory")
+        #expect(placement.base(forSuiteFile: "/root/.config/a.plist") == "/root/.config/a.plist")
+        #expect(placement.base(forSuiteFile: "/etc/xdg/sub/a.plist") == "/etc/xdg/sub/a.plist")
+        #expect(
+            SuiteFile.sidecar(of: placement.base(forSuiteFile: "/etc/xdg/a.plist"), prefix: "", suffix: ".lock")
+                == "/run/livedefaults/etc/xdg/a.plist.lock")
+    }
+
+    @Test func anotherUserKeepsThemBesideTheFileUnlessGivenARuntimeDirectory() {
+        #expect(
+            SidecarPlacement(environment: environment, isRoot: false).base(forSuiteFile: "/etc/xdg/a.plist")
+                == "/etc/xdg/a.plist")
+        var overridden = environment
+        overridden["LIVEDEFAULTS_RUNTIME_DIR"] = "/tmp/run/"
+        #expect(
+            SidecarPlacement(environment: overridden, isRoot: false).base(forSuiteFile: "/etc/xdg/a.plist")
+                == "/tmp/run/etc/xdg/a.plist")
+        overridden["LIVEDEFAULTS_RUNTIME_DIR"] = "relative"
+        #expect(
+            SidecarPlacement(environment: overridden, isRoot: false).base(forSuiteFile: "/etc/xdg/a.plist")
+                == "/etc/xdg/a.plist")
     }
 }

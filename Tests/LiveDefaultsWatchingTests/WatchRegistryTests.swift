@@ -204,6 +204,63 @@ import Testing
         }
     }
 
+    /// A directory that does not exist is watched for through its nearest existing ancestor, not
+    /// polled: the ancestor is wanted while it serves, the missing directory is tried again when
+    /// the awaited name appears in it, and the ancestor is let go once the directory is armed.
+    @Test func aMissingDirectoryIsAwaitedThroughItsAncestorNotPolled() {
+        var registry = registry()
+        let watched = WatchedPath.resolve("/a/b/c/f")
+        _ = registry.add(watched, onChange: { _ in }, now: 0)
+        let awaitedAt = WatchedEntry(directory: "/a", name: "b")
+        _ = registry.apply(.directoryMissing("/a/b/c", awaitedAt: awaitedAt), now: 0)
+        #expect(registry.directoryStatus["/a"] == .pending, "the ancestor is wanted")
+        #expect(registry.nextDeadline() == nil, "no poll while the ancestor is watched for it")
+        _ = registry.apply(.directoryArmed("/a"), now: 1)
+        #expect(registry.directoryStatus["/a/b/c"] == .pending, "tried again once the ancestor is watched")
+        _ = registry.apply(.directoryMissing("/a/b/c", awaitedAt: awaitedAt), now: 2)
+        #expect(registry.takeDueWork(now: 300_000_000).missingDirectories.isEmpty)
+
+        // Another name in the ancestor, or a removal of the awaited name: nothing to try.
+        _ = registry.apply(.entry(WatchedEntry(directory: "/a", name: "x"), .appeared), now: 3)
+        _ = registry.apply(.entry(awaitedAt, .removed), now: 3)
+        #expect(registry.directoryStatus["/a/b/c"] == .missing)
+        // `mkdir /a/b`: tried again; still missing deeper, awaited in /a/b instead.
+        _ = registry.apply(.entry(awaitedAt, .appeared), now: 4)
+        #expect(registry.directoryStatus["/a/b/c"] == .pending)
+        _ = registry.apply(.directoryMissing("/a/b/c", awaitedAt: WatchedEntry(directory: "/a/b", name: "c")), now: 5)
+        #expect(registry.directoryUsers["/a"] == nil, "the old ancestor is let go")
+        #expect(registry.directoryStatus["/a/b"] == .pending)
+        _ = registry.apply(.directoryArmed("/a/b"), now: 6)
+        _ = registry.apply(.directoryArmed("/a/b/c"), now: 7)
+        #expect(registry.directoryUsers["/a/b"] == nil, "armed: no ancestor serves it any more")
+        #expect(registry.awaited.isEmpty)
+    }
+
+    /// With no ancestor to watch (its watch failed), a missing directory is polled as before.
+    @Test func aMissingDirectoryWhoseAncestorCannotBeWatchedIsPolled() {
+        var registry = registry()
+        _ = registry.add(path, onChange: { _ in }, now: 0)
+        _ = registry.apply(.directoryMissing("/d", awaitedAt: WatchedEntry(directory: "/", name: "d")), now: 0)
+        _ = registry.apply(.directoryFailed("/", reason: nil), now: 0)
+        #expect(registry.nextDeadline() == 0)
+        #expect(registry.takeDueWork(now: 0).missingDirectories == ["/d"])
+    }
+
+    /// `chmod` of a file, or of its directory, is a full call, even when `stat` shows the file as
+    /// the last call saw it (a `chmod` within one clock tick): the trust in a managed file depends
+    /// on both, and is not in the stamp.
+    @Test func attributeChangesCallForTheFilesTheyMayConcern() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = calls(&registry, at: 1, seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .attributesChanged), now: 10)
+        #expect(calls(&registry, at: 10, seeing: stamp(1)) == [identifier], "the same stamp: still a call")
+        #expect(registry.takeDueWork(now: 11).calls.isEmpty)
+        _ = registry.apply(.directoryAttributesChanged("/d"), now: 30)
+        #expect(calls(&registry, at: 30, seeing: stamp(2)) == [identifier])
+    }
+
     /// A file as `stat` might see it; `version` stands for its content.
     private func stamp(_ version: Int) -> FileStamp {
         FileStamp(

@@ -4,10 +4,12 @@ import Synchronization
 /// The administered layers one ``Defaults`` searches (docs/design.md, "Administered settings"): the
 /// managed files that force keys and the system-wide files, each a read-only ``SuiteStore``.
 ///
-/// Every file whose directory exists is opened and watched (a candidate); only those that hold
-/// values are in the search list (`Defaults.State.forced` and `.system`), so a layer with no file
-/// costs nothing on the read or write path. ``searched(from:)`` recomputes which are, whenever a
-/// candidate changes.
+/// An instance that follows files opens and watches every file, whether or not it or its directory
+/// exists yet (a candidate): a directory made later is followed live. One that does not follow
+/// files opens only the files that are there. Only the candidates that hold values are in the
+/// search list (`Defaults.State.forced` and `.system`), so a layer with no file costs nothing on
+/// the read or write path. ``updateSearchList(_:)`` recomputes which are, whenever a candidate
+/// changes.
 final class AdministeredLayers: Sendable {
     let settings: AdministeredSettings
     /// Managed files, the one that wins first: the suite's, then the global domain's.
@@ -42,7 +44,7 @@ final class AdministeredLayers: Sendable {
         self.host = host.map { (store: $0.0, isAnyHost: $0.1) }
         let names = suiteName == Defaults.globalDomain ? [suiteName] : [suiteName, Defaults.globalDomain]
         var managed: [SuiteStore] = []
-        if let directory = settings.managedDirectory?.path, Self.isDirectory(directory) {
+        if let directory = settings.managedDirectory?.path, watching || Self.isDirectory(directory) {
             for name in names {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),
                     !excluded.contains(location.path), watching || Self.exists(location.path)
@@ -56,7 +58,7 @@ final class AdministeredLayers: Sendable {
             }
         }
         var system: [SuiteStore] = []
-        let directories = settings.systemDirectories.map(\.path).filter(Self.isDirectory)
+        let directories = settings.systemDirectories.map(\.path).filter { watching || Self.isDirectory($0) }
         for name in names {
             for directory in directories {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),

@@ -24,8 +24,9 @@ import Foundation
 /// let defaults = try Defaults(suiteName: "com.example.app", administeredSettings: settings)
 /// ```
 ///
-/// Directories that do not exist when a ``Defaults`` is opened are not searched or watched (they
-/// cost nothing); files that appear later in a directory that exists are followed live.
+/// A ``Defaults`` that follows files follows these directories from the moment it opens, whether
+/// or not they exist yet: a directory made, removed or replaced later, and the files in it, are
+/// followed live, and so is a `chmod` or `chown` that makes a managed file trusted or not.
 public struct AdministeredSettings: Sendable, Hashable {
     /// The directories of system-wide defaults, the one that wins first (`$XDG_CONFIG_DIRS`).
     public var systemDirectories: [URL]

@@ -77,15 +77,15 @@ extension Defaults {
     }
 
     /// The host layer of an instance of the suite at `location`: for a ByHost instance, the
-    /// suite's file for any host (searched after the ByHost file); otherwise this machine's ByHost
-    /// file, when its directory exists and `searchesCurrentHost` (an instance opened by name), and
-    /// the file exists unless `watching`.
+    /// suite's file for any host (searched after the ByHost file); otherwise, when
+    /// `searchesCurrentHost` (an instance opened by name), this machine's ByHost file: always when
+    /// `watching` (its directory may be made later), else only when the file exists.
     static func hostLayer(
         of location: SuiteLocation, host: Host?, searchesCurrentHost: Bool, watching: Bool
     ) throws -> (location: SuiteLocation, isAnyHost: Bool)? {
         if host != nil { return (location, true) }
         guard searchesCurrentHost else { return nil }
-        guard AdministeredLayers.isDirectory(location.byHostDirectory) else { return nil }
+        guard watching || AdministeredLayers.isDirectory(location.byHostDirectory) else { return nil }
         let byHost = try location.byHost(.current)
         return watching || AdministeredLayers.exists(byHost.path) ? (byHost, false) : nil
     }

@@ -32,9 +32,11 @@ package final class SuiteJournal: @unchecked Sendable {
         var failed = false
     }
 
-    /// The hidden directory holding the journals of the suite file at `suitePath`.
+    /// The hidden directory holding the journals of the suite file at `suitePath`: beside it, or
+    /// under the runtime directory for an administrator's file (``SidecarPlacement``).
     package static func directory(forSuiteFile suitePath: String) -> String {
-        SuiteFile.directory(of: suitePath) + "/." + SuiteFile.name(of: suitePath) + ".journals"
+        let base = SidecarPlacement.current.base(forSuiteFile: suitePath)
+        return SuiteFile.directory(of: base) + "/." + SuiteFile.name(of: base) + ".journals"
     }
 
     /// Creates this process's journal for the suite file at `suitePath`.
@@ -59,7 +61,13 @@ package final class SuiteJournal: @unchecked Sendable {
                 path: path, underlying: SystemError(errno: code, operation: what))
         }
         self.operations = operations
-        if operations.mkdir(directory, 0o700) != 0, errno != EEXIST { throw failure("create the directory of", errno) }
+        if operations.mkdir(directory, 0o700) != 0, errno != EEXIST {
+            // Under the runtime directory, the directories above it may not be there yet.
+            let code = errno
+            guard code == ENOENT, SidecarPlacement.current.isRelocated(suitePath),
+                SidecarPlacement.makeDirectory(of: directory + "/", using: operations) == nil
+            else { throw failure("create the directory of", code) }
+        }
         let opened = operations.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard opened >= 0 else { throw failure("create", errno) }
         guard operations.flock(opened, LOCK_EX | LOCK_NB) == 0 else {

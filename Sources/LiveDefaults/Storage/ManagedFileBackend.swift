@@ -8,7 +8,8 @@ private let untrustedReported = Locked<[String: String]>([:])
 /// used only while the file and its directory pass the ownership rule (``ManagedFileTrust``).
 ///
 /// An untrusted file reads as empty and is reported once (``DefaultsError/Code/untrustedManagedFile``);
-/// once fixed, its values count at the next reload.
+/// once fixed, its values count at the next reload, which a `chmod` or `chown` of the file or its
+/// directory brings (the watcher reports attribute changes).
 package final class ManagedFileBackend: SuiteBackend {
     private let file: FileBackend<SystemFileOperations>
     private let trust: ManagedFileTrust

@@ -69,17 +69,28 @@ package struct SuiteFile: Sendable {
         }
     }
 
-    /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`.
+    /// Runs `body` holding an exclusive advisory lock on the sidecar file `<suite file>.lock`
+    /// (beside the file, or under the runtime directory for an administrator's file: ``SidecarPlacement``).
     package func withLock<T, Operations: FileOperations>(
         using operations: Operations, _ body: (_ target: String) throws(DefaultsError) -> T
     ) throws(DefaultsError) -> T {
         let target = resolvedPath()
-        let lockPath = Self.sidecar(of: target, prefix: "", suffix: ".lock")
+        let base = SidecarPlacement.current.base(forSuiteFile: location.path, target: target)
+        let lockPath = Self.sidecar(of: base, prefix: "", suffix: ".lock")
         let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW
         // The directory is made when the lock file cannot be made for want of it, not looked for
         // before every write (a `readlink` and a `stat` fewer per flush).
         var opened = operations.open(lockPath, flags, 0o600)
-        if opened < 0, errno == ENOENT { try createDirectoryIfNeeded() }
+        if opened < 0, errno == ENOENT {
+            try createDirectoryIfNeeded()
+            if base != target, let code = SidecarPlacement.makeDirectory(of: lockPath, using: operations) {
+                throw DefaultsError(
+                    .lockFailed,
+                    "Could not create the directory of the lock \(lockPath) for suite \"\(location.name)\": "
+                        + "\(String(cString: strerror(code))).",
+                    suite: location.name, path: lockPath, underlying: SystemError(errno: code, operation: "mkdir"))
+            }
+        }
         let descriptor: Int32
         do {
             if opened < 0 { opened = try SystemCall.retrying("open") { operations.open(lockPath, flags, 0o600) } }
