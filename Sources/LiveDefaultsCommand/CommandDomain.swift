@@ -85,6 +85,10 @@ package struct CommandDomains: Sendable {
     /// The paths where installed schemas are looked for, in order (``DefaultsSchema/searchDirectories``),
     /// unless given.
     package var schemaDirectoryPaths: [String]
+    /// The directories of system-wide and managed files, whose files given by path are layers of suites
+    /// and so take their schemas (``layerSuite(ofPath:)``); nil for ``AdministeredSettings/fromEnvironment()``,
+    /// read only when a domain is given by path.
+    package var administeredSettings: AdministeredSettings?
     /// Opens a domain, from the path of the directory of named domains; `watching` asks for live reload (for
     /// `watch`).
     package var open:
@@ -100,12 +104,15 @@ package struct CommandDomains: Sendable {
     ///     rule, ``SuiteLocation/defaultDirectory()``, which reads the two variables with getenv.
     ///   - schemaDirectories: where installed schemas are looked for, in order; ``defaultSchemaDirectoryPaths()``
     ///     when not given.
+    ///   - administeredSettings: the directories of system-wide and managed files; the environment's
+    ///     (``AdministeredSettings/fromEnvironment()``) when not given.
     ///   - open: how a domain is opened; the store (``openStore``) and, for the reading verbs, the suite file
     ///     alone (``SuiteFileSnapshot``) when not given.
     package init(
-        directory: URL? = nil, schemaDirectories: [URL]? = nil,
+        directory: URL? = nil, schemaDirectories: [URL]? = nil, administeredSettings: AdministeredSettings? = nil,
         open: (@Sendable (DomainReference, String, Bool) throws -> any CommandDomain)? = nil
     ) {
+        self.administeredSettings = administeredSettings
         self.directoryPath = directory?.path ?? SuiteLocation.defaultDirectory()
         self.schemaDirectoryPaths = schemaDirectories?.map(\.path) ?? Self.defaultSchemaDirectoryPaths()
         self.open = open ?? Self.openStore

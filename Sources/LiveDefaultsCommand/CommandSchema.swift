@@ -5,7 +5,7 @@ import LiveDefaultsPropertyList
 /// A domain's schema as the `defaults` command uses it: where it came from, the check of a value to be
 /// written (with macOS's conversions), and the redaction of secret values.
 ///
-/// The check is here, in the command, never on the library's read path (docs/design.md, "The `defaults` command: schemas").
+/// The check is here, in the command, never on the library's read path (docs/design.md, "Schemas": a file given by path).
 package struct CommandSchema: Sendable {
     /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary, as in a
     /// schema file), so that every machine's `defaults` checks against the same one.
@@ -99,7 +99,9 @@ package struct CommandSchema: Sendable {
 extension CommandDomains {
     /// The schema of a domain: for an `etcd://` suite, the one stored under its prefix
     /// (``CommandSchema/reservedKey``); for a named domain (the global one included), the file installed for
-    /// it in ``schemaDirectoryPaths``; nil for a file given by path, and when there is none.
+    /// it in ``schemaDirectoryPaths``; for a file given by path that is a layer of a suite
+    /// (``layerSuite(ofPath:)``), that suite's; nil for any other file given by path (as macOS, which has no
+    /// schemas), and when there is none.
     ///
     /// - Throws: ``DefaultsError`` (`invalidSchema`) when the schema found cannot be read.
     package func schema(of domain: DomainReference, values: @autoclosure () -> [String: PropertyListValue]) throws
@@ -114,9 +116,46 @@ extension CommandDomains {
             return try installedSchema(suite: name)
         case .global:
             return try installedSchema(suite: DomainReference.globalDomainName)
-        case .path:
-            return nil
+        case .path(let path):
+            guard let suite = layerSuite(ofPath: path) else { return nil }
+            return try installedSchema(suite: suite)
         }
+    }
+
+    /// The suite whose layer the file at `path` (as typed, without `.plist`) is, nil for none: a file
+    /// `<suite>.plist` in a directory of system-wide defaults (`$XDG_CONFIG_DIRS`), in the managed directory,
+    /// or in the directory of named domains (`$XDG_CONFIG_HOME`), and a file `<suite>.<host>.plist` in its
+    /// `ByHost` directory. `NSGlobalDomain.plist` there is the global domain's layer, as `-g` is. Directories
+    /// are compared with symbolic links resolved, so `/etc/xdg` reached through a link is still the system's
+    /// (docs/design.md, "Schemas": a file given by path).
+    package func layerSuite(ofPath path: String) -> String? {
+        let file = URL(fileURLWithPath: path + ".plist").standardizedFileURL
+        let name = String(file.lastPathComponent.dropLast(".plist".count))
+        let directory = Self.resolved(file.deletingLastPathComponent())
+        let settings = administeredSettings ?? AdministeredSettings.fromEnvironment()
+        let suiteDirectories =
+            settings.systemDirectories + [settings.managedDirectory].compactMap { $0 }
+            + [URL(fileURLWithPath: directoryPath, isDirectory: true)]
+        if suiteDirectories.contains(where: { Self.resolved($0) == directory }) {
+            return Self.isSuiteName(name) ? name : nil
+        }
+        let byHost = URL(fileURLWithPath: directoryPath, isDirectory: true).appendingPathComponent("ByHost")
+        guard Self.resolved(byHost) == directory else { return nil }
+        // `<suite>.<this machine's ID>.plist`, else `<suite>.<host>.plist` for a host named without dots
+        // (`defaults -host <name>`).
+        let machine = "." + Defaults.Host.current.identifier
+        let suite =
+            name.hasSuffix(machine)
+            ? String(name.dropLast(machine.count)) : String(name[..<(name.lastIndex(of: ".") ?? name.startIndex)])
+        return Self.isSuiteName(suite) ? suite : nil
+    }
+
+    private static func resolved(_ directory: URL) -> String {
+        directory.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    private static func isSuiteName(_ name: String) -> Bool {
+        !name.isEmpty && (try? SuiteLocation.validate(suiteName: name)) != nil
     }
 
     private func installedSchema(suite: String) throws -> CommandSchema? {
