@@ -180,6 +180,18 @@ private struct PathFixture: ~Copyable {
         #expect(named.status == 1 && named.standardError.contains("allows only"), "\(named)")
     }
 
+    @Test func aSecretInAManagedFileIsRedactedByReadAsTheNamedDomainsIs() throws {
+        let fixture = try PathFixture()
+        try DefaultsSchema(suite: Self.suite, entries: [.init(name: "apiToken", type: .string, isSecret: true)])
+            .install(into: fixture.schemas)
+        let domain = fixture.domain("managed")
+        fixture.succeed("write", domain, "apiToken", "s3cret")
+        let read = fixture.run(["read", domain, "apiToken"])
+        #expect(read.status == 0 && read.standardOutput == "<secret>\n", "\(read)")
+        let shown = fixture.run(["read", domain, "apiToken", "--show-secrets"])
+        #expect(shown.standardOutput == "s3cret\n", "\(shown)")
+    }
+
     // MARK: Every verb that writes, with a field inside a value
 
     @Test func everyVerbThatWritesChecksFieldsInsideAValueOfAManagedFile() throws {
