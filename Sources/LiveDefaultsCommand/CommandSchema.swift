@@ -5,7 +5,7 @@ import LiveDefaultsPropertyList
 /// A domain's schema as the `defaults` command uses it: where it came from, the check of a value to be
 /// written (with macOS's conversions), and the redaction of secret values.
 ///
-/// The check is here, in the command, never on the library's read path (docs/design.md, "Schemas": a file given by path).
+/// The check is here, in the command, never on the library's read path (docs/design.md, "Schemas").
 package struct CommandSchema: Sendable {
     /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary, as in a
     /// schema file), so that every machine's `defaults` checks against the same one.
