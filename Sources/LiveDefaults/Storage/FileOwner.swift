@@ -46,10 +46,14 @@ package struct FileOwner: Sendable, Equatable {
         return forFile(replacing: exists ? info : nil, in: SuiteFile.directory(of: path))
     }
 
-    /// Gives the file open at `descriptor` to this owner, unless it has it already.
+    /// Gives the file open at `descriptor` to this owner, unless it has it already. Only a file of
+    /// root's is given away, and a regular file only when it has one name: never a file another
+    /// user put at the name (a hard link to a file of root's elsewhere would give that file away).
     package func give(_ descriptor: Int32, using operations: some FileOperations) throws(SystemError) {
         var info = stat()
-        if fstat(descriptor, &info) == 0, info.st_uid == user, info.st_gid == group { return }
+        guard fstat(descriptor, &info) == 0 else { throw SystemError(errno: errno, operation: "fstat") }
+        if info.st_uid == user, info.st_gid == group { return }
+        guard info.st_uid == 0, info.st_mode & S_IFMT == S_IFDIR || info.st_nlink == 1 else { return }
         try SystemCall.retrying("fchown") { operations.fchown(descriptor, user, group) }
     }
 
