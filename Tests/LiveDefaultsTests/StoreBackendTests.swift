@@ -87,6 +87,10 @@ struct FailingFileOperations: FileOperations {
         failure("mkdir") == nil ? SystemFileOperations().mkdir(path, mode) : -1
     }
 
+    func fchown(_ descriptor: Int32, _ owner: uid_t, _ group: gid_t) -> Int32 {
+        failure("fchown") == nil ? SystemFileOperations().fchown(descriptor, owner, group) : -1
+    }
+
     func allocate(_ descriptor: Int32, _ length: off_t) -> Int32 {
         failure("allocate") ?? SystemFileOperations().allocate(descriptor, length)
     }

@@ -16,6 +16,9 @@ package protocol FileOperations: Sendable {
     func fsync(_ descriptor: Int32) -> Int32
     func rename(_ source: String, _ destination: String) -> Int32
     func mkdir(_ path: String, _ mode: mode_t) -> Int32
+    /// `fchown`: gives the file open at `descriptor` to `owner` and `group` (root gives the files it
+    /// makes for another user to that user: ``FileOwner``).
+    func fchown(_ descriptor: Int32, _ owner: uid_t, _ group: gid_t) -> Int32
     /// `posix_fallocate`: returns 0 or the error number (it does not set `errno`).
     func allocate(_ descriptor: Int32, _ length: off_t) -> Int32
     /// `mmap` of `length` bytes from the start of the file, shared, readable and writable: returns
@@ -46,6 +49,11 @@ package struct SystemFileOperations: FileOperations {
 
     @inline(__always)
     package func mkdir(_ path: String, _ mode: mode_t) -> Int32 { Glibc.mkdir(path, mode) }
+
+    @inline(__always)
+    package func fchown(_ descriptor: Int32, _ owner: uid_t, _ group: gid_t) -> Int32 {
+        Glibc.fchown(descriptor, owner, group)
+    }
 
     @inline(__always)
     package func allocate(_ descriptor: Int32, _ length: off_t) -> Int32 { posix_fallocate(descriptor, 0, length) }

@@ -68,8 +68,24 @@ package final class SuiteJournal: @unchecked Sendable {
                 SidecarPlacement.makeDirectory(of: directory + "/", using: operations) == nil
             else { throw failure("create the directory of", code) }
         }
+        // Root writing another user's suite file gives its journals to that user, who replays them
+        // (docs/design.md, "Owners of the files root writes"); under root's runtime directory they stay root's.
+        let owner =
+            SidecarPlacement.current.isRelocated(suitePath) ? nil : FileOwner.forSidecars(ofSuiteFile: suitePath)
+        if let owner {
+            do throws(SystemError) { try owner.giveDirectory(directory, using: operations) } catch {
+                throw failure("give to its owner the directory of", error.errno)
+            }
+        }
         let opened = operations.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard opened >= 0 else { throw failure("create", errno) }
+        if let owner {
+            do throws(SystemError) { try owner.give(opened, using: operations) } catch {
+                close(opened)
+                unlink(path)
+                throw failure("give to its owner", error.errno)
+            }
+        }
         guard operations.flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(opened)

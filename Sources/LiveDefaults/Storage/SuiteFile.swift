@@ -95,6 +95,14 @@ package struct SuiteFile: Sendable {
         do {
             if opened < 0 { opened = try SystemCall.retrying("open") { operations.open(lockPath, flags, 0o600) } }
             descriptor = opened
+            // A lock beside the file is the file's owner's as much as the file (docs/design.md,
+            // "Owners of the files root writes"); one under root's runtime directory stays root's.
+            if base == target, let owner = FileOwner.forSidecars(ofSuiteFile: target) {
+                do { try owner.give(descriptor, using: operations) } catch {
+                    close(descriptor)
+                    throw error
+                }
+            }
             try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) }
         } catch {
             throw DefaultsError(
@@ -146,12 +154,18 @@ package struct SuiteFile: Sendable {
         // A file in place means its directory is there.
         if existing == nil { try createDirectoryIfNeeded() }
         let mode: mode_t = existing.map { $0.st_mode & 0o7777 } ?? 0o600
+        // Root keeps the owner of the file it replaces (docs/design.md, "Owners of the files root writes").
+        let owner = FileOwner.forFile(replacing: existing, in: directory)
         var temporary = ""
         var written = stat()
         var inspected = false
         do throws(SystemError) {
             let descriptor = try createTemporaryFile(beside: target, path: &temporary, using: operations)
             do throws(SystemError) {
+                // The owner before the mode: a change of owner may clear the set-ID bits.
+                if let owner {
+                    try SystemCall.retrying("fchown") { operations.fchown(descriptor, owner.user, owner.group) }
+                }
                 if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
                 try SystemCall.writeAll(descriptor, data, using: operations)
                 // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
@@ -343,9 +357,18 @@ package struct SuiteFile: Sendable {
         var path = ""
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             path += "/" + component
-            if mkdir(path, 0o700) != 0, errno != EEXIST {
+            if mkdir(path, 0o700) != 0 {
+                if errno == EEXIST { continue }
                 throw error(
                     .writeFailed, "Could not create the directory for", SystemError(errno: errno, operation: "mkdir"))
+            }
+            // Root making a directory in another user's takes that user's owner, as the file will.
+            if let owner = FileOwner.forFile(replacing: nil, in: Self.directory(of: path)) {
+                do throws(SystemError) {
+                    try owner.giveDirectory(path, using: SystemFileOperations())
+                } catch {
+                    throw self.error(.writeFailed, "Could not give the new directory \(path) to its owner for", error)
+                }
             }
         }
     }
