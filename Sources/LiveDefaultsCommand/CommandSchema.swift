@@ -139,7 +139,7 @@ extension CommandDomains {
         if suiteDirectories.contains(where: { Self.resolved($0) == directory }) {
             return Self.isSuiteName(name) ? name : nil
         }
-        let byHost = URL(fileURLWithPath: directoryPath, isDirectory: true).appendingPathComponent("ByHost")
+        let byHost = URL(fileURLWithPath: SuiteLocation.byHostDirectory(in: directoryPath), isDirectory: true)
         guard Self.resolved(byHost) == directory else { return nil }
         // `<suite>.<this machine's ID>.plist`, else `<suite>.<host>.plist` for a host named without dots
         // (`defaults -host <name>`).

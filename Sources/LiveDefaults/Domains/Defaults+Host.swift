@@ -93,7 +93,10 @@ extension Defaults {
 
 extension SuiteLocation {
     /// The directory of the suite's ByHost files.
-    var byHostDirectory: String { directory + "/ByHost" }
+    var byHostDirectory: String { Self.byHostDirectory(in: directory) }
+
+    /// The directory of the ByHost files of the suites in `directory`: `<directory>/ByHost`.
+    package static func byHostDirectory(in directory: String) -> String { directory + "/ByHost" }
 
     /// The suite's ByHost file for `host`: `<directory>/ByHost/<name>.<host>.plist`.
     ///
