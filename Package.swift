@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LiveDefaults", targets: ["LiveDefaults"]),
         .library(name: "LiveDefaultsEtcd", targets: ["LiveDefaultsEtcd"]),
         .executable(name: "defaults", targets: ["defaults"]),
+        .executable(name: "livedefaults-console", targets: ["livedefaults-console"]),
     ],
     // The licence choice (README, "License"): the file watcher runs on libinotifytools (GPL-2) by default, or on
     // the kernel's inotify interface in glibc with `KernelInotify`, which links no GPL code. The same watcher either
@@ -75,6 +76,17 @@ let package = Package(
         // The `defaults` executable: the standard streams, exit status and `watch`'s run loop around the runner.
         .executableTarget(
             name: "defaults", dependencies: ["LiveDefaultsCommand", "LiveDefaults"], path: "Sources/defaults"),
+        // libmicrohttpd (LGPL-2.1+), the console's HTTP server; only the console links it.
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+        // The settings console in the browser (docs/console.md): its server, model and page, in a library the tests
+        // use; a program of its own, so that neither the library nor `defaults` links an HTTP server.
+        .target(
+            name: "LiveDefaultsConsole",
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsCommand", "LiveDefaultsEtcd", "CMicroHTTPD"],
+            path: "Sources/LiveDefaultsConsole"),
+        .executableTarget(
+            name: "livedefaults-console", dependencies: ["LiveDefaultsConsole"], path: "Sources/livedefaults-console"),
         // The onboarding demo's state model, answers and rendering, in a library the tests use.
         .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
         // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals, standard input and
@@ -142,6 +154,14 @@ let package = Package(
             ],
             path: "Tests/EndToEndTests"
         ),
+        // The console: its rules in process, and the page in headless Chromium driven by Selenium
+        // (console_browser.py; skipped without the browser unless LIVEDEFAULTS_REQUIRE_BROWSER=1).
+        .testTarget(
+            name: "ConsoleTests",
+            dependencies: [
+                "LiveDefaultsConsole", "LiveDefaults", "TestSupport", "livedefaults-console", "defaults", "TestHelper",
+            ],
+            path: "Tests/ConsoleTests", exclude: ["console_browser.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,7 +4,8 @@
 # systemd's systemd-analyze and systemd-sysusers, which check the example service unit without a
 # running systemd), libcurl (the fleet-settings target, LiveDefaultsEtcd, calls it) and etcd with etcdctl (its tests
 # start their own members on loopback; Debian's package also enables a system service, which the
-# tests never use).
+# tests never use), libmicrohttpd (the settings console's HTTP server) and, for the console's tests, Chromium,
+# its driver and Selenium.
 # Needs root (or sudo) only when something is missing. Safe to run again.
 #
 #   scripts/setup.sh --bench   also what the benchmark needs to measure dconf side by side (its C
@@ -32,6 +33,12 @@ command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
+# The settings console (livedefaults-console): libmicrohttpd is its HTTP server; its tests drive the page in
+# headless Chromium with Selenium (Debian's python3-selenium, for /usr/bin/python3).
+dpkg -s libmicrohttpd-dev >/dev/null 2>&1 || missing+=(libmicrohttpd-dev)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+dpkg -s python3-selenium >/dev/null 2>&1 || missing+=(python3-selenium)
 # readelf: CI checks that the KernelInotify build's `defaults` does not link libinotifytools.
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 if $bench; then

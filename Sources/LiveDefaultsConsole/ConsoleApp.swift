@@ -1,0 +1,132 @@
+import Foundation
+import LiveDefaults
+
+/// Who may use the console: the holder of its token, from a page of its own origin (docs/console.md,
+/// "Security").
+package struct ConsoleAccess: Sendable {
+    /// The cookie the page keeps the token in (`HttpOnly`, `SameSite=Strict`).
+    package static let cookieName = "livedefaults-console"
+
+    package let token: String
+
+    package init(token: String) {
+        self.token = token
+    }
+
+    /// A new random token: 32 bytes from the system's generator, in hex.
+    package static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// Why `request` is refused, nil when it may go on.
+    ///
+    /// Refused: a request without the token (in the query or the cookie); one whose `Host` is not a loopback
+    /// name (a page of another site that rebinds its name to 127.0.0.1); a request that may change anything (any
+    /// method but GET and HEAD) whose `Origin` is not the console's own.
+    package func refusal(of request: ConsoleRequest) -> String? {
+        let given = request.query["token"] ?? request.cookies[Self.cookieName]
+        guard let given, Self.equalInConstantTime(given, token) else {
+            return "This console needs its token: open the URL it printed when it started (…/?token=…)."
+        }
+        guard let host = request.headers["host"], Self.isLoopback(host: host) else {
+            return "The console answers only to 127.0.0.1, localhost and [::1]."
+        }
+        if request.method != "GET" && request.method != "HEAD" {
+            guard let origin = request.headers["origin"], origin == "http://" + host else {
+                return "A change must come from the console's own page (origin http://\(host)); this request's origin "
+                    + "is \(request.headers["origin"] ?? "missing")."
+            }
+        }
+        return nil
+    }
+
+    /// Whether a `Host` header names a loopback address, with any port (an SSH tunnel's local port differs).
+    package static func isLoopback(host: String) -> Bool {
+        let name: Substring
+        if host.hasPrefix("[") {
+            guard let closing = host.firstIndex(of: "]") else { return false }
+            name = host[...closing]
+        } else {
+            name = host.split(separator: ":", maxSplits: 1).first ?? ""
+        }
+        return name == "127.0.0.1" || name == "localhost" || name == "[::1]"
+    }
+
+    private static func equalInConstantTime(_ left: String, _ right: String) -> Bool {
+        let left = Array(left.utf8)
+        let right = Array(right.utf8)
+        guard left.count == right.count else { return false }
+        return zip(left, right).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// The console's routes: the page and its assets, the snapshot, the event stream and the edits.
+package struct ConsoleApp: Sendable {
+    package let model: ConsoleModel
+    package let access: ConsoleAccess
+
+    package init(model: ConsoleModel, access: ConsoleAccess) {
+        self.model = model
+        self.access = access
+    }
+
+    /// Answers one request.
+    package func handle(_ request: ConsoleRequest) -> ConsoleResponse {
+        if let refusal = access.refusal(of: request) { return .text(403, refusal) }
+        switch (request.method, request.path) {
+        case ("GET", "/"), ("HEAD", "/"):
+            var headers: [(String, String)] = [("Content-Type", "text/html; charset=utf-8")]
+            if request.query["token"] != nil {
+                headers.append(
+                    ("Set-Cookie", "\(ConsoleAccess.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict"))
+            }
+            return .full(status: 200, headers: headers, body: Data(ConsoleAssets.html.utf8))
+        case ("GET", "/console.js"):
+            return .full(
+                status: 200, headers: [("Content-Type", "text/javascript; charset=utf-8")],
+                body: Data(ConsoleAssets.script.utf8))
+        case ("GET", "/console.css"):
+            return .full(
+                status: 200, headers: [("Content-Type", "text/css; charset=utf-8")],
+                body: Data(ConsoleAssets.style.utf8))
+        case ("GET", "/api/snapshot"):
+            return .json(200, model.snapshot(domain: request.query["domain"]))
+        case ("GET", "/api/events"):
+            return .stream(model.broadcaster.subscribe())
+        case ("POST", "/api/write"), ("POST", "/api/delete"), ("POST", "/api/reveal"):
+            return change(request)
+        default:
+            return .text(404, "There is no \(request.method) \(request.path) here.")
+        }
+    }
+
+    private func change(_ request: ConsoleRequest) -> ConsoleResponse {
+        guard request.headers["content-type"]?.hasPrefix("application/json") == true else {
+            return .text(415, "A change is sent as application/json.")
+        }
+        guard let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+            let domain = body["domain"] as? String, let key = body["key"] as? String
+        else {
+            return .json(400, ["error": "The request needs a domain and a key."])
+        }
+        switch request.path {
+        case "/api/reveal":
+            guard let row = model.reveal(domain: domain, key: key) else {
+                return .json(404, ["error": "There is no key \(key) in \(domain)."])
+            }
+            return .json(200, ["row": row])
+        case "/api/delete":
+            if let problem = model.delete(domain: domain, key: key) { return .json(422, ["error": problem]) }
+            return .json(200, ["ok": true])
+        default:
+            guard let kind = body["kind"] as? String, let text = body["text"] as? String else {
+                return .json(400, ["error": "The request needs a kind and a text."])
+            }
+            if let problem = model.write(domain: domain, key: key, ConsoleModel.Edit(kind: kind, text: text)) {
+                return .json(422, ["error": problem])
+            }
+            return .json(200, ["ok": true])
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import LiveDefaultsConsole
+import Testing
+
+/// The console's rules for who may use it, without a server: the token, the loopback host, the origin of changes.
+struct ConsoleAccessTests {
+    let access = ConsoleAccess(token: "t0ken")
+
+    func request(
+        _ method: String = "GET", query: [String: String] = [:], cookie: String? = "t0ken",
+        host: String? = "127.0.0.1:8765", origin: String? = nil
+    ) -> ConsoleRequest {
+        var headers: [String: String] = [:]
+        if let host { headers["Host"] = host }
+        if let origin { headers["Origin"] = origin }
+        return ConsoleRequest(
+            method: method, path: "/api/write", query: query, headers: headers,
+            cookies: cookie.map { [ConsoleAccess.cookieName: $0] } ?? [:])
+    }
+
+    @Test func theTokenIsNeeded() {
+        #expect(access.refusal(of: request(cookie: nil)) != nil)
+        #expect(access.refusal(of: request(cookie: "t0kem")) != nil)
+        #expect(access.refusal(of: request(cookie: "t0ken-and-more")) != nil)
+        #expect(access.refusal(of: request(query: ["token": "t0ken"], cookie: nil)) == nil)
+        #expect(access.refusal(of: request()) == nil)
+    }
+
+    @Test func onlyLoopbackHostNamesAreAnswered() {
+        #expect(access.refusal(of: request(host: "evil.example:8765")) != nil)
+        #expect(access.refusal(of: request(host: nil)) != nil)
+        #expect(access.refusal(of: request(host: "127.0.0.1.evil.example")) != nil)
+        // An SSH tunnel's local port differs from the console's.
+        #expect(access.refusal(of: request(host: "localhost:9000")) == nil)
+        #expect(access.refusal(of: request(host: "[::1]:8765")) == nil)
+    }
+
+    @Test func aChangeNeedsTheSameOrigin() {
+        #expect(access.refusal(of: request("POST", origin: "http://evil.example")) != nil)
+        #expect(access.refusal(of: request("POST", origin: nil)) != nil)
+        #expect(access.refusal(of: request("POST", origin: "null")) != nil)
+        #expect(access.refusal(of: request("POST", origin: "http://127.0.0.1:9999")) != nil)
+        #expect(access.refusal(of: request("POST", origin: "http://127.0.0.1:8765")) == nil)
+        // A read needs no origin.
+        #expect(access.refusal(of: request("GET", origin: nil)) == nil)
+    }
+
+    @Test func tokensAreRandomAndLong() {
+        let first = ConsoleAccess.randomToken()
+        #expect(first.count == 64)
+        #expect(first != ConsoleAccess.randomToken())
+    }
+
+    @Test func aNonLoopbackAddressIsRefusedWithTheTunnel() throws {
+        #expect(try ConsoleAddress("127.0.0.1").isIPv6 == false)
+        #expect(try ConsoleAddress("::1").isIPv6)
+        for host in ["0.0.0.0", "192.168.1.5", "::", "example.org"] {
+            let error = #expect(throws: ConsoleError.self) { try ConsoleAddress(host) }
+            #expect(error?.description.contains("ssh -L") == true)
+        }
+    }
+}
