@@ -173,6 +173,9 @@ check_installed() {
         HOME=/nonexistent sh -c '/usr/bin/livedefaults write com.example.n count -int 3 &&
             test "$(/usr/bin/livedefaults read com.example.n count)" = 3' || fail "write/read as nobody failed"
     man -w livedefaults | grep -q '/usr/share/man/man1/livedefaults.1.gz' || fail "man -w livedefaults"
+    # The console is shipped, and refuses to listen beyond loopback (docs/console.md); it never starts here.
+    out=$(run_clean /usr/bin/livedefaults-console --address 0.0.0.0 2>&1) && fail "livedefaults-console listened on 0.0.0.0"
+    echo "$out" | grep -q 'not a loopback address' || fail "livedefaults-console --address 0.0.0.0 printed '$out'"
     man -w defaults >/dev/null || fail "man -w defaults finds no page"
     if [ "$defaults_is" = livedefaults ]; then
         [ "$(readlink -f /usr/bin/defaults)" = /usr/bin/livedefaults ] || fail "/usr/bin/defaults is not livedefaults"

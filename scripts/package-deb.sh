@@ -4,7 +4,7 @@
 #   scripts/package-deb.sh [--revision N] [--output DIR]
 #
 # prints the path of .build/deb/livedefaults_<version>-<revision>_<arch>.deb. It ships the command, its man
-# page and completions (Recommends: bash-completion, which loads the bash one), and the empty managed
+# page and completions, the settings console livedefaults-console (docs/console.md) with its man page, (Recommends: bash-completion, which loads the bash one), and the empty managed
 # directory /etc/livedefaults/managed. The version is
 # CommandVersion.text (Sources/LiveDefaultsCommand/CommandVersion.swift), the one place it is kept;
 # --revision is the Debian revision (1 unless given; the package check builds an older one with 0).
@@ -58,6 +58,11 @@ swift build -c release --product defaults --static-swift-stdlib --scratch-path "
     -Xswiftc -L"$PWD/$stubs" -Xlinker -no-pie \
     -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors >&2
 binary=$(swift build -c release --scratch-path "$scratch" --show-bin-path)/defaults
+# The settings console (docs/console.md), built the same way; it links libmicrohttpd (Depends, below).
+swift build -c release --product livedefaults-console --static-swift-stdlib --scratch-path "$scratch" \
+    -Xswiftc -L"$PWD/$stubs" -Xlinker -no-pie \
+    -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors >&2
+console=$(swift build -c release --scratch-path "$scratch" --show-bin-path)/livedefaults-console
 
 if ldd "$binary" | grep -Eq 'swift|libFoundation|libdispatch|libBlocksRuntime|libcurl|libstdc\+\+'; then
     ldd "$binary" >&2
@@ -70,8 +75,12 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 install -D -m 0755 "$binary" "$root/usr/bin/livedefaults"
 strip --strip-unneeded "$root/usr/bin/livedefaults"
+install -D -m 0755 "$console" "$root/usr/bin/livedefaults-console"
+strip --strip-unneeded "$root/usr/bin/livedefaults-console"
 install -D -m 0644 packaging/defaults.1 "$root/usr/share/man/man1/livedefaults.1"
 gzip -9n "$root/usr/share/man/man1/livedefaults.1"
+install -D -m 0644 packaging/livedefaults-console.1 "$root/usr/share/man/man1/livedefaults-console.1"
+gzip -9n "$root/usr/share/man/man1/livedefaults-console.1"
 install -D -m 0644 packaging/completions/livedefaults.bash "$root/usr/share/bash-completion/completions/livedefaults"
 ln -s livedefaults "$root/usr/share/bash-completion/completions/defaults"
 install -D -m 0644 packaging/completions/_livedefaults "$root/usr/share/zsh/vendor-completions/_livedefaults"
@@ -103,7 +112,7 @@ gzip -9n "$doc/changelog.Debian"
 # Depends: what the binary's NEEDED libraries come from (dpkg-shlibdeps reads a debian/control).
 mkdir -p "$work/shlibs/debian"
 printf 'Source: livedefaults\n\nPackage: livedefaults\nArchitecture: any\n' >"$work/shlibs/debian/control"
-depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/livedefaults" 2>/dev/null |
+depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/livedefaults" "$root/usr/bin/livedefaults-console" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 depends="$depends, libcurl4t64 | libcurl4"
@@ -135,6 +144,9 @@ Description: macOS-compatible defaults command for settings kept as plists
  The command is installed as livedefaults, and as defaults through
  update-alternatives unless another package (such as gnustep-base-runtime)
  provides that name. Completions for bash, zsh and fish are included.
+ .
+ livedefaults-console shows every layer of every setting in a browser page on
+ the loopback address, live, and edits them with the command's checks.
 CONTROL
 
 mkdir -p "$output"

@@ -113,18 +113,18 @@ package struct ConsoleApp: Sendable {
         switch request.path {
         case "/api/reveal":
             guard let row = model.reveal(domain: domain, key: key) else {
-                return .json(404, ["error": "There is no key \(key) in \(domain)."])
+                return .json(404, ["error": .string("There is no key \(key) in \(domain).")])
             }
             return .json(200, ["row": row])
         case "/api/delete":
-            if let problem = model.delete(domain: domain, key: key) { return .json(422, ["error": problem]) }
+            if let problem = model.delete(domain: domain, key: key) { return .json(422, ["error": .string(problem)]) }
             return .json(200, ["ok": true])
         default:
             guard let kind = body["kind"] as? String, let text = body["text"] as? String else {
                 return .json(400, ["error": "The request needs a kind and a text."])
             }
             if let problem = model.write(domain: domain, key: key, ConsoleModel.Edit(kind: kind, text: text)) {
-                return .json(422, ["error": problem])
+                return .json(422, ["error": .string(problem)])
             }
             return .json(200, ["ok": true])
         }

@@ -85,7 +85,7 @@ package final class ConsoleBroadcaster: Sendable {
             guard !state.isClosed else { return true }
             state.subscribers[ObjectIdentifier(subscription)] = subscription
             // The browser reconnects a second after the stream breaks, then takes a snapshot (docs/console.md).
-            subscription.push(Data("retry: 1000\n\n".utf8) + Self.encode("hello", ["version": state.version]))
+            subscription.push(Data("retry: 1000\n\n".utf8) + Self.encode("hello", ["version": .integer(state.version)]))
             return false
         }
         if closed { subscription.cancel() }
@@ -93,13 +93,13 @@ package final class ConsoleBroadcaster: Sendable {
     }
 
     /// Numbers an event and sends it to every page: `make` gets the event's version and gives its data.
-    package func publish(_ event: String, _ make: (Int64) -> [String: Any]) {
+    package func publish(_ event: String, _ make: (Int64) -> ConsoleJSON) {
         state.withLock { state in
             guard !state.isClosed else { return }
             state.version += 1
             var data = make(state.version)
-            data["version"] = state.version
-            data["event"] = event
+            data["version"] = .integer(state.version)
+            data["event"] = .string(event)
             let bytes = Self.encode(event, data)
             for subscriber in state.subscribers.values { subscriber.push(bytes) }
         }
@@ -115,8 +115,7 @@ package final class ConsoleBroadcaster: Sendable {
     }
 
     /// One event in the stream's format: its name, and its data as one line of JSON.
-    static func encode(_ event: String, _ data: [String: Any]) -> Data {
-        let json = (try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Data("event: \(event)\ndata: ".utf8) + json + Data("\n\n".utf8)
+    static func encode(_ event: String, _ data: ConsoleJSON) -> Data {
+        Data("event: \(event)\ndata: \(data.text)\n\n".utf8)
     }
 }

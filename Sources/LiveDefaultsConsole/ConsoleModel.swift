@@ -140,7 +140,8 @@ package final class ConsoleModel: Sendable {
             else { continue }
             let reference: DomainReference = name == Defaults.globalDomain ? .global : .named(name)
             let location = (domains.directoryPath as NSString).appendingPathComponent(name + ".plist")
-            let domain = OpenDomain(id: name, reference: reference, kinds: kinds, defaults: defaults, location: location)
+            let domain = OpenDomain(
+                id: name, reference: reference, kinds: kinds, defaults: defaults, location: location)
             observe(domain)
             let replaced = open.withLock { state in
                 defer { state[name] = domain }
@@ -169,7 +170,7 @@ package final class ConsoleModel: Sendable {
         let schema = try? domains.schema(of: domain.reference, values: domain.defaults.persistentValues())
         let row = row(key, in: domain, schema: schema ?? nil, revealing: false)
         broadcaster.publish("change") { _ in
-            ["domain": domain.id, "key": key, "row": row ?? NSNull()]
+            ["domain": .string(domain.id), "key": .string(key), "row": row ?? .null]
         }
     }
 
@@ -179,30 +180,42 @@ package final class ConsoleModel: Sendable {
     }
 
     /// The domains, sorted: the global domain first, then suites by name, then fleet suites.
-    package func domainList() -> [[String: Any]] {
+    package func domainList() -> ConsoleJSON {
         let domains = open.withLock { Array($0.values) }
         func rank(_ domain: OpenDomain) -> Int {
             domain.reference == .global ? 0 : domain.connection == nil ? 1 : 2
         }
-        return domains.sorted { (rank($0), $0.id) < (rank($1), $1.id) }.map { domain in
-            var info: [String: Any] = ["id": domain.id, "kinds": domain.kinds, "location": domain.location]
-            if let connection = domain.connection { info["state"] = Self.describe(connection.state) }
-            return info
-        }
+        return .array(
+            domains.sorted { (rank($0), $0.id) < (rank($1), $1.id) }.map { domain in
+                var info = Self.describe(domain)
+                if let connection = domain.connection { info["state"] = Self.describe(connection.state) }
+                return info
+            })
+    }
+
+    private static func describe(_ domain: OpenDomain) -> ConsoleJSON {
+        [
+            "id": .string(domain.id), "kinds": .array(domain.kinds.map { .string($0) }),
+            "location": .string(domain.location),
+        ]
     }
 
     /// A fleet suite's connection state, for the page: `{"name": live|connecting|stale|offline, "text": …}`.
-    static func describe(_ state: FleetState) -> [String: Any] {
+    static func describe(_ state: FleetState) -> ConsoleJSON {
         switch state {
         case .connecting: return ["name": "connecting", "text": "connecting to etcd"]
-        case .live(let revision): return ["name": "live", "text": "live at revision \(revision)"]
+        case .live(let revision): return ["name": "live", "text": .string("live at revision \(revision)")]
         case .stale(let revision, let since, let reason):
             return [
                 "name": "stale",
-                "text": "etcd unreachable since \(since.formatted(.iso8601)): values of revision \(revision) (\(reason))",
+                "text": .string(
+                    "etcd unreachable since \(since.formatted(.iso8601)): values of revision \(revision) (\(reason))"),
             ]
         case .offline(let since, let reason):
-            return ["name": "offline", "text": "etcd unreachable since \(since.formatted(.iso8601)), nothing known (\(reason))"]
+            return [
+                "name": "offline",
+                "text": .string("etcd unreachable since \(since.formatted(.iso8601)), nothing known (\(reason))"),
+            ]
         }
     }
 
@@ -211,33 +224,33 @@ package final class ConsoleModel: Sendable {
     /// The page's picture of one domain: its rows, sorted by key, with the version of the last event they include.
     ///
     /// - Returns: nil when no such domain is open.
-    package func snapshot(domain id: String?) -> [String: Any] {
+    package func snapshot(domain id: String?) -> ConsoleJSON {
         // The version first: an event numbered after it may repeat what the rows hold, never miss what they lack.
         let version = broadcaster.version
-        var answer: [String: Any] = ["version": version, "domains": domainList()]
+        var answer: ConsoleJSON = ["version": .integer(version), "domains": domainList()]
         guard let id, let domain = open.withLock({ $0[id] }) else { return answer }
         let values = domain.defaults.persistentValues()
-        var description: [String: Any] = ["id": domain.id, "kinds": domain.kinds, "location": domain.location]
+        var description = Self.describe(domain)
         let schema: CommandSchema?
         do {
             schema = try domains.schema(of: domain.reference, values: values)
-            if let schema { description["schema"] = schema.source }
+            if let schema { description["schema"] = .string(schema.source) }
         } catch {
             schema = nil
-            description["schemaProblem"] = (error as? DefaultsError)?.message ?? "\(error)"
+            description["schemaProblem"] = .string((error as? DefaultsError)?.message ?? "\(error)")
         }
-        if let problem = domain.defaults.lastError { description["problem"] = problem.message }
+        if let problem = domain.defaults.lastError { description["problem"] = .string(problem.message) }
         if let connection = domain.connection { description["state"] = Self.describe(connection.state) }
         var keys = Set(domain.defaults.dictionaryRepresentation().keys)
         keys.formUnion(schema?.schema.entries.map(\.name) ?? [])
         keys.subtract(ReservedKeys.all)
-        description["rows"] = keys.sorted().compactMap { row($0, in: domain, schema: schema, revealing: false) }
+        description["rows"] = .array(keys.sorted().compactMap { row($0, in: domain, schema: schema, revealing: false) })
         answer["domain"] = description
         return answer
     }
 
     /// One key's row; nil when the domain does not hold it (only the global domain's layer does, or none).
-    private func row(_ key: String, in domain: OpenDomain, schema: CommandSchema?, revealing: Bool) -> [String: Any]? {
+    private func row(_ key: String, in domain: OpenDomain, schema: CommandSchema?, revealing: Bool) -> ConsoleJSON? {
         let sources = domain.defaults.sources(forKey: key)
         let entry = schema?.schema[key]
         if entry == nil
@@ -246,32 +259,34 @@ package final class ConsoleModel: Sendable {
             return nil
         }
         let hidden = entry?.isSecret == true && !revealing
-        var row: [String: Any] = ["key": key, "secret": entry?.isSecret == true]
+        var row: ConsoleJSON = ["key": .string(key), "secret": .bool(entry?.isSecret == true)]
         if let winner = sources.first(where: \.wins) {
             row["value"] = hidden ? ConsoleValues.secretNode : ConsoleValues.node(winner.value)
-            row["text"] = hidden ? "<secret>" : ConsoleValues.line(winner.value)
-            row["type"] = ConsoleValues.typeName(winner.value)
+            row["text"] = .string(hidden ? "<secret>" : ConsoleValues.line(winner.value))
+            row["type"] = .string(ConsoleValues.typeName(winner.value))
             if !hidden, winner.value.isContainer {
-                row["editText"] = ConsoleValues.editorText(winner.value, typed: entry != nil)
+                row["editText"] = .string(ConsoleValues.editorText(winner.value, typed: entry != nil))
             }
-            row["layer"] = winner.layer.rawValue
+            row["layer"] = .string(winner.layer.rawValue)
         }
-        row["layers"] = sources.map { source -> [String: Any] in
-            var layer: [String: Any] = [
-                "layer": source.layer.rawValue, "domain": source.domain, "wins": source.wins,
-                "text": hidden ? "<secret>" : ConsoleValues.line(source.value),
-            ]
-            if let location = source.location { layer["location"] = location }
-            if let revision = source.revision { layer["revision"] = revision }
-            return layer
-        }
-        if let forcing = domain.defaults.forcingSource(ofKey: key) { row["forcedBy"] = forcing }
+        row["layers"] = .array(
+            sources.map { source in
+                var layer: ConsoleJSON = [
+                    "layer": .string(source.layer.rawValue), "domain": .string(source.domain),
+                    "wins": .bool(source.wins),
+                    "text": .string(hidden ? "<secret>" : ConsoleValues.line(source.value)),
+                ]
+                if let location = source.location { layer["location"] = .string(location) }
+                if let revision = source.revision { layer["revision"] = .integer(revision) }
+                return layer
+            })
+        if let forcing = domain.defaults.forcingSource(ofKey: key) { row["forcedBy"] = .string(forcing) }
         if let entry, let schema { row["schema"] = ConsoleValues.schema(entry, source: schema.source) }
         return row
     }
 
     /// A secret key's row with its value shown (the page shows it for that one key until another is revealed).
-    package func reveal(domain id: String, key: String) -> [String: Any]? {
+    package func reveal(domain id: String, key: String) -> ConsoleJSON? {
         guard let domain = open.withLock({ $0[id] }) else { return nil }
         let schema = try? domains.schema(of: domain.reference, values: domain.defaults.persistentValues())
         return row(key, in: domain, schema: schema ?? nil, revealing: true)

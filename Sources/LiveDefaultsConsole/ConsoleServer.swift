@@ -35,9 +35,10 @@ package enum ConsoleResponse: Sendable {
     case stream(ConsoleSubscription)
 
     /// A JSON answer.
-    package static func json(_ status: Int, _ object: Any) -> ConsoleResponse {
-        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return .full(status: status, headers: [("Content-Type", "application/json; charset=utf-8")], body: body)
+    package static func json(_ status: Int, _ document: ConsoleJSON) -> ConsoleResponse {
+        .full(
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")],
+            body: Data(document.text.utf8))
     }
 
     /// A plain-text answer (errors).
@@ -133,7 +134,8 @@ package final class ConsoleServer: @unchecked Sendable {
         let request = Unmanaged<PendingRequest>.fromOpaque(pending).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             if let uploadData, request.body.count + uploadSize.pointee <= bodyLimit {
-                request.body.append(UnsafeRawPointer(uploadData).assumingMemoryBound(to: UInt8.self), count: uploadSize.pointee)
+                request.body.append(
+                    UnsafeRawPointer(uploadData).assumingMemoryBound(to: UInt8.self), count: uploadSize.pointee)
             } else {
                 request.isTooLarge = true
             }
@@ -177,9 +179,11 @@ package final class ConsoleServer: @unchecked Sendable {
 
     /// Headers every answer carries: nothing is framed, sniffed or fetched from elsewhere (docs/console.md).
     private static let commonHeaders: [(String, String)] = [
-        ("Content-Security-Policy",
-         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-            + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+                + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        ),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
         ("Cache-Control", "no-store"),
@@ -220,7 +224,8 @@ package final class ConsoleServer: @unchecked Sendable {
         let subscription = Unmanaged<ConsoleSubscription>.fromOpaque(context).takeUnretainedValue()
         guard let bytes = subscription.next(maximum: size) else { return MHD_CONTENT_READER_END_OF_STREAM }
         bytes.withUnsafeBytes { source in
-            UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress!, byteCount: source.count)
+            guard let start = source.baseAddress else { return }
+            UnsafeMutableRawPointer(buffer).copyMemory(from: start, byteCount: source.count)
         }
         return bytes.count
     }
@@ -249,6 +254,14 @@ package struct ConsoleAddress: Sendable, Equatable {
                     + "machine, forward a port over SSH: ssh -L 8765:127.0.0.1:8765 <this machine>, then open the "
                     + "printed URL there (docs/console.md)")
         }
+    }
+
+    /// 127.0.0.1, the default.
+    package static let loopback = ConsoleAddress(host: "127.0.0.1", isIPv6: false)
+
+    private init(host: String, isIPv6: Bool) {
+        self.host = host
+        self.isIPv6 = isIPv6
     }
 
     /// The host as it goes in a URL.

@@ -16,7 +16,7 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 }
 
 var port: UInt16 = 8765
-var address = try! ConsoleAddress("127.0.0.1")
+var address = ConsoleAddress.loopback
 var fleet: [RemoteSuiteAddress] = []
 var arguments = Array(CommandLine.arguments.dropFirst())[...]
 while let argument = arguments.popFirst() {

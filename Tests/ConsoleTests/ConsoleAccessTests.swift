@@ -60,3 +60,23 @@ struct ConsoleAccessTests {
         }
     }
 }
+
+/// The documents the console sends.
+struct ConsoleJSONTests {
+    @Test func stringsAreEscapedAndMarkupCannotForm() {
+        let document: ConsoleJSON = [
+            "k\"ey": "<img src=x onerror=alert(1)>\n\u{2028}&\\", "n": 3, "b": true, "z": .null,
+        ]
+        #expect(
+            document.text
+                == #"{"k\"ey":"\u003cimg src=x onerror=alert(1)\u003e\n\u2028\u0026\\","n":3,"b":true,"z":null}"#)
+    }
+
+    @Test func aMemberIsReplacedInPlaceAndRemovedWithNil() {
+        var document: ConsoleJSON = ["a": 1, "b": 2]
+        document["a"] = 3
+        document["c"] = 4
+        document["b"] = nil
+        #expect(document.text == #"{"a":3,"c":4}"#)
+    }
+}

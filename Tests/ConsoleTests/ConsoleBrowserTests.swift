@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The console in a real browser: `console_browser.py` starts the built `livedefaults-console` in a temporary
 /// directory and drives headless Chromium with Selenium through every case, in one browser session (CI time);

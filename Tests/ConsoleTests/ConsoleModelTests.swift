@@ -2,14 +2,14 @@ import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
 import LiveDefaultsConsole
-import Testing
 import TestSupport
+import Testing
 
 /// The console's model in process, on a temporary directory: rows, edits through `defaults write`'s code, and
 /// the events a change sends.
 struct ConsoleModelTests {
     /// A suite with a schema (fontSize: integer 8…72; apiToken: secret) in a temporary directory.
-    struct Fixture: ~Copyable {
+    final class Fixture {
         let directory: TemporaryDirectory
         let model: ConsoleModel
         var config: URL { directory.url.appendingPathComponent("config") }
@@ -33,41 +33,41 @@ struct ConsoleModelTests {
             defaults.set("s3cr3t", forKey: "apiToken")
             try defaults.synchronize()
             model = ConsoleModel(
-                domains: CommandDomains(directory: config, schemaDirectories: [schemas], administeredSettings: .none),
+                domains: CommandDomains(
+                    directory: config, schemaDirectories: [schemas], administeredSettings: AdministeredSettings.none),
                 settings: .none)
             try model.start()
         }
 
         deinit { model.stop() }
 
-        func row(_ key: String) -> [String: Any]? {
-            let rows = (model.snapshot(domain: "com.example.app")["domain"] as? [String: Any])?["rows"] as? [[String: Any]]
-            return rows?.first { $0["key"] as? String == key }
+        func row(_ key: String) -> ConsoleJSON? {
+            let rows = model.snapshot(domain: "com.example.app")["domain"]?["rows"]?.arrayValue
+            return rows?.first { $0["key"]?.stringValue == key }
         }
     }
 
     @Test func aRowHasItsValueLayersAndSchema() throws {
         let fixture = try Fixture()
         let row = try #require(fixture.row("fontSize"))
-        #expect(row["text"] as? String == "14")
-        #expect(row["layer"] as? String == "suite")
-        let schema = try #require(row["schema"] as? [String: Any])
-        #expect(schema["minimum"] as? String == "8")
-        #expect(schema["maximum"] as? String == "72")
-        #expect(schema["summary"] as? String == "Points.")
-        let layers = try #require(row["layers"] as? [[String: Any]])
+        #expect(row["text"] == "14")
+        #expect(row["layer"] == "suite")
+        let schema = try #require(row["schema"])
+        #expect(schema["minimum"] == "8")
+        #expect(schema["maximum"] == "72")
+        #expect(schema["summary"] == "Points.")
+        let layers = try #require(row["layers"]?.arrayValue)
         #expect(layers.count == 1)
-        #expect(layers.first?["location"] as? String == fixture.file.path)
+        #expect(layers.first?["location"]?.stringValue == fixture.file.path)
     }
 
     @Test func aSecretIsHiddenUntilRevealed() throws {
         let fixture = try Fixture()
         let row = try #require(fixture.row("apiToken"))
-        #expect(row["text"] as? String == "<secret>")
-        let shown = try JSONSerialization.data(withJSONObject: row)
-        #expect(!String(decoding: shown, as: UTF8.self).contains("s3cr3t"))
+        #expect(row["text"] == "<secret>")
+        #expect(!row.text.contains("s3cr3t"))
         let revealed = try #require(fixture.model.reveal(domain: "com.example.app", key: "apiToken"))
-        #expect(revealed["text"] as? String == "s3cr3t")
+        #expect(revealed["text"] == "s3cr3t")
     }
 
     @Test func aRefusedEditLeavesTheFileAsItWas() throws {
@@ -116,7 +116,8 @@ struct ConsoleModelTests {
     private func next(_ subscription: ConsoleSubscription) async -> String {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(returning: String(decoding: subscription.next(maximum: 1 << 16) ?? Data(), as: UTF8.self))
+                continuation.resume(
+                    returning: String(decoding: subscription.next(maximum: 1 << 16) ?? Data(), as: UTF8.self))
             }
         }
     }
