@@ -54,6 +54,8 @@ let groups: [(String, (inout Report) -> Void)] = [
     ("fanout", runner.measureFanOut), ("memory", runner.measureMemory),
     // The `defaults` command against dconf's command line, whole processes (CommandBenchmark.swift).
     ("command", runner.measureCommand),
+    // The settings console in headless Chromium (ConsoleBenchmark.swift; not in --quick).
+    ("console", runner.measureConsole),
 ]
 for (name, measure) in groups where options.runs(name) {
     measure(&report)

@@ -431,6 +431,15 @@ class Session:
             latencies.append(arrived - renamed)
         latencies.sort()
         print("MEASURE renameToPage " + " ".join(f"{value:.1f}" for value in latencies), flush=True)
+        renders = []
+        for _ in range(5):
+            self.select("com.example.big")
+            self.wait(lambda: self.driver.execute_script(
+                "return document.querySelectorAll('#rows tr.row').length") == 1000, 30, "1,000 rows are shown")
+            renders.append(self.driver.execute_script("return window.__liveDefaults.lastRenderMilliseconds"))
+            self.select("com.example.bench")
+        renders.sort()
+        print("MEASURE thousandKeysRender " + " ".join(f"{value:.1f}" for value in renders), flush=True)
         return True
 
 
