@@ -72,7 +72,8 @@ package final class ConsoleModel: Sendable {
             guard let connection = defaults.fleetConnection else { continue }
             let domain = OpenDomain(
                 id: address.text, reference: .remote(address), kinds: ["fleet"], defaults: defaults,
-                location: suite.endpoints.map(\.absoluteString).joined(separator: ", ") + " " + suite.root + suite.name,
+                location: "etcd " + suite.endpoints.map(\.absoluteString).joined(separator: ", ") + ", prefix "
+                    + suite.root + (suite.root.hasSuffix("/") ? "" : "/") + suite.name + "/",
                 connection: connection)
             observe(domain)
             open.withLock { $0[domain.id] = domain }

@@ -323,6 +323,8 @@ class Session:
 
     def forced_key(self):
         from selenium.webdriver.common.by import By
+        if self.details("fontSize"):
+            self.row("fontSize").click()  # folded, so that the screenshot shows this key's details
         details = self.expand("homepage")
         note = details.find_element(By.CSS_SELECTOR, ".readonly").text
         assert os.path.join(self.managed, "com.example.app.plist") in note, f"the note names no file: {note}"
