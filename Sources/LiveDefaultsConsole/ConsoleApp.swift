@@ -19,6 +19,45 @@ package struct ConsoleAccess: Sendable {
         return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
+    /// The token kept in `path` (`--token-file`), so that a console started again keeps its URL and an open
+    /// page reconnects: made (random, mode 0600) when the file does not exist.
+    ///
+    /// - Throws: ``ConsoleError`` when the file cannot be made or read, is readable by others than its owner,
+    ///   or holds fewer than 32 characters.
+    package static func token(fromFile path: String) throws -> String {
+        if !FileManager.default.fileExists(atPath: path) {
+            let token = randomToken()
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                throw ConsoleError("cannot create the token file \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { close(descriptor) }
+            let bytes = Array((token + "\n").utf8)
+            guard write(descriptor, bytes, bytes.count) == bytes.count else {
+                throw ConsoleError("cannot write the token file \(path): \(String(cString: strerror(errno)))")
+            }
+            return token
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, let data = FileManager.default.contents(atPath: path) else {
+            throw ConsoleError("cannot read the token file \(path)")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw ConsoleError(
+                "the token file \(path) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): "
+                    + "chmod 600 it")
+        }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let allowed = { (character: Character) in
+            character.isASCII && (character.isLetter || character.isNumber || "-._~".contains(character))
+        }
+        guard token.count >= 32, token.allSatisfy(allowed) else {
+            throw ConsoleError(
+                "the token file \(path) holds no token: at least 32 letters, digits, '-', '.', '_' or '~'")
+        }
+        return token
+    }
+
     /// Why `request` is refused, nil when it may go on.
     ///
     /// Refused: a request without the token (in the query or the cookie); one whose `Host` is not a loopback

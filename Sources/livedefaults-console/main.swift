@@ -1,6 +1,6 @@
 // livedefaults-console: the settings console in the browser (docs/console.md).
 //
-//   livedefaults-console [--port <n>] [--address 127.0.0.1|::1] [etcd://…]…
+//   livedefaults-console [--port <n>] [--address 127.0.0.1|::1] [--token-file <path>] [etcd://…]…
 //
 // Listens on loopback only and prints the page's URL with a random token, as Jupyter does; stops on
 // SIGINT or SIGTERM.
@@ -8,7 +8,9 @@ import Foundation
 import LiveDefaultsCommand
 import LiveDefaultsConsole
 
-let usage = "usage: livedefaults-console [--port <n>] [--address 127.0.0.1|::1] [etcd://<host>:<port>/<suite>]…"
+let usage =
+    "usage: livedefaults-console [--port <n>] [--address 127.0.0.1|::1] [--token-file <path>] "
+    + "[etcd://<host>:<port>/<suite>]…"
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("livedefaults-console: \(message)\n".utf8))
@@ -18,6 +20,7 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 var port: UInt16 = 8765
 var address = ConsoleAddress.loopback
 var fleet: [RemoteSuiteAddress] = []
+var tokenFile: String?
 var arguments = Array(CommandLine.arguments.dropFirst())[...]
 while let argument = arguments.popFirst() {
     switch argument {
@@ -29,6 +32,9 @@ while let argument = arguments.popFirst() {
     case "--address":
         guard let text = arguments.popFirst() else { fail("--address needs an address. \(usage)") }
         do { address = try ConsoleAddress(text) } catch { fail("\(error)") }
+    case "--token-file":
+        guard let text = arguments.popFirst() else { fail("--token-file needs a path. \(usage)") }
+        tokenFile = text
     case "-h", "--help":
         print(usage)
         exit(0)
@@ -40,7 +46,9 @@ while let argument = arguments.popFirst() {
 
 let model = ConsoleModel(fleet: fleet)
 do { try model.start() } catch { fail("\(error)") }
-let access = ConsoleAccess(token: ConsoleAccess.randomToken())
+let token: String
+do { token = try tokenFile.map(ConsoleAccess.token(fromFile:)) ?? ConsoleAccess.randomToken() } catch { fail("\(error)") }
+let access = ConsoleAccess(token: token)
 let app = ConsoleApp(model: model, access: access)
 let server = ConsoleServer { app.handle($0) }
 do { try server.start(address: address, port: port) } catch { fail("\(error)", status: 1) }

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaultsConsole
 import Testing
+import TestSupport
 
 /// The console's rules for who may use it, without a server: the token, the loopback host, the origin of changes.
 struct ConsoleAccessTests {
@@ -78,5 +79,33 @@ struct ConsoleJSONTests {
         document["c"] = 4
         document["b"] = nil
         #expect(document.text == #"{"a":3,"c":4}"#)
+    }
+}
+
+/// `--token-file`: a console started again keeps its token.
+struct ConsoleTokenFileTests {
+    @Test func aMissingFileIsMadeForTheOwnerAndReadBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("token").path
+        let made = try ConsoleAccess.token(fromFile: path)
+        #expect(made.count == 64)
+        var status = stat()
+        #expect(stat(path, &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o600)
+        #expect(try ConsoleAccess.token(fromFile: path) == made)
+    }
+
+    @Test func aFileOthersCanReadOrWithoutATokenIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("token").path
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data((String(repeating: "a", count: 40) + "\n").utf8),
+            attributes: [.posixPermissions: 0o644])
+        let open = #expect(throws: ConsoleError.self) { try ConsoleAccess.token(fromFile: path) }
+        #expect(open?.description.contains("chmod 600") == true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        #expect(try ConsoleAccess.token(fromFile: path) == String(repeating: "a", count: 40))
+        try Data("short; x\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: ConsoleError.self) { try ConsoleAccess.token(fromFile: path) }
     }
 }

@@ -28,7 +28,9 @@ struct ConsoleBrowserTests {
             print("console: \(line.dropFirst("MEASURE ".count))")
         }
     }
-    @Test func lostConnectionMarksValuesStale() async { await BrowserRun.expectPassed(#function) }
+    /// The console stopped: the page marks its values stale; a change meanwhile; the console again (same port and
+    /// token file): the page reconnects, shows the change it missed, and is live.
+    @Test func reconnectingPageCatchesUp() async { await BrowserRun.expectPassed(#function) }
 }
 
 /// The one run of the script that every test of the suite reads.

@@ -125,9 +125,11 @@ class Session:
         self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         self.driver.set_script_timeout(10)
 
-    def start_console(self):
+    def start_console(self, port=0):
+        # A token file, so that the console started again keeps its URL (lost_connection).
         self.console = subprocess.Popen(
-            [os.path.join(self.bin, "livedefaults-console"), "--port", "0"], env=self.environment,
+            [os.path.join(self.bin, "livedefaults-console"), "--port", str(port),
+             "--token-file", os.path.join(self.work, "token")], env=self.environment,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.console.stdout.readline()
         if "?token=" not in line:
@@ -243,7 +245,7 @@ class Session:
         self.case("searchFindsNestedValues", self.search)
         self.case("markupShowsAsText", self.markup_as_text)
         self.case("thousandKeysRender", self.thousand_keys)
-        self.case("lostConnectionMarksValuesStale", self.lost_connection)
+        self.case("reconnectingPageCatchesUp", self.lost_connection)
         return not self.failed
 
     def opens_with_token(self):
@@ -410,7 +412,23 @@ class Session:
         banner = self.wait(lambda: self.driver.find_element(By.CSS_SELECTOR, "main .banner").text, 10, "a banner")
         assert "may have changed" in banner, banner
         assert "stale" in self.driver.find_element(By.ID, "main").get_attribute("class")
+        assert self.driver.execute_script(
+            "return [...document.querySelectorAll('main input, main button, main select, main textarea')]"
+            ".every((element) => element.disabled)"), "a control is enabled while the page is not connected"
         self.screenshot("console-disconnected.png")
+        # A change while the page cannot hear of it; then the console again, on the same port and token.
+        result = self.defaults("write", "com.example.app", "theme", "light")
+        assert result.returncode == 0, result.stderr
+        assert self.value_text("theme") == "sepia", "the page changed while it was not connected"
+        port = int(self.base.rsplit(":", 1)[1])
+        self.start_console(port)
+        self.wait(lambda: self.driver.find_element(By.ID, "status").text == "live", 15, "the page reconnects")
+        self.wait(lambda: self.value_text("theme") == "light", 10, "the page catches up with the change it missed")
+        assert not self.driver.find_elements(By.CSS_SELECTOR, "main .banner"), "the banner stays"
+        # And it is live again: a change now arrives as an event.
+        result = self.defaults("write", "com.example.app", "theme", "dark")
+        assert result.returncode == 0, result.stderr
+        self.wait(lambda: self.value_text("theme") == "dark", 10, "a change after the reconnection")
 
     # MARK: the benchmark
 
