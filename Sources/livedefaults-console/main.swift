@@ -47,7 +47,9 @@ while let argument = arguments.popFirst() {
 let model = ConsoleModel(fleet: fleet)
 do { try model.start() } catch { fail("\(error)") }
 let token: String
-do { token = try tokenFile.map(ConsoleAccess.token(fromFile:)) ?? ConsoleAccess.randomToken() } catch { fail("\(error)") }
+do { token = try tokenFile.map(ConsoleAccess.token(fromFile:)) ?? ConsoleAccess.randomToken() } catch {
+    fail("\(error)")
+}
 let access = ConsoleAccess(token: token)
 let app = ConsoleApp(model: model, access: access)
 let server = ConsoleServer { app.handle($0) }

@@ -1,7 +1,7 @@
 import Foundation
 import LiveDefaultsConsole
-import Testing
 import TestSupport
+import Testing
 
 /// The console's rules for who may use it, without a server: the token, the loopback host, the origin of changes.
 struct ConsoleAccessTests {
