@@ -17,6 +17,9 @@ package final class ConsoleModel: Sendable {
         let location: String
         let connection: FleetConnection?
         let tokens: Locked<[ObservationToken]> = Locked([])
+        /// Each file of the suite's own layers, opened alone: a change in a layer that does not win (a shadowed
+        /// system-wide value) changes no effective value, yet the page's list of layers must show it.
+        let layerFiles: Locked<[Defaults]> = Locked([])
 
         init(
             id: String, reference: DomainReference, kinds: [String], defaults: Defaults, location: String,
@@ -144,6 +147,7 @@ package final class ConsoleModel: Sendable {
             let domain = OpenDomain(
                 id: name, reference: reference, kinds: kinds, defaults: defaults, location: location)
             observe(domain)
+            observeLayers(of: domain, named: name)
             let replaced = open.withLock { state in
                 defer { state[name] = domain }
                 return state[name]
@@ -165,6 +169,25 @@ package final class ConsoleModel: Sendable {
             self.publishChange(of: change.key, in: domain)
         }
         domain.tokens.withLock { $0.append(token) }
+    }
+
+    /// Observes the suite's own files one by one (the user's, the system-wide ones, the managed one), so that a
+    /// change of any layer reaches the page, not only a change of the value that wins. They are only read.
+    private func observeLayers(of domain: OpenDomain, named name: String) {
+        var directories = [domains.directoryPath] + settings.systemDirectories.map(\.path)
+        if let managed = settings.managedDirectory { directories.append(managed.path) }
+        for directory in directories {
+            let path = (directory as NSString).appendingPathComponent(name + ".plist")
+            guard FileManager.default.fileExists(atPath: path),
+                let file = try? Defaults(fileURL: URL(fileURLWithPath: path), watchesFiles: true)
+            else { continue }
+            let token = file.observeAll(queue: changes) { [weak self, weak domain] change in
+                guard let self, let domain, !ReservedKeys.all.contains(change.key) else { return }
+                self.publishChange(of: change.key, in: domain)
+            }
+            domain.tokens.withLock { $0.append(token) }
+            domain.layerFiles.withLock { $0.append(file) }
+        }
     }
 
     private func publishChange(of key: String, in domain: OpenDomain) {

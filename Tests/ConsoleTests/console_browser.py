@@ -348,6 +348,16 @@ class Session:
         assert status == 422 and "forced" in text, f"a write of the forced key answered {status}: {text}"
         assert open(self.suite_file("com.example.app"), "rb").read() == before, "the forced key's file changed"
         self.screenshot("console-forced.png")
+        # A shadowed layer changes (the system-wide file, renamed over): the page's list of layers follows,
+        # though the value that wins is the same.
+        system = os.path.join(self.system, "com.example.app.plist")
+        with open(system + ".new", "wb") as file:
+            plistlib.dump({"homepage": "https://site2.example", "fontSize": 12}, file, fmt=plistlib.FMT_BINARY)
+        os.chmod(system + ".new", 0o644)
+        os.replace(system + ".new", system)
+        self.wait(lambda: any("https://site2.example" in item.text for item in
+                              self.details("homepage").find_elements(By.CSS_SELECTOR, ".layers li")),
+                  10, "the shadowed system-wide value is updated in the layers")
 
     def secret(self):
         from selenium.webdriver.common.by import By
