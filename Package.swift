@@ -86,7 +86,8 @@ let package = Package(
             dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsCommand", "LiveDefaultsEtcd", "CMicroHTTPD"],
             path: "Sources/LiveDefaultsConsole"),
         .executableTarget(
-            name: "livedefaults-console", dependencies: ["LiveDefaultsConsole"], path: "Sources/livedefaults-console"),
+            name: "livedefaults-console", dependencies: ["LiveDefaultsConsole", "LiveDefaults", "LiveDefaultsCommand"],
+            path: "Sources/livedefaults-console"),
         // The onboarding demo's state model, answers and rendering, in a library the tests use.
         .target(name: "OnboardingKit", dependencies: ["LiveDefaults"], path: "Demo/OnboardingKit"),
         // The demo's thin executable (`swift run onboarding-demo`): the terminal, signals, standard input and

@@ -4,13 +4,14 @@ import LiveDefaults
 /// Who may use the console: the holder of its token, from a page of its own origin (docs/console.md,
 /// "Security").
 package struct ConsoleAccess: Sendable {
-    /// The cookie the page keeps the token in (`HttpOnly`, `SameSite=Strict`).
-    package static let cookieName = "livedefaults-console"
-
     package let token: String
+    /// The cookie the page keeps the token in (`HttpOnly`, `SameSite=Strict`): `livedefaults-console-<port>`, so
+    /// that two consoles on one machine (cookies are per host, not per port) do not take each other's place.
+    package let cookieName: String
 
-    package init(token: String) {
+    package init(token: String, port: UInt16) {
         self.token = token
+        self.cookieName = "livedefaults-console-\(port)"
     }
 
     /// A new random token: 32 bytes from the system's generator, in hex.
@@ -64,7 +65,7 @@ package struct ConsoleAccess: Sendable {
     /// name (a page of another site that rebinds its name to 127.0.0.1); a request that may change anything (any
     /// method but GET and HEAD) whose `Origin` is not the console's own.
     package func refusal(of request: ConsoleRequest) -> String? {
-        let given = request.query["token"] ?? request.cookies[Self.cookieName]
+        let given = request.query["token"] ?? request.cookies[cookieName]
         guard let given, Self.equalInConstantTime(given, token) else {
             return "This console needs its token: open the URL it printed when it started (…/?token=…)."
         }
@@ -118,7 +119,7 @@ package struct ConsoleApp: Sendable {
             var headers: [(String, String)] = [("Content-Type", "text/html; charset=utf-8")]
             if request.query["token"] != nil {
                 headers.append(
-                    ("Set-Cookie", "\(ConsoleAccess.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict"))
+                    ("Set-Cookie", "\(access.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict"))
             }
             return .full(status: 200, headers: headers, body: Data(ConsoleAssets.html.utf8))
         case ("GET", "/console.js"):

@@ -5,6 +5,7 @@
 // Listens on loopback only and prints the page's URL with a random token, as Jupyter does; stops on
 // SIGINT or SIGTERM.
 import Foundation
+import LiveDefaults
 import LiveDefaultsCommand
 import LiveDefaultsConsole
 
@@ -50,10 +51,15 @@ let token: String
 do { token = try tokenFile.map(ConsoleAccess.token(fromFile:)) ?? ConsoleAccess.randomToken() } catch {
     fail("\(error)")
 }
-let access = ConsoleAccess(token: token)
-let app = ConsoleApp(model: model, access: access)
-let server = ConsoleServer { app.handle($0) }
+// The access rules name their cookie after the port, known once the server listens (port 0: the system's choice);
+// no request is answered before.
+let app = Locked<ConsoleApp?>(nil)
+let server = ConsoleServer { request in
+    app.withLock { $0 }?.handle(request) ?? .text(503, "The console is starting.")
+}
 do { try server.start(address: address, port: port) } catch { fail("\(error)", status: 1) }
+let access = ConsoleAccess(token: token, port: server.port)
+app.withLock { $0 = ConsoleApp(model: model, access: access) }
 
 FileHandle.standardOutput.write(
     Data(

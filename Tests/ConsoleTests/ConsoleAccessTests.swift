@@ -5,7 +5,7 @@ import Testing
 
 /// The console's rules for who may use it, without a server: the token, the loopback host, the origin of changes.
 struct ConsoleAccessTests {
-    let access = ConsoleAccess(token: "t0ken")
+    let access = ConsoleAccess(token: "t0ken", port: 8765)
 
     func request(
         _ method: String = "GET", query: [String: String] = [:], cookie: String? = "t0ken",
@@ -16,7 +16,7 @@ struct ConsoleAccessTests {
         if let origin { headers["Origin"] = origin }
         return ConsoleRequest(
             method: method, path: "/api/write", query: query, headers: headers,
-            cookies: cookie.map { [ConsoleAccess.cookieName: $0] } ?? [:])
+            cookies: cookie.map { ["livedefaults-console-8765": $0] } ?? [:])
     }
 
     @Test func theTokenIsNeeded() {
@@ -44,6 +44,13 @@ struct ConsoleAccessTests {
         #expect(access.refusal(of: request("POST", origin: "http://127.0.0.1:8765")) == nil)
         // A read needs no origin.
         #expect(access.refusal(of: request("GET", origin: nil)) == nil)
+    }
+
+    @Test func anotherConsolesCookieIsNotTaken() {
+        let other = ConsoleRequest(
+            method: "GET", path: "/", headers: ["Host": "127.0.0.1:8765"],
+            cookies: ["livedefaults-console-9000": "t0ken"])
+        #expect(access.refusal(of: other) != nil)
     }
 
     @Test func tokensAreRandomAndLong() {

@@ -139,6 +139,7 @@ class Session:
         self.url = line.strip().split(": ", 1)[1]
         self.base = self.url.split("?", 1)[0].rstrip("/")
         self.token = self.url.split("token=", 1)[1]
+        self.cookie = f"livedefaults-console-{self.base.rsplit(':', 1)[1]}={self.token}"
 
     def close(self):
         for helper in self.helpers:
@@ -272,7 +273,7 @@ class Session:
             assert status == 403, f"GET {path} without the token answered {status}"
         status, _ = self.request("/?token=" + "0" * 64)
         assert status == 403, f"a wrong token answered {status}"
-        cookie = {"Cookie": "livedefaults-console=" + self.token, "Content-Type": "application/json"}
+        cookie = {"Cookie": self.cookie, "Content-Type": "application/json"}
         edit = {"domain": "com.example.app", "key": "fontSize", "kind": "text", "text": "30"}
         status, text = self.request("/api/write", "POST", {**cookie, "Origin": "http://evil.example"}, edit)
         assert status == 403, f"a cross-origin POST answered {status}: {text}"
@@ -343,7 +344,7 @@ class Session:
         before = open(self.suite_file("com.example.app"), "rb").read()
         # Around the page: the command's rule refuses it too.
         status, text = self.request("/api/write", "POST", {
-            "Cookie": "livedefaults-console=" + self.token, "Content-Type": "application/json", "Origin": self.base,
+            "Cookie": self.cookie, "Content-Type": "application/json", "Origin": self.base,
         }, {"domain": "com.example.app", "key": "homepage", "kind": "string", "text": "https://elsewhere"})
         assert status == 422 and "forced" in text, f"a write of the forced key answered {status}: {text}"
         assert open(self.suite_file("com.example.app"), "rb").read() == before, "the forced key's file changed"
