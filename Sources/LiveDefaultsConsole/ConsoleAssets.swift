@@ -149,6 +149,7 @@ package enum ConsoleAssets {
               return;
             }
             if (event.domain !== state.current) return;
+            if (event.state && state.domain) { state.domain.state = event.state; renderHeading(); }
             if (event.row) state.rows.set(event.key, event.row); else state.rows.delete(event.key);
             if (state.revealed && state.revealed.key === event.key) state.revealed = null;
             renderRow(event.key);

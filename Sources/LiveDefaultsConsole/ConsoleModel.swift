@@ -193,8 +193,12 @@ package final class ConsoleModel: Sendable {
     private func publishChange(of key: String, in domain: OpenDomain) {
         let schema = try? domains.schema(of: domain.reference, values: domain.defaults.persistentValues())
         let row = row(key, in: domain, schema: schema ?? nil, revealing: false)
+        // A fleet suite's state moves with each change (its revision): the page's heading follows.
+        let state = domain.connection.map { Self.describe($0.state) }
         broadcaster.publish("change") { _ in
-            ["domain": .string(domain.id), "key": .string(key), "row": row ?? .null]
+            var event: ConsoleJSON = ["domain": .string(domain.id), "key": .string(key), "row": row ?? .null]
+            if let state { event["state"] = state }
+            return event
         }
     }
 

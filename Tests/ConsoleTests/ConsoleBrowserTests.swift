@@ -22,6 +22,15 @@ struct ConsoleBrowserTests {
     @Test func searchFindsNestedValues() async { await BrowserRun.expectPassed(#function) }
     @Test func markupShowsAsText() async { await BrowserRun.expectPassed(#function) }
     /// The time is measured and printed (the benchmark and docs/console.md keep it), never asserted.
+    /// A fleet suite given as an `etcd://` URL, with a member of the script's own: where etcd is installed, or
+    /// always in CI (`LIVEDEFAULTS_REQUIRE_ETCD=1`), where a missing etcd fails.
+    @Test(
+        .enabled(
+            if: ["/usr/bin/etcd", "/usr/local/bin/etcd"].contains { FileManager.default.isExecutableFile(atPath: $0) }
+                || ProcessInfo.processInfo.environment["LIVEDEFAULTS_REQUIRE_ETCD"] == "1",
+            "etcd is not installed (scripts/setup.sh installs it)"))
+    func fleetSuiteIsShownLive() async { await BrowserRun.expectPassed(#function) }
+
     @Test func thousandKeysRender() async {
         await BrowserRun.expectPassed(#function)
         // The figures, for the record (docs/console.md; the benchmark measures them in a release build).

@@ -113,6 +113,8 @@ class Session:
 
     def start(self):
         self.seed()
+        if self.options.mode == "test":
+            self.start_etcd()
         self.start_console()
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -127,11 +129,38 @@ class Session:
         self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         self.driver.set_script_timeout(10)
 
+    def start_etcd(self):
+        """A member of the test's own on loopback (stopped by its PID in close()), when etcd is installed."""
+        self.etcd = None
+        self.fleet_url = None
+        binary = next((path for path in ["/usr/bin/etcd", "/usr/local/bin/etcd"] if os.access(path, os.X_OK)), None)
+        if binary is None:
+            return
+        import socket
+        ports = []
+        for _ in range(2):
+            probe = socket.socket()
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+            probe.close()
+        client = f"http://127.0.0.1:{ports[0]}"
+        self.etcd = subprocess.Popen(
+            [binary, "--data-dir", os.path.join(self.work, "etcd"), "--listen-client-urls", client,
+             "--advertise-client-urls", client, "--listen-peer-urls", f"http://127.0.0.1:{ports[1]}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{ports[1]}",
+             "--initial-cluster", f"default=http://127.0.0.1:{ports[1]}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.environment)
+        self.wait(lambda: urllib.request.urlopen(client + "/health", timeout=1).status == 200, 30, "etcd answers")
+        self.fleet_url = f"etcd://127.0.0.1:{ports[0]}/com.example.fleet"
+        result = self.defaults("write", self.fleet_url, "theme", "-string", "dark")
+        assert result.returncode == 0, result.stderr
+
     def start_console(self, port=0):
         # A token file, so that the console started again keeps its URL (lost_connection).
         self.console = subprocess.Popen(
             [os.path.join(self.bin, "livedefaults-console"), "--port", str(port),
-             "--token-file", os.path.join(self.work, "token")], env=self.environment,
+             "--token-file", os.path.join(self.work, "token")] + ([self.fleet_url] if self.fleet_url else []),
+            env=self.environment,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.console.stdout.readline()
         if "?token=" not in line:
@@ -148,6 +177,13 @@ class Session:
                 helper.wait()
         if self.driver is not None:
             self.driver.quit()
+        if getattr(self, "etcd", None) is not None and self.etcd.poll() is None:
+            self.etcd.terminate()
+            try:
+                self.etcd.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.etcd.kill()
+                self.etcd.wait()
         if self.console is not None and self.console.poll() is None:
             self.console.send_signal(signal.SIGTERM)
             try:
@@ -248,6 +284,10 @@ class Session:
         self.case("searchFindsNestedValues", self.search)
         self.case("markupShowsAsText", self.markup_as_text)
         self.case("thousandKeysRender", self.thousand_keys)
+        if self.fleet_url:
+            self.case("fleetSuiteIsShownLive", self.fleet_suite)
+        else:
+            print("SKIP fleetSuiteIsShownLive: etcd is not installed", flush=True)
         self.case("reconnectingPageCatchesUp", self.lost_connection)
         return not self.failed
 
@@ -416,6 +456,27 @@ class Session:
         render = self.driver.execute_script("return window.__liveDefaults.lastRenderMilliseconds")
         print(f"MEASURE thousandKeysRenderMilliseconds {render:.1f}", flush=True)
         print(f"MEASURE thousandKeysClickToRowsMilliseconds {shown:.0f}", flush=True)
+
+    def fleet_suite(self):
+        from selenium.webdriver.common.by import By
+        self.select(self.fleet_url)
+        self.wait(lambda: self.value_text("theme") == "dark", 10, "the fleet suite's value")
+        state = self.wait(lambda: self.driver.find_element(By.ID, "fleet-state").text, 10, "the connection state")
+        assert "live" in state, state
+        # A write from a shell, through etcd.
+        result = self.defaults("write", self.fleet_url, "theme", "-string", "sepia")
+        assert result.returncode == 0, result.stderr
+        self.wait(lambda: self.value_text("theme") == "sepia", 10, "the page shows etcd's change")
+        # An edit on the page goes to etcd.
+        details = self.expand("theme")
+        field = details.find_element(By.CSS_SELECTOR, ".edit input")
+        field.clear()
+        field.send_keys("light")
+        details.find_element(By.CSS_SELECTOR, "button.save").click()
+        self.wait(lambda: self.defaults("read", self.fleet_url, "theme").stdout.strip() == "light", 10,
+                  "etcd holds the page's edit")
+        self.wait(lambda: self.value_text("theme") == "light", 10, "the page shows its own edit")
+        self.screenshot("console-fleet.png")
 
     def lost_connection(self):
         from selenium.webdriver.common.by import By
