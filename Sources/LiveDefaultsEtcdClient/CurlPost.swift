@@ -113,7 +113,8 @@ final class CurlPost: @unchecked Sendable {
             ldcurl_setopt_large(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
             // Copied by libcurl: the transfer may outlive this call.
             ldcurl_setopt_pointer(
-                handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(detail)))
+                handle, CURLOPT_COPYPOSTFIELDS,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(detail)))
         }
         ldcurl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list))
         ldcurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
