@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 
 // libcurl is loaded at the first call, with dlopen, not linked: linking it makes every program that
@@ -130,6 +131,9 @@ static inline long ldcurl_response_code(CURL *handle) {
     ldcurl_library()->easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);
     return code;
 }
+
+/// Names the calling thread (as ps, top and /proc/self/task/*/comm show it; 15 bytes at most).
+static inline void ldcurl_name_this_thread(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 // The multi interface: every long-lived watch stream of the process on one thread (docs/design.md,
 // "Fleet settings: threads and connections").

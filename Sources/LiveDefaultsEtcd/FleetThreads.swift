@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 
 /// The threads every fleet suite of a process shares (docs/design.md, "Fleet settings: threads and
 /// connections"): the followers' loops run as tasks on one thread of their own
@@ -19,8 +20,11 @@ final class FollowerExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
 
     private init() {
-        let thread = Thread { [unowned self] in run() }
-        thread.name = "LiveDefaults fleet followers"
+        let thread = Thread { [unowned self] in
+            // Named for ps, top and the tests (15 bytes at most).
+            nameThisThread("ld-etcd-follow")
+            run()
+        }
         thread.start()
     }
 
@@ -76,8 +80,11 @@ final class BlockingCalls: @unchecked Sendable {
         condition.signal()
         condition.unlock()
         if startThread {
-            let thread = Thread { [unowned self] in work() }
-            thread.name = "LiveDefaults etcd calls"
+            let thread = Thread { [unowned self] in
+                // Named for ps, top and the tests (15 bytes at most).
+                nameThisThread("ld-etcd-call")
+                work()
+            }
             thread.start()
         }
     }

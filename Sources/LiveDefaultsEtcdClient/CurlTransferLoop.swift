@@ -55,8 +55,11 @@ final class CurlTransferLoop: @unchecked Sendable {
             return !state.started
         }
         if startThread {
-            let thread = Thread { [self] in run() }
-            thread.name = "LiveDefaults etcd transfers"
+            let thread = Thread { [self] in
+                // Named for ps, top and the tests (15 bytes at most).
+                nameThisThread("ld-etcd-xfer")
+                run()
+            }
             thread.start()
         } else {
             ldcurl_multi_wakeup(multi)
@@ -110,4 +113,11 @@ final class CurlTransferLoop: @unchecked Sendable {
         ldcurl_easy_cleanup(easy)
         transfer.onEnd(outcome)
     }
+}
+
+/// Names the calling thread as `ps`, `top` and `/proc/self/task/*/comm` show it (15 bytes at most):
+/// the threads fleet suites share are told apart by name (docs/design.md, "Fleet settings: threads
+/// and connections").
+package func nameThisThread(_ name: String) {
+    ldcurl_name_this_thread(name)
 }
