@@ -85,6 +85,10 @@ final class CurlTransferLoop: @unchecked Sendable {
                     continue
                 }
                 added.post.configure(easy)
+                // Over HTTP/2 (an `https://` member: libcurl negotiates it), wait for a connection
+                // that can carry one more stream rather than open one: every watch to a member
+                // then shares one connection.
+                ldcurl_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
                 running[easy] = Running(post: added.post, onEnd: added.onEnd)
                 ldcurl_multi_add(handle, easy)
             }
