@@ -20,6 +20,10 @@ enum ChildProcess {
             etcdColdStart(side: arguments[1], port: Int(arguments[2]) ?? 0, suite: arguments[3])
         case "etcd-watch" where arguments.count == 4:
             etcdWatch(side: arguments[1], port: Int(arguments[2]) ?? 0, target: arguments[3])
+        case "etcd-scale" where arguments.count == 5:
+            etcdScale(
+                endpoints: arguments[1], suites: Int(arguments[2]) ?? 1, base: arguments[3],
+                needed: Int(arguments[4]) ?? 1)
         case "cold-load" where arguments.count == 4:
             coldLoadHere(library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
         default:
@@ -273,5 +277,93 @@ enum ChildProcess {
         while readLine() != nil {}
         withExtendedLifetime(keep) {}
         exit(0)
+    }
+
+    /// `suites` fleet suites in this one process (`<base>.0`, `<base>.1`, …, each observed on
+    /// "stamp"), for the scale rows (EtcdBenchmark+Scale.swift): once all are live, a line
+    /// `stats <threads before> <threads> <sockets before> <sockets> <resident kB>`, then `ready`;
+    /// then a line `<value> <time> <CPU used>` for each value once `needed` suites saw it (the time
+    /// of the last of them).
+    static func etcdScale(endpoints: String, suites: Int, base: String, needed: Int) -> Never {
+        let (threadsBefore, socketsBefore) = (ProcessCensus.threads(), ProcessCensus.sockets())
+        guard let scratch = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] else { exit(1) }
+        let seen = SharedMutex<[Int64: (count: Int, last: UInt64)]>([:])
+        var keep: [AnyObject] = []
+        var fleets: [BenchFleet] = []
+        for index in 0..<suites {
+            guard
+                let fleet = try? BenchFleet(
+                    endpoints: endpoints.split(separator: ",").map(String.init), suite: "\(base).\(index)",
+                    cache: URL(fileURLWithPath: scratch).appendingPathComponent("s\(index)"))
+            else { exit(1) }
+            let token = fleet.defaults.observe("stamp") { change in
+                let now = monotonicNanoseconds()
+                guard case .integer(let value)? = change.newValue else { return }
+                let complete = seen.mutex.withLock { seen -> Bool in
+                    var entry = seen[value] ?? (0, 0)
+                    entry.count += 1
+                    entry.last = max(entry.last, now)
+                    seen[value] = entry
+                    return entry.count == needed
+                }
+                guard complete else { return }
+                let last = seen.mutex.withLock { $0[value]?.last ?? now }
+                var cpu = timespec()
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu)
+                let used = UInt64(cpu.tv_sec) * 1_000_000_000 + UInt64(cpu.tv_nsec)
+                FileHandle.standardOutput.write(Data("\(value) \(last) \(used)\n".utf8))
+            }
+            keep.append(token as AnyObject)
+            fleets.append(fleet)
+        }
+        for (index, fleet) in fleets.enumerated() where !fleet.waitUntilLive(within: 60) {
+            FileHandle.standardError.write(
+                Data("etcd-scale: suite \(index) of \(suites) is \(fleet.connection.state) after 60 s\n".utf8))
+            exit(1)
+        }
+        usleep(500_000)  // the watches open a moment before counting, not synchronisation
+        FileHandle.standardOutput.write(
+            Data(
+                ("stats \(threadsBefore) \(ProcessCensus.threads()) \(socketsBefore) \(ProcessCensus.sockets()) "
+                    + "\(ProcessCensus.residentKilobytes())\nready\n").utf8))
+        while readLine() != nil {}
+        withExtendedLifetime((keep, fleets)) {}
+        exit(0)
+    }
+}
+
+/// What this process holds, from /proc: threads, sockets, resident memory.
+enum ProcessCensus {
+    /// The process's threads (/proc/self/task).
+    static func threads() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+    }
+
+    /// The process's open sockets (descriptors in /proc/self/fd that are sockets).
+    static func sockets() -> Int {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.filter { descriptor in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + descriptor))?
+                .hasPrefix("socket:") == true
+        }.count
+    }
+
+    /// VmRSS from /proc/self/status, in kB.
+    static func residentKilobytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// The CPU time process `pid` used so far (user + system, /proc/<pid>/stat), in nanoseconds.
+    static func cpuNanoseconds(of pid: Int32) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
+        let ticks = UInt64(sysconf(Int32(_SC_CLK_TCK)))
+        return (user + system) * 1_000_000_000 / ticks
     }
 }

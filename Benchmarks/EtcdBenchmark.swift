@@ -408,6 +408,14 @@ final class WatcherGroup: @unchecked Sendable {
     private let cpu = SharedMutex<[Int: [Int: UInt64]]>([:])
     private let ready = DispatchSemaphore(value: 0)
     private let changed = DispatchSemaphore(value: 0)
+    /// The numbers of each `stats …` line a process wrote (etcd-scale children), by process.
+    private let statistics = SharedMutex<[Int: [Int]]>([:])
+
+    /// The processes' IDs.
+    var processIdentifiers: [Int32] { processes.map(\.processIdentifier) }
+
+    /// The numbers of the `stats` line of each process that wrote one.
+    var stats: [[Int]] { statistics.mutex.withLock { $0 }.sorted { $0.key < $1.key }.map(\.value) }
 
     init(count: Int, arguments: [String], workspace: Workspace) throws {
         var processes: [Process] = []
@@ -427,7 +435,7 @@ final class WatcherGroup: @unchecked Sendable {
             processes.append(process)
             inputs.append(input)
             let handle = output.fileHandleForReading
-            Thread.detachNewThread { [arrivals, cpu, ready, changed] in
+            Thread.detachNewThread { [arrivals, cpu, ready, changed, statistics] in
                 var buffer = Data()
                 while true {
                     let data = handle.availableData
@@ -438,6 +446,11 @@ final class WatcherGroup: @unchecked Sendable {
                         buffer.removeSubrange(buffer.startIndex...newline)
                         if line == "ready" {
                             ready.signal()
+                            continue
+                        }
+                        if line.hasPrefix("stats ") {
+                            let numbers = line.split(separator: " ").dropFirst().compactMap { Int($0) }
+                            statistics.mutex.withLock { $0[index] = numbers }
                             continue
                         }
                         let parts = line.split(separator: " ")

@@ -23,7 +23,11 @@ struct BenchFleet {
             guard let url = URL(string: endpoint) else { throw RawEtcdConnection.Failure("not a URL: \(endpoint)") }
             return url
         }
-        let fleet = try FleetSuite(name: suite, endpoints: urls, cacheDirectory: cache)
+        // LIVEDEFAULTS_BENCH_CA: the authority of an `https://` member's certificate, for trying
+        // the scale child against TLS (docs/performance.md, "Fleet suites at scale").
+        let authority = ProcessInfo.processInfo.environment["LIVEDEFAULTS_BENCH_CA"].map { URL(fileURLWithPath: $0) }
+        let fleet = try FleetSuite(
+            name: suite, endpoints: urls, cacheDirectory: cache, certificateAuthorities: authority)
         defaults = try Defaults(suiteName: "bench.fleet-app", directory: cache, watchesFiles: false)
         connection = defaults.addFleetSuite(fleet)
     }

@@ -49,6 +49,7 @@ struct Report {
             if value >= 1_000 { return String(format: "%.2f µs", value / 1_000) }
             return String(format: "%.0f ns", value)
         case "MB": return String(format: "%.1f MB", value)
+        case "count": return String(format: "%.0f", value)
         default: return String(format: "%.2f %@", value, unit)
         }
     }

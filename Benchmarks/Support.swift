@@ -26,7 +26,9 @@ struct BenchmarkOptions {
                 Swift.print(
                     "usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…] [--command PATH]")
                 Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory, command, console,")
-                Swift.print("        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume)")
+                Swift.print(
+                    "        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume, etcd-stall, etcd-scale, etcd-thousand)"
+                )
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("livedefaults-bench: unknown option \(argument)\n".utf8))

@@ -66,7 +66,8 @@ dconf?.stop()
 let etcdGroups: [(String, (EtcdBenchmark) -> (inout Report) -> Void)] = [
     ("etcd-latency", EtcdBenchmark.measureLatency), ("etcd-cold", EtcdBenchmark.measureColdStart),
     ("etcd-fanout", EtcdBenchmark.measureFanOut), ("etcd-resume", EtcdBenchmark.measureResume),
-    ("etcd-stall", EtcdBenchmark.measureStall),
+    ("etcd-stall", EtcdBenchmark.measureStall), ("etcd-scale", EtcdBenchmark.measureScale),
+    ("etcd-thousand", EtcdBenchmark.measureThousandWatchers),
 ]
 if etcdGroups.contains(where: { options.runs($0.0) }) {
     switch EtcdBenchmark.start(options: options, workspace: workspace) {

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 
 // libcurl is loaded at the first call, with dlopen, not linked: linking it makes every program that
@@ -22,6 +23,15 @@ typedef struct {
     CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
     struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
     void (*slist_free_all)(struct curl_slist *list);
+    void (*easy_reset)(CURL *handle);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_add_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_perform)(CURLM *multi, int *running);
+    CURLMcode (*multi_poll)(CURLM *multi, struct curl_waitfd extra[], unsigned int count, int timeout, int *ready);
+    CURLMcode (*multi_wakeup)(CURLM *multi);
+    CURLMsg *(*multi_info_read)(CURLM *multi, int *left);
+    CURLMcode (*multi_setopt)(CURLM *multi, CURLMoption option, ...);
 } ldcurl_functions;
 
 static inline ldcurl_functions *ldcurl_storage(void) {
@@ -42,7 +52,18 @@ static inline void ldcurl_load(void) {
     f->easy_getinfo = (CURLcode(*)(CURL *, CURLINFO, ...))dlsym(library, "curl_easy_getinfo");
     f->slist_append = (struct curl_slist * (*)(struct curl_slist *, const char *)) dlsym(library, "curl_slist_append");
     f->slist_free_all = (void (*)(struct curl_slist *))dlsym(library, "curl_slist_free_all");
-    f->loaded = f->global_init && f->easy_init && f->easy_cleanup && f->easy_perform && f->easy_strerror
+    f->easy_reset = (void (*)(CURL *))dlsym(library, "curl_easy_reset");
+    f->multi_init = (CURLM * (*)(void)) dlsym(library, "curl_multi_init");
+    f->multi_add_handle = (CURLMcode(*)(CURLM *, CURL *))dlsym(library, "curl_multi_add_handle");
+    f->multi_remove_handle = (CURLMcode(*)(CURLM *, CURL *))dlsym(library, "curl_multi_remove_handle");
+    f->multi_perform = (CURLMcode(*)(CURLM *, int *))dlsym(library, "curl_multi_perform");
+    f->multi_poll = (CURLMcode(*)(CURLM *, struct curl_waitfd[], unsigned int, int, int *))dlsym(
+        library, "curl_multi_poll");
+    f->multi_wakeup = (CURLMcode(*)(CURLM *))dlsym(library, "curl_multi_wakeup");
+    f->multi_info_read = (CURLMsg * (*)(CURLM *, int *)) dlsym(library, "curl_multi_info_read");
+    f->multi_setopt = (CURLMcode(*)(CURLM *, CURLMoption, ...))dlsym(library, "curl_multi_setopt");
+    f->loaded = f->easy_reset && f->multi_init && f->multi_add_handle && f->multi_remove_handle && f->multi_perform
+        && f->multi_poll && f->multi_wakeup && f->multi_info_read && f->multi_setopt && f->global_init && f->easy_init && f->easy_cleanup && f->easy_perform && f->easy_strerror
         && f->easy_setopt && f->easy_getinfo && f->slist_append && f->slist_free_all;
 }
 
@@ -109,6 +130,53 @@ static inline long ldcurl_response_code(CURL *handle) {
     long code = 0;
     ldcurl_library()->easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);
     return code;
+}
+
+/// Names the calling thread (as ps, top and /proc/self/task/*/comm show it; 15 bytes at most).
+static inline void ldcurl_name_this_thread(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+
+// The multi interface: every long-lived watch stream of the process on one thread (docs/design.md,
+// "Fleet settings: threads and connections").
+
+static inline void ldcurl_easy_reset(CURL *handle) { ldcurl_library()->easy_reset(handle); }
+
+static inline CURLM *ldcurl_multi_init(void) { return ldcurl_library() ? ldcurl_library()->multi_init() : NULL; }
+
+static inline CURLMcode ldcurl_multi_add(CURLM *multi, CURL *handle) {
+    return ldcurl_library()->multi_add_handle(multi, handle);
+}
+
+static inline CURLMcode ldcurl_multi_remove(CURLM *multi, CURL *handle) {
+    return ldcurl_library()->multi_remove_handle(multi, handle);
+}
+
+static inline CURLMcode ldcurl_multi_perform(CURLM *multi, int *running) {
+    return ldcurl_library()->multi_perform(multi, running);
+}
+
+static inline CURLMcode ldcurl_multi_poll(CURLM *multi, int timeout_ms) {
+    int ready = 0;
+    return ldcurl_library()->multi_poll(multi, NULL, 0, timeout_ms, &ready);
+}
+
+static inline CURLMcode ldcurl_multi_wakeup(CURLM *multi) { return ldcurl_library()->multi_wakeup(multi); }
+
+static inline CURLMcode ldcurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return ldcurl_library()->multi_setopt(multi, option, value);
+}
+
+/// The next finished transfer: 1 with its handle and result, 0 when there is none.
+static inline int ldcurl_multi_next_done(CURLM *multi, CURL **handle, CURLcode *result) {
+    int left = 0;
+    CURLMsg *message;
+    while ((message = ldcurl_library()->multi_info_read(multi, &left)) != NULL) {
+        if (message->msg == CURLMSG_DONE) {
+            *handle = message->easy_handle;
+            *result = message->data.result;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 #endif

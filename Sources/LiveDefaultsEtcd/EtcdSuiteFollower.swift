@@ -56,6 +56,8 @@ final class EtcdSuiteFollower: Sendable {
         /// ends the run, and a run whose number is no longer current stops at its next step.
         var loop = Loop.stopped(lastRun: 0)
         var watch: EtcdWatch?
+        /// The task of the current run (on the shared follower thread).
+        var task: Task<Void, Never>?
         var resyncs = 0
         /// Ranges sent so far, and the number of the one the mirror was last filled from: a range
         /// sent before a write was acknowledged can answer after it, with older values.
@@ -220,8 +222,11 @@ final class EtcdSuiteFollower: Sendable {
         statusHandler.withLock { $0 }?(status)
     }
 
-    /// Starts following (idempotent), on a thread of its own: its calls block, and an app whose
-    /// cooperative pool is busy (two threads on a 2-core machine) must not stop its fleet suites
+    /// Starts following (idempotent): the loop runs as a task on the process's one follower thread
+    /// (``FollowerExecutor``), its blocking calls on the shared ``BlockingCalls`` threads, and its
+    /// watch on the one transfer thread, so that N suites cost no more threads than one
+    /// (docs/design.md, "Fleet settings: threads and connections"). Not the cooperative pool: an
+    /// app whose pool is busy (two threads on a 2-core machine) must not stop its fleet suites
     /// from following etcd.
     func start() {
         let run = state.withLock { state -> Int? in
@@ -233,35 +238,40 @@ final class EtcdSuiteFollower: Sendable {
         }
         guard let run else { return }
         progress.update { $0.run = run }
-        Thread.detachNewThread { [weak self] in self?.run(run) }
+        let task = Task(executorPreference: FollowerExecutor.shared) { await self.run(run) }
+        state.withLock { state in
+            if state.loop == .running(run) { state.task = task } else { task.cancel() }
+        }
     }
 
     /// Stops following; the values stay as they are. A call in flight ends at its timeout and is
     /// not applied.
     func stop() {
-        let watch = state.withLock { state in
+        let (watch, task) = state.withLock { state in
             defer {
                 state.loop = .stopped(lastRun: state.loop.number + 1)
                 state.watch = nil
+                state.task = nil
                 // A message being read now is not applied.
                 state.watchGeneration += 1
             }
-            return state.watch
+            return (state.watch, state.task)
         }
         let run = state.withLock { $0.loop.number }
         progress.update { $0.run = run }
         watch?.cancel()
+        task?.cancel()
     }
 
     /// Whether run number `run` of the loop is still the current one.
     private func isCurrent(_ run: Int) -> Bool { state.withLock { $0.loop == .running(run) } }
 
-    /// Waits `seconds`, or less if ``stop()`` ends run number `run` meanwhile.
+    /// Waits `seconds`, or less if ``stop()`` ends run number `run` meanwhile (it cancels the
+    /// run's task).
     ///
     /// - Returns: Whether the run goes on.
-    private func pause(_ seconds: Double, run: Int) -> Bool {
-        let deadline = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
-        _ = progress.wait(until: deadline) { $0.run != run }
+    private func pause(_ seconds: Double, run: Int) async -> Bool {
+        try? await Task.sleep(for: .nanoseconds(Int64(seconds * 1e9)))
         return isCurrent(run)
     }
 
@@ -311,22 +321,26 @@ final class EtcdSuiteFollower: Sendable {
     /// answers as well as a check does, so a busy watch costs no check.
     ///
     /// - Returns: Whether the member failed a check (a stall), rather than the watch ending.
-    private func waitForEnd(of watch: EtcdWatch, prefix: Data, run: Int) -> Bool {
+    private func waitForEnd(of watch: EtcdWatch, prefix: Data, run: Int) async -> Bool {
         guard let stallCheck else {
-            _ = watch.waitForEnd()
+            await watch.ended()
             return false
         }
         while true {
             guard let due = policy.checkDue(lastHeard: state.withLock { $0.lastHeard }) else { return false }
             if ContinuousClock.now < due {
-                if watch.waitForEnd(until: due) { return false }
+                if await Self.ended(watch, before: due) { return false }
                 // A message may have come meanwhile: look again.
                 continue
             }
             guard isCurrent(run) else { return false }
             state.withLock { $0.checks += 1 }
             do {
-                try client.checkAnswers(watch.endpoint, prefix: prefix, timeout: stallCheck.timeout)
+                let client = self.client
+                let endpoint = watch.endpoint
+                try await BlockingCalls.shared.run {
+                    try client.checkAnswers(endpoint, prefix: prefix, timeout: stallCheck.timeout)
+                }
                 state.withLock { state in
                     state.lastHeard = .now
                     state.lastContact = Date()
@@ -338,9 +352,26 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
+    /// Whether `watch` ends before `deadline` (or the task is cancelled), holding no thread.
+    private static func ended(_ watch: EtcdWatch, before deadline: ContinuousClock.Instant) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await watch.ended()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first || watch.hasEnded
+        }
+    }
+
     /// The loop of run number `run`: range, watch until the watch ends, pause, again; until
     /// ``stop()``.
-    private func run(_ run: Int) {
+    private func run(_ run: Int) async {
         // What to wait and for how long: FollowerPolicy decides, this loop does it.
         var policy = self.policy
         var reportedOffline = false
@@ -350,7 +381,10 @@ final class EtcdSuiteFollower: Sendable {
                     state.rangesSent += 1
                     return (state.mirror.prefix, state.rangesSent)
                 }
-                let (header, kvs) = try client.range(prefix: prefix, timeout: policy.rangeTimeout)
+                let (client, timeout) = (self.client, policy.rangeTimeout)
+                let (header, kvs) = try await BlockingCalls.shared.run {
+                    try client.range(prefix: prefix, timeout: timeout)
+                }
                 policy.rangeSucceeded()
                 guard isCurrent(run) else { return }
                 let rangeHandler = rangeHandler.withLock { $0 }
@@ -378,7 +412,7 @@ final class EtcdSuiteFollower: Sendable {
                 reportedOffline = false
                 // Each message is handled on the thread that reads the stream, as it is read: no
                 // hop to another thread between the bytes and the observers (docs/design.md, "Fleet
-                // settings: from the bytes to the observer"). This thread only waits for the end.
+                // settings: from the bytes to the observer"). This task only waits for the end.
                 let generation = state.withLock { state -> Int in
                     state.watchGeneration += 1
                     state.lastHeard = .now
@@ -402,7 +436,7 @@ final class EtcdSuiteFollower: Sendable {
                 // An end with an error (killed, hung, leaderless, canceled) is, like a clean end
                 // (etcd stopped politely), a reason to range again — not, by itself, a sign that
                 // etcd is unreachable; the range says that.
-                let stalled = waitForEnd(of: watch, prefix: prefix, run: run)
+                let stalled = await waitForEnd(of: watch, prefix: prefix, run: run)
                 // Range again, from the next member, after a random moment — longer each time when
                 // watches keep ending at once.
                 watch.cancel()
@@ -417,7 +451,7 @@ final class EtcdSuiteFollower: Sendable {
                     // The member went silent, so the values may already be behind.
                     continue
                 case .pause(let seconds):
-                    guard pause(seconds, run: run) else { return }
+                    guard await pause(seconds, run: run) else { return }
                 }
             } catch {
                 guard isCurrent(run) else { return }
@@ -434,7 +468,7 @@ final class EtcdSuiteFollower: Sendable {
                 }
                 if let wentOffline { tellStatus(wentOffline) }
                 // Jittered back-off, so a fleet does not re-range at once after an etcd restart.
-                guard pause(policy.rangeFailed(random: .random(in: 0...1)), run: run) else { return }
+                guard await pause(policy.rangeFailed(random: .random(in: 0...1)), run: run) else { return }
             }
         }
     }

@@ -149,5 +149,5 @@ extension FleetBackend {
     var cacheReplacedBecause: String? { state.withLock { $0.cacheReplacedBecause } }
 
     /// The state now, then each change of it.
-    func stateUpdates() -> AsyncStream<FleetState> { stateListeners.stream(startingWith: fleetState) }
+    func stateUpdates() -> AsyncStream<FleetState> { stateListeners.stream { fleetState } }
 }

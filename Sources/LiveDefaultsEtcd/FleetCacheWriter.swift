@@ -34,7 +34,11 @@ final class FleetCacheWriter: Sendable {
     let file: SuiteFile
     private let suite: FleetSuite
     private let state = Locked(State())
-    private let queue = DispatchQueue(label: "LiveDefaultsEtcd.cache")
+    /// Every cache writer's queue runs on this one: a serial queue of its own would take a thread
+    /// of its own while it writes, and the suites of a process that all save at once (at start,
+    /// after an outage) took one each (docs/design.md, "Fleet settings: threads and connections").
+    private static let sharedQueue = DispatchQueue(label: "LiveDefaultsEtcd.caches")
+    private let queue = DispatchQueue(label: "LiveDefaultsEtcd.cache", target: FleetCacheWriter.sharedQueue)
 
     /// - Parameters:
     ///   - file: The cache file.

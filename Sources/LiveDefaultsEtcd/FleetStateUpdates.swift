@@ -6,21 +6,28 @@ import LiveDefaults
 final class FleetStateUpdates: Sendable {
     private let listeners = Locked<[UUID: AsyncStream<FleetState>.Continuation]>([:])
 
-    /// A stream that starts with `current`.
-    func stream(startingWith current: FleetState) -> AsyncStream<FleetState> {
+    /// A stream that starts with the state `current` gives once the stream is registered: a state
+    /// sent meanwhile is then not missed (a stream that started with the state before it, and
+    /// was registered after it was sent, waited for a change that had already come).
+    func stream(startingWith current: () -> FleetState) -> AsyncStream<FleetState> {
         let (stream, continuation) = AsyncStream<FleetState>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let id = UUID()
-        listeners.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in
             _ = self?.listeners.withLock { $0.removeValue(forKey: id) }
         }
-        continuation.yield(current)
+        listeners.withLock { listeners in
+            listeners[id] = continuation
+            // Under the lock that `send` yields under: nothing sent comes before it.
+            continuation.yield(current())
+        }
         return stream
     }
 
     /// Sends `state` to every stream.
     func send(_ state: FleetState) {
-        for listener in listeners.withLock({ Array($0.values) }) { listener.yield(state) }
+        listeners.withLock { listeners in
+            for listener in listeners.values { listener.yield(state) }
+        }
     }
 
     /// Ends every stream.

@@ -1,15 +1,17 @@
 import Foundation
+import LiveDefaultsLocking
 
 /// One watch stream of etcd's JSON gateway: its messages in order, until it ends.
 ///
 /// The gateway sends one JSON object per line, over a chunked response that stays open; the
-/// stream reads it through libcurl (``CurlPost``) on a thread of its own. **Every end is a
+/// stream reads it through libcurl (``CurlPost``) on the process's one transfer thread
+/// (``CurlTransferLoop``), which drives every watch of the process. **Every end is a
 /// disconnect, never "done"**: a clean end of the response (etcd stopped with SIGTERM), a transport
 /// error, the idle timeout, a `canceled` result (a compaction past the start revision, a permission
 /// the user lacks) or an in-stream error ("no leader") — after a `canceled` result or an error line
 /// the stream ends itself, as etcd leaves the response open.
 ///
-/// A watch made with a message handler calls it on the reading thread, as each message is read,
+/// A watch made with a message handler calls it on the transfer thread, as each message is read,
 /// and its stream carries only the end: no hop to another thread between the bytes and the
 /// handler (docs/design.md, "Fleet settings: from the bytes to the observer").
 package final class EtcdWatch: Sendable {
@@ -23,7 +25,7 @@ package final class EtcdWatch: Sendable {
     private let post: CurlPost
     /// How the stream ended: nil while it runs, then nil inside for a clean end or the error
     /// (set once, by the reading thread or `cancel()`).
-    private let finished = ConditionValue<(any Error)??>(nil)
+    private let finished = WatchEnd()
 
     /// - Parameters:
     ///   - request: The watch request.
@@ -51,9 +53,13 @@ package final class EtcdWatch: Sendable {
         // Before the reading thread starts, which alone uses the reader from then on.
         reader.post = post
         self.post = post
-        continuation.onTermination = { [post] _ in post.cancel() }
-        Thread.detachNewThread {
-            let outcome = post.perform()
+        continuation.onTermination = { [post] _ in
+            post.cancel()
+            CurlTransferLoop.shared.wake()
+        }
+        // Driven by the process's one transfer thread, with every other watch (CurlTransferLoop):
+        // no thread of its own.
+        CurlTransferLoop.shared.start(post) { outcome in
             let error: (any Error)?
             switch outcome {
             case .completed(200), .cancelled: error = nil
@@ -90,14 +96,18 @@ package final class EtcdWatch: Sendable {
     /// Whether the stream has ended.
     package var hasEnded: Bool { finished.current != nil }
 
+    /// Waits, holding no thread, until the stream ends or the task is cancelled.
+    package func ended() async { await finished.ended() }
+
     /// Ends the stream (idempotent).
     package func cancel() {
         post.cancel()
+        CurlTransferLoop.shared.wake()
         Self.finish(nil, finished: finished, continuation: continuation)
     }
 
     fileprivate static func finish(
-        _ error: (any Error)?, finished: ConditionValue<(any Error)??>,
+        _ error: (any Error)?, finished: WatchEnd,
         continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
         let first = finished.update { end -> Bool in
@@ -107,6 +117,7 @@ package final class EtcdWatch: Sendable {
         }
         guard first else { return }
         if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+        finished.wakeEndWaiters()
     }
 }
 
@@ -127,7 +138,7 @@ private final class LineReader: @unchecked Sendable {
     var errorCode: Int? { (try? JSONDecoder().decode(EtcdErrorBody.self, from: errorBody))?.code }
 
     func feed(
-        _ data: Data, status: Int, finished: ConditionValue<(any Error)??>,
+        _ data: Data, status: Int, finished: WatchEnd,
         continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
         guard status == 200 else {
@@ -145,7 +156,7 @@ private final class LineReader: @unchecked Sendable {
     }
 
     private func handle(
-        _ line: Data, finished: ConditionValue<(any Error)??>,
+        _ line: Data, finished: WatchEnd,
         continuation: AsyncThrowingStream<EtcdWatchResult, any Error>.Continuation
     ) {
         let decoded: EtcdWatchLine
@@ -185,5 +196,69 @@ private final class LineReader: @unchecked Sendable {
                 finished: finished,
                 continuation: continuation)
         }
+    }
+}
+
+/// How a watch ended (nil while it runs, then nil inside for a clean end, or the error), for
+/// threads that block on it and for tasks that await it.
+private final class WatchEnd: Sendable {
+    private let value = ConditionValue<(any Error)??>(nil)
+
+    var current: (any Error)?? { value.current }
+
+    @discardableResult
+    func update<Result>(_ change: (inout (any Error)??) -> Result) -> Result { value.update(change) }
+
+    func wait(until deadline: ContinuousClock.Instant? = nil, for isDone: ((any Error)??) -> Bool) -> (any Error)??? {
+        value.wait(until: deadline, for: isDone)
+    }
+
+    /// Tasks waiting for the end (``ended()``), by number; the numbers of those cancelled before
+    /// they waited.
+    private let endWaiters = Locked<EndWaiters>(EndWaiters())
+
+    private struct EndWaiters {
+        var next = 0
+        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+        var cancelledEarly: Set<Int> = []
+        var ended = false
+    }
+
+    /// Waits, holding no thread, until the stream ends or the task is cancelled.
+    func ended() async {
+        let number = endWaiters.withLock { waiters -> Int in
+            waiters.next += 1
+            return waiters.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = endWaiters.withLock { waiters -> Bool in
+                    if waiters.ended || waiters.cancelledEarly.remove(number) != nil { return true }
+                    waiters.waiting[number] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiting = endWaiters.withLock { waiters -> CheckedContinuation<Void, Never>? in
+                guard let waiting = waiters.waiting.removeValue(forKey: number) else {
+                    waiters.cancelledEarly.insert(number)
+                    return nil
+                }
+                return waiting
+            }
+            waiting?.resume()
+        }
+        // The cancellation handler cannot run any more: forget a number it left.
+        endWaiters.withLock { _ = $0.cancelledEarly.remove(number) }
+    }
+
+    func wakeEndWaiters() {
+        let waiting = endWaiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
+            waiters.ended = true
+            defer { waiters.waiting = [:] }
+            return Array(waiters.waiting.values)
+        }
+        for continuation in waiting { continuation.resume() }
     }
 }
