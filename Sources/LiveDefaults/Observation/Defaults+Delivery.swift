@@ -158,19 +158,7 @@ extension Defaults {
     func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
-            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
-                || state.storesBeforeSuite.contains(where: { $0.orderedValue(forKey: key) != nil })
-                || state.forced.contains(where: { $0.orderedValue(forKey: key) != nil })
-                || state.currentHost.contains(where: { $0.orderedValue(forKey: key) != nil })
-            {
-                return
-            }
-            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
-                stores.lazy.compactMap { $0.orderedValue(forKey: key) }.first
-            }
-            let new =
-                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
-                ?? global?.orderedValue(forKey: key) ?? first(state.system) ?? state.registration[key]
+            let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: .some(suiteValue))
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
