@@ -305,23 +305,16 @@ public final class Defaults: Sendable {
         _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
-        var found: PropertyListValue?
-        state.walkSearchList(suite: suite, global: global) { layer in
-            switch layer {
-            case .values(_, _, let values): found = values[key]
-            case .store(_, let store): found = store.orderedValue(forKey: key)
-            case .suite(let store): found = suiteValue ?? store.orderedValue(forKey: key)
-            }
-            return found == nil
-        }
-        return found
+        var lookup = SearchListLookup(key: key, suiteValue: suiteValue)
+        state.walkSearchList(suite: suite, global: global, &lookup)
+        return lookup.found
     }
 
     /// Every key's effective value, built from the bottom of the search list up. Called under the
     /// ``ChangeLock``.
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
         var layers: [SearchLayer] = []
-        state.walkSearchList(suite: suite, global: global) {
+        state.forEachSearchLayer(suite: suite, global: global) {
             layers.append($0)
             return true
         }

@@ -97,7 +97,7 @@ extension Defaults {
         // The change lock, then the state lock: the order every change takes them in.
         ChangeLock.withLock {
             state.withLock { state in
-                state.walkSearchList(suite: suite, global: global) { layer in
+                state.forEachSearchLayer(suite: suite, global: global) { layer in
                     switch layer {
                     case .values(let layer, let domain, let values): add(layer, domain, values[key])
                     case .store(let layer, let store): add(layer, store)
