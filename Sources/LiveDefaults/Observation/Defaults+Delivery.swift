@@ -22,7 +22,9 @@ extension Defaults {
     ) -> Delivery? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        if store !== suite, let delivery = refreshAdministered(store, .one(key), origin: origin) { return delivery }
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key), origin: origin) {
+            return delivery
+        }
         return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
@@ -31,7 +33,9 @@ extension Defaults {
     ///
     /// - Returns: What to deliver once the change lock is released, or nil.
     func storeChanged(_ store: SuiteStore, keys: ChangedKeys, origin: ChangeOrigin) -> Delivery? {
-        if store !== suite, let delivery = refreshAdministered(store, keys, origin: origin) { return delivery }
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, keys, origin: origin) {
+            return delivery
+        }
         return applyRefresh(keys, origin: deliveredOrigin(origin, from: store, keys: keys))
     }
 
