@@ -301,12 +301,14 @@ public final class Defaults: Sendable {
     ///   - suiteValue: The suite's value of `key` when the caller knows it (the suite's change
     ///     being applied gives it), so that the suite is not asked again; nil to ask it.
     /// - Returns: The value of the first layer that has the key, nil when none has it.
+    @inline(__always)
     static func resolve(
         _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
         var lookup = SearchListLookup(key: key, suiteValue: suiteValue)
         state.walkSearchList(suite: suite, global: global, &lookup)
+        if lookup.stoppedAtKnownSuiteValue, case .some(let known) = suiteValue { return known }
         return lookup.found
     }
 

@@ -8,6 +8,10 @@ extension Dictionary {
     ///   - value: An entry's value, nil for an entry that holds none (an effective-values entry
     ///     kept only because the key is observed).
     ///   - visit: Called with the key, its old value and its new value.
+    ///
+    /// Inlined, so that `value` is too: called through a closure for each of a 1,000-key suite's
+    /// entries, it cost a flush 4 % more instructions.
+    @inline(__always)
     package func forEachDifference<Compared: Equatable>(
         to new: Self, value: (Value) -> Compared?, _ visit: (Key, Compared?, Compared?) -> Void
     ) {
