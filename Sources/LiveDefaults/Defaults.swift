@@ -301,65 +301,41 @@ public final class Defaults: Sendable {
     ///   - suiteValue: The suite's value of `key` when the caller knows it (the suite's change
     ///     being applied gives it), so that the suite is not asked again; nil to ask it.
     /// - Returns: The value of the first layer that has the key, nil when none has it.
+    @inline(__always)
     static func resolve(
         _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
-        if let value = state.arguments[key] { return value }
-        for store in state.forced {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        for store in state.storesBeforeSuite {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        for domain in state.volatileDomains {
-            if let value = domain.values[key] { return value }
-        }
-        for store in state.currentHost {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        if let value = suiteValue ?? suite.orderedValue(forKey: key) { return value }
-        for store in state.anyHost {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        for store in state.storesAfterSuite {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        for added in state.addedSuites {
-            if let value = added.orderedValue(forKey: key) { return value }
-        }
-        if let value = global?.orderedValue(forKey: key) { return value }
-        for store in state.system {
-            if let value = store.orderedValue(forKey: key) { return value }
-        }
-        return state.registration[key]
+        var lookup = SearchListLookup(key: key, suiteValue: suiteValue)
+        state.walkSearchList(suite: suite, global: global, &lookup)
+        if lookup.stoppedAtKnownSuiteValue, case .some(let known) = suiteValue { return known }
+        return lookup.found
     }
 
     /// Every key's effective value, built from the bottom of the search list up. Called under the
     /// ``ChangeLock``.
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
-        var values = state.registration
-        func lay(_ layer: [String: PropertyListValue]) {
+        var layers: [SearchLayer] = []
+        state.forEachSearchLayer(suite: suite, global: global) {
+            layers.append($0)
+            return true
+        }
+        var values: [String: PropertyListValue] = [:]
+        for layer in layers.reversed() {
+            let layerValues: [String: PropertyListValue]
+            switch layer {
+            case .values(_, _, let memory): layerValues = memory
+            case .store(_, let store), .suite(let store): layerValues = store.orderedValues()
+            }
             // The first layer with values is taken whole, its storage shared: merged into an empty
             // dictionary, a suite's thousand keys were hashed again and the table grown step by
             // step (a third of a cold load's instructions).
             if values.isEmpty {
-                values = layer
-            } else {
-                values.merge(layer) { _, upper in upper }
+                values = layerValues
+            } else if !layerValues.isEmpty {
+                values.merge(layerValues) { _, upper in upper }
             }
         }
-        for store in state.system.reversed() { lay(store.orderedValues()) }
-        if let global { lay(global.orderedValues()) }
-        for added in state.addedSuites.reversed() { lay(added.orderedValues()) }
-        for store in state.storesAfterSuite.reversed() { lay(store.orderedValues()) }
-        for store in state.anyHost { lay(store.orderedValues()) }
-        lay(suite.orderedValues())
-        for store in state.currentHost { lay(store.orderedValues()) }
-        for domain in state.volatileDomains.reversed() { lay(domain.values) }
-        for store in state.storesBeforeSuite.reversed() { lay(store.orderedValues()) }
-        for store in state.forced.reversed() { lay(store.orderedValues()) }
-        lay(state.arguments)
         return values
     }
 

@@ -65,20 +65,11 @@ package struct WatchReport: Sendable, Hashable {
 
     /// A string as a JSON string.
     static func json(_ string: String) -> String {
-        var output = "\""
-        for scalar in string.unicodeScalars {
+        doubleQuoted(string) { scalar, output in
             switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{00}"..."\u{1F}", "\u{2028}", "\u{2029}":
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            case "\u{00}"..."\u{1F}", "\u{2028}", "\u{2029}": output += hexEscape("\\u", scalar.value)
             default: output.unicodeScalars.append(scalar)
             }
         }
-        return output + "\""
     }
 }

@@ -75,11 +75,8 @@ struct EtcdMirror: Sendable {
             fresh[key] = entry
         }
         var changes: [Change] = []
-        for (key, entry) in entries where diffing && fresh[key]?.value != entry.value {
-            changes.append(Change(key: key, old: entry.value, new: fresh[key]?.value))
-        }
-        for (key, entry) in fresh where diffing && entries[key] == nil && entry.value != nil {
-            changes.append(Change(key: key, old: nil, new: entry.value))
+        if diffing {
+            entries.forEachDifference(to: fresh, value: \.value) { changes.append(Change(key: $0, old: $1, new: $2)) }
         }
         entries = fresh
         revision = header.revisionValue

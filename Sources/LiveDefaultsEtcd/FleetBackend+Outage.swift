@@ -92,7 +92,9 @@ extension FleetBackend {
     /// How many settings have another value (or none) in `new` than in `old`; the library's own
     /// keys (``ReservedKeys``) are not settings.
     static func changedKeys(from old: [String: PropertyListValue], to new: [String: PropertyListValue]) -> Int {
-        Set(old.keys).union(new.keys).filter { !ReservedKeys.all.contains($0) && old[$0] != new[$0] }.count
+        var count = 0
+        old.forEachDifference(to: new, value: { $0 }) { key, _, _ in if !ReservedKeys.all.contains(key) { count += 1 } }
+        return count
     }
 
     /// How many settings `values` holds: the library's own keys (``ReservedKeys``) are not settings.

@@ -172,18 +172,9 @@ public struct FleetSuite: Sendable, Hashable {
 
     /// The directory of this cluster's (endpoints and root) cached suites.
     var cacheLocationDirectory: String {
-        let base: String
-        if let cacheDirectory {
-            base = cacheDirectory.path
-        } else {
-            let environment = ProcessInfo.processInfo.environment
-            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-                base = xdg + "/livedefaults/etcd"
-            } else {
-                let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-                base = home + "/.cache/livedefaults/etcd"
-            }
-        }
+        let base =
+            cacheDirectory?.path
+            ?? BaseDirectories.joined(BaseDirectories.user("XDG_CACHE_HOME", fallback: ".cache"), "livedefaults/etcd")
         // FNV-1a of the endpoints and the root: stable across processes, so a restart finds it.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in (endpoints.map(\.absoluteString).sorted().joined(separator: "\n") + "\n" + root).utf8 {

@@ -203,26 +203,12 @@ package enum OpenStepWriter {
     }
 
     private static func quoted(_ text: String, style: Style) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case " "..."~": output.unicodeScalars.append(scalar)
-            default:
-                if style == .typed, scalar.value >= 0xA0 {
-                    output.unicodeScalars.append(scalar)  // The typed form is UTF-8 text; keep it readable.
-                } else {
-                    for unit in scalar.utf16 {
-                        let hex = String(unit, radix: 16)
-                        output += "\\U" + String(repeating: "0", count: 4 - hex.count) + hex
-                    }
-                }
+        doubleQuoted(text) { scalar, output in
+            if (" "..."~").contains(scalar) || (style == .typed && scalar.value >= 0xA0) {
+                output.unicodeScalars.append(scalar)  // The typed form is UTF-8 text; keep it readable.
+            } else {
+                for unit in scalar.utf16 { output += hexEscape("\\U", UInt32(unit)) }
             }
         }
-        return output + "\""
     }
 }

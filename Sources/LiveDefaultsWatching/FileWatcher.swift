@@ -39,7 +39,9 @@ import LiveDefaultsLocking
 /// coalesces reloads). A temporary file or another file in the same directory never gives a call.
 ///
 /// ```swift
-/// let watch = FileWatcher.shared.watch(path: url.path) { change in store.scheduleReload(change) }
+/// let watch = FileWatcher.shared.watch(path: url.path) { change in
+///     if case .goneForGood = change { forgetValues() } else { scheduleReload() }
+/// }
 /// // … later
 /// watch.cancel()
 /// ```

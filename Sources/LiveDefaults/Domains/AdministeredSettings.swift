@@ -70,9 +70,7 @@ public struct AdministeredSettings: Sendable, Hashable {
 
     /// The settings `environment` gives (``fromEnvironment()``).
     package static func fromEnvironment(_ environment: [String: String]) -> AdministeredSettings {
-        var directories = (environment["XDG_CONFIG_DIRS"] ?? "").split(separator: ":").map(String.init)
-            .filter { $0.hasPrefix("/") }
-        if directories.isEmpty { directories = ["/etc/xdg"] }
+        let directories = BaseDirectories.system("XDG_CONFIG_DIRS", defaults: ["/etc/xdg"]) { environment[$0] }
         let managed = environment["LIVEDEFAULTS_MANAGED_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
         return AdministeredSettings(
             systemDirectories: directories.map { URL(fileURLWithPath: $0, isDirectory: true) },

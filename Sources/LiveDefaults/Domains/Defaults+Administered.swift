@@ -134,20 +134,20 @@ extension Defaults {
     /// search list holds, the effective values, and the observers of forced keys. Called under the
     /// ``ChangeLock``.
     ///
-    /// - Returns: nil when `store` is neither (the caller refreshes as usual), else what to deliver
-    ///   (`.some(nil)`: nothing).
-    func refreshAdministered(_ store: SuiteStore, _ keys: ChangedKeys, origin: ChangeOrigin) -> Delivery?? {
+    /// - Returns: ``AdministeredRefresh/notAdministered`` when `store` is neither (the caller
+    ///   refreshes as usual), else what to deliver.
+    func refreshAdministered(_ store: SuiteStore, _ keys: ChangedKeys, origin: ChangeOrigin) -> AdministeredRefresh {
         let isCandidate = administered.contains(store)
         let isManagedFleet = !isCandidate && state.withLock { $0.storesBeforeSuite.contains { $0 === store } }
-        guard isCandidate || isManagedFleet else { return nil }
+        guard isCandidate || isManagedFleet else { return .notAdministered }
         var delivery = applyRefresh(keys, origin: origin) { state in
             if isCandidate { administered.updateSearchList(&state) }
         }
         let calls = forcingChanges()
-        if calls.isEmpty { return .some(delivery) }
+        if calls.isEmpty { return .applied(delivery) }
         if delivery == nil { delivery = Delivery(batch: nil, notifies: false, waits: false) }
         delivery?.forcing = calls
-        return .some(delivery)
+        return .applied(delivery)
     }
 
     /// The calls owed to observers of forced keys whose state changed since they were last told.
@@ -180,4 +180,12 @@ extension Defaults {
         }
         for call in calls { call() }
     }
+}
+
+/// What ``Defaults/refreshAdministered(_:_:origin:)`` did.
+enum AdministeredRefresh {
+    /// The store is not an administered layer nor a managed fleet suite: the caller refreshes as usual.
+    case notAdministered
+    /// The change was applied; what to deliver once the change lock is released (nil: nothing).
+    case applied(Defaults.Delivery?)
 }

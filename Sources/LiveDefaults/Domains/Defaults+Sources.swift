@@ -84,8 +84,8 @@ extension Defaults {
             sources.append(
                 ValueSource(layer: layer, domain: domain, location: nil, value: value, wins: sources.isEmpty))
         }
-        func add(_ layer: ValueSource.Layer, _ store: SuiteStore?) {
-            guard let store, let value = store.orderedValue(forKey: key) else { return }
+        func add(_ layer: ValueSource.Layer, _ store: SuiteStore) {
+            guard let value = store.orderedValue(forKey: key) else { return }
             let described = store.backend as? any DescribedSource
             let isFile = !(store.backend is MemoryBackend) && described == nil
             sources.append(
@@ -97,18 +97,14 @@ extension Defaults {
         // The change lock, then the state lock: the order every change takes them in.
         ChangeLock.withLock {
             state.withLock { state in
-                add(.argumentDomain, Self.argumentDomain, state.arguments[key])
-                for store in state.forced { add(.managed, store) }
-                for store in state.storesBeforeSuite { add(.managedFleet, store) }
-                for domain in state.volatileDomains { add(.volatileDomain, domain.name, domain.values[key]) }
-                for store in state.currentHost { add(.currentHost, store) }
-                add(administered.host?.isAnyHost == true ? .currentHost : .suite, suite)
-                for store in state.anyHost { add(.suite, store) }
-                for store in state.storesAfterSuite { add(.fleetDefaults, store) }
-                for store in state.addedSuites { add(.addedSuite, store) }
-                add(.globalDomain, global)
-                for store in state.system { add(.systemWide, store) }
-                add(.registrationDomain, Self.registrationDomain, state.registration[key])
+                state.forEachSearchLayer(suite: suite, global: global) { layer in
+                    switch layer {
+                    case .values(let layer, let domain, let values): add(layer, domain, values[key])
+                    case .store(let layer, let store): add(layer, store)
+                    case .suite(let store): add(administered.host?.isAnyHost == true ? .currentHost : .suite, store)
+                    }
+                    return true
+                }
             }
         }
         return sources

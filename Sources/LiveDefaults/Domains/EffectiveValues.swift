@@ -71,12 +71,7 @@ struct EffectiveValues {
         key: HashedKey, old: PropertyListValue?, new: PropertyListValue?
     )] {
         var changes: [(key: HashedKey, old: PropertyListValue?, new: PropertyListValue?)] = []
-        for (key, entry) in entries where other.entries[key]?.value != entry.value {
-            changes.append((key, entry.value, other.entries[key]?.value))
-        }
-        for (key, entry) in other.entries where entry.value != nil && entries[key] == nil {
-            changes.append((key, nil, entry.value))
-        }
+        entries.forEachDifference(to: other.entries, value: \.value) { changes.append(($0, $1, $2)) }
         return changes
     }
 

@@ -22,7 +22,9 @@ extension Defaults {
     ) -> Delivery? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        if store !== suite, let delivery = refreshAdministered(store, .one(key), origin: origin) { return delivery }
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key), origin: origin) {
+            return delivery
+        }
         return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
@@ -31,7 +33,9 @@ extension Defaults {
     ///
     /// - Returns: What to deliver once the change lock is released, or nil.
     func storeChanged(_ store: SuiteStore, keys: ChangedKeys, origin: ChangeOrigin) -> Delivery? {
-        if store !== suite, let delivery = refreshAdministered(store, keys, origin: origin) { return delivery }
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, keys, origin: origin) {
+            return delivery
+        }
         return applyRefresh(keys, origin: deliveredOrigin(origin, from: store, keys: keys))
     }
 
@@ -158,19 +162,7 @@ extension Defaults {
     func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
-            if state.arguments[key] != nil || state.volatileDomains.contains(where: { $0.values[key] != nil })
-                || state.storesBeforeSuite.contains(where: { $0.orderedValue(forKey: key) != nil })
-                || state.forced.contains(where: { $0.orderedValue(forKey: key) != nil })
-                || state.currentHost.contains(where: { $0.orderedValue(forKey: key) != nil })
-            {
-                return
-            }
-            func first(_ stores: [SuiteStore]) -> PropertyListValue? {
-                stores.lazy.compactMap { $0.orderedValue(forKey: key) }.first
-            }
-            let new =
-                suiteValue ?? first(state.anyHost) ?? first(state.storesAfterSuite) ?? first(state.addedSuites)
-                ?? global?.orderedValue(forKey: key) ?? first(state.system) ?? state.registration[key]
+            let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: .some(suiteValue))
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }

@@ -30,14 +30,8 @@ extension DefaultsSchema {
 
     /// The path of ``userDirectory(environment:)``, from the variables `variable` gives.
     package static func userDirectoryPath(variable: (String) -> String?) -> String {
-        let base: String
-        if let data = variable("XDG_DATA_HOME"), data.hasPrefix("/") {
-            base = data
-        } else {
-            let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-            base = joined(home, ".local/share")
-        }
-        return joined(base, "livedefaults/schemas")
+        BaseDirectories.joined(
+            BaseDirectories.user("XDG_DATA_HOME", fallback: ".local/share", read: variable), "livedefaults/schemas")
     }
 
     /// The system schema directories, in `$XDG_DATA_DIRS` order.
@@ -47,15 +41,9 @@ extension DefaultsSchema {
 
     /// The paths of ``systemDirectories(environment:)``, from the variables `variable` gives.
     package static func systemDirectoryPaths(variable: (String) -> String?) -> [String] {
-        let listed = (variable("XDG_DATA_DIRS") ?? "").split(separator: ":").map(String.init).filter {
-            $0.hasPrefix("/")
+        BaseDirectories.system("XDG_DATA_DIRS", defaults: ["/usr/local/share", "/usr/share"], read: variable).map {
+            BaseDirectories.joined($0, "livedefaults/schemas")
         }
-        return (listed.isEmpty ? ["/usr/local/share", "/usr/share"] : listed).map { joined($0, "livedefaults/schemas") }
-    }
-
-    /// `directory` + `/` + `component`, with no doubled `/` where they meet (as `appendingPathComponent`).
-    private static func joined(_ directory: String, _ component: String) -> String {
-        directory.hasSuffix("/") ? directory + component : directory + "/" + component
     }
 
     /// The schema installed for `suite`, from the first of ``searchDirectories`` that has one;
@@ -89,7 +77,7 @@ extension DefaultsSchema {
     )? {
         try SuiteLocation.validate(suiteName: suite)
         for directory in paths {
-            let path = joined(directory, suite + ".plist")
+            let path = BaseDirectories.joined(directory, suite + ".plist")
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             return (try DefaultsSchema(propertyListData: data, source: path), path)
         }

@@ -10,17 +10,10 @@ package struct SuiteLocation: Hashable, Sendable {
     /// The suite file's absolute path.
     package let path: String
 
-    /// The directory suite files live in, by the XDG rule: the one copy of it, which the `defaults`
-    /// command uses too. The two variables are read with getenv: `ProcessInfo.processInfo.environment`
-    /// builds a dictionary of the whole environment, about a tenth of a one-shot command's start-up
-    /// (docs/design.md, "The `defaults` command's start-up").
+    /// The directory suite files live in, by the XDG rule (``BaseDirectories``), which the
+    /// `defaults` command uses too.
     package static func defaultDirectory() -> String {
-        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
-        if let xdg = variable("XDG_CONFIG_HOME"), xdg.hasPrefix("/") {
-            return xdg
-        }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.config"
+        BaseDirectories.user("XDG_CONFIG_HOME", fallback: ".config")
     }
 
     /// Validates `name` and builds the path of its file.

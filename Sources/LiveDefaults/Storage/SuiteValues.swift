@@ -163,12 +163,7 @@ package struct SuiteValues: Sendable {
         from old: [String: PropertyListValue], to new: [String: PropertyListValue]
     ) -> [StoredChange] {
         var changes: [StoredChange] = []
-        for (key, value) in old where new[key] != value {
-            changes.append(StoredChange(key: key, old: value, new: new[key]))
-        }
-        for (key, value) in new where old[key] == nil {
-            changes.append(StoredChange(key: key, old: nil, new: value))
-        }
+        old.forEachDifference(to: new, value: { $0 }) { changes.append(StoredChange(key: $0, old: $1, new: $2)) }
         return changes
     }
 }
