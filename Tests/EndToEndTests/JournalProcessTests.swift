@@ -19,8 +19,9 @@ import Testing
 
     @Test(arguments: Death.allCases)
     func aSetSurvivesItsProcessDyingAtAnyMoment(death: Death) throws {
-        // A few dozen rounds per death in a quick run, a thousand at LIVEDEFAULTS_STRESS=1.
-        let rounds = Stress.scaled(1_000, quick: 100)
+        // In a quick run, one round at each millisecond of the window (21, each a process of its
+        // own); a thousand at LIVEDEFAULTS_STRESS=1.
+        let rounds = Stress.scaled(1_000, quick: 21)
         let directory = try TemporaryDirectory()
         let suite = "com.example.death"
         var lost: [Int] = []
