@@ -42,9 +42,9 @@ public struct TemporaryDirectory: ~Copyable {
 /// at intervals doubling up to 10 ms. Returns whether it held: use with `#expect` so a missed
 /// event fails the test.
 ///
-/// The intervals grow because a check can cost more than the event it waits for: an etcd
-/// member's health is an HTTP request, and a few dozen tests waiting at once, each checking every
-/// millisecond for seconds, cost more processor time than the tests themselves.
+/// The intervals grow so that a long wait (an etcd member's start, whose every check is an HTTP
+/// request) does not wake a thousand times a second while dozens of tests wait at once; a quick
+/// event is still seen within a millisecond or two.
 ///
 /// The default, 30 s, is a bound on a hang, not a speed target: a wait returns as soon as the
 /// event has happened, so only a failing test waits it out. CI runs the suites under the thread
