@@ -11,6 +11,7 @@ extension FleetBackend {
         case .live:
             let mirror = follower.snapshot
             let (onRecovery, recovered) = state.withLock { state in
+                state.told = status
                 if let cached = state.cached {
                     if cached.clusterID != 0 && cached.clusterID != mirror.clusterID {
                         state.cacheReplacedBecause =
@@ -59,6 +60,7 @@ extension FleetBackend {
                         + "changes made here stay pending, and the suite is followed again once etcd answers.",
                     suite: suite.name, path: location.path)
                 state.outage = error
+                state.told = status
                 // From the last contact, as the state's `since`: etcd went silent then, and was
                 // noticed a check's (or a range's) timeout later.
                 state.outageBegan = since
@@ -67,7 +69,7 @@ extension FleetBackend {
             }
             report(error)
         case .starting:
-            break
+            state.withLock { $0.told = status }
         }
         stateListeners.send(fleetState)
     }
@@ -128,14 +130,17 @@ extension FleetBackend {
 
     // MARK: State
 
+    /// The status this backend was told, so that a state that says etcd is lost comes with the
+    /// outage in ``outage`` (both are set under one lock); while it is live, the follower's own
+    /// revision, which moves on with each watch message without a new status.
     var fleetState: FleetState {
-        let status = follower.status
+        let (status, cached) = state.withLock { ($0.told, $0.cached) }
         let mirror = follower.snapshot
-        let cached = state.withLock { $0.cached }
         switch status {
         case .starting:
             return .connecting
         case .live(let revision):
+            if case .live(let now) = follower.status { return .live(revision: now) }
             return .live(revision: revision)
         case .offline(let since, let problem):
             if mirror.resyncs > 0 { return .stale(revision: mirror.revision, since: since, reason: problem) }

@@ -43,6 +43,9 @@ final class FleetBackend: SuiteBackend {
         var cached: FleetCache?
         /// Where the store stands against the mirror: what each piece of news makes it apply.
         var sync = FleetSync()
+        /// The follower's status as this backend was last told it (``statusChanged(_:)``), set with
+        /// the outage: the state says what the outage says, never ahead of it.
+        var told = EtcdSuiteFollower.Status.starting
         /// etcd is unreachable and this outage was reported.
         var outage: DefaultsError?
         /// When the outage reported began (the last contact with etcd), and the values in use then

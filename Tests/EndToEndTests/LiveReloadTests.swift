@@ -338,7 +338,7 @@ final class LiveSuite {
         let rounds = Stress.scaled(20)
         var slowRounds: Set<Int> = []  // the file was away for the grace or longer: a removal is right
         for round in 1...rounds {
-            let away = try await LiveReloadPathChangeTests.onAThreadOfItsOwn {
+            let away = try await onAThreadOfItsOwn {
                 let deleted = ContinuousClock.now
                 try FileManager.default.removeItem(at: config)
                 try LiveReloadPathChangeTests.makeDirectory(config)
@@ -464,17 +464,6 @@ final class LiveSuite {
         try #require(rename(temporary.path, url.path) == 0)
     }
 
-    /// Runs `body` on a thread of its own. Other tests may hold both threads of Swift's
-    /// cooperative pool on a 2-core machine, so a gap timed there can come out far longer than
-    /// asked; and blocking a Dispatch worker would hold up the stores' reloads, which run there.
-    static func onAThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws
-        -> Result
-    {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
-        }
-    }
-
     static func makeDirectory(_ url: URL) throws {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
@@ -540,7 +529,7 @@ final class LiveSuite {
         while round - slowRounds.count < Self.rounds && round < 3 * Self.rounds {
             round += 1
             let round = round
-            let away = try await Self.onAThreadOfItsOwn {
+            let away = try await onAThreadOfItsOwn {
                 let deleted = ContinuousClock.now
                 let aside = directory.deletingLastPathComponent().appendingPathComponent("aside")
                 switch replacement {

@@ -128,7 +128,7 @@ import Testing
             "4 processes × \(keys) distinct keys: \(kept) of \(4 * keys) kept", named: "distinct-keys.txt")
     }
 
-    @Test func processKilledWhileFlushingLeavesACompleteEarlierState() throws {
+    @Test func processKilledWhileFlushingLeavesACompleteEarlierState() async throws {
         // 1,000 kills in CI (about 100 s here); 50 in a quick run.
         let kills =
             Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_KILLS"] ?? "") ?? Stress.scaled(1_000, quick: 50)
@@ -144,15 +144,19 @@ import Testing
             // Every eighth victim is killed only once it has acknowledged a write, so that some kills
             // land after acknowledged writes whatever the load (at a load of 9, no victim got that far
             // within 60 ms of its start, and the test failed on that, not on a lost write).
-            if round % 8 == 7 {
-                try victim.waitForLine(
-                    on: .output, timeout: .seconds(60), where: { $0.hasPrefix("acked ") },
-                    describedAs: "the victim's first acknowledged write")
+            // The waits on a thread of their own, off the cooperative pool (a thousand rounds in CI).
+            let output = try await onAThreadOfItsOwn {
+                if round % 8 == 7 {
+                    try victim.waitForLine(
+                        on: .output, timeout: .seconds(60), where: { $0.hasPrefix("acked ") },
+                        describedAs: "the victim's first acknowledged write")
+                }
+                // The kill lands at a random moment: before the first write, mid-write, or between
+                // writes (the scenario under test, not synchronisation).
+                usleep(UInt32.random(in: 0...60_000))
+                victim.send(SIGKILL)
+                return victim.waitForExit().standardOutput
             }
-            // The kill lands at a random moment: before the first write, mid-write, or between writes.
-            usleep(UInt32.random(in: 0...60_000))  // the scenario under test (when the kill lands), not synchronisation
-            victim.send(SIGKILL)
-            let output = victim.waitForExit().standardOutput
             if let last = output.split(separator: "\n").last(where: { $0.hasPrefix("acked ") }) {
                 lastAcknowledged = Int(last.dropFirst(6)) ?? lastAcknowledged
             }

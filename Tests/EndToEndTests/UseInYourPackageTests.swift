@@ -34,6 +34,9 @@ import Testing
         environment["PATH"] = "/opt/swift/usr/bin:" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["HOME"] = directory.path  // SwiftPM's caches go there, not to the user's home
         environment["XDG_CONFIG_HOME"] = directory.path
+        // SwiftPM's lock files (named after the package's path) and the empty TemporaryDirectory.*
+        // it leaves behind at each run go there too, not to /tmp.
+        environment["TMPDIR"] = directory.path
         return try runToEnd(
             "/usr/bin/env", ["swift", "package", "--package-path", consumer.path, "describe"], environment: environment)
     }

@@ -302,6 +302,23 @@ import Testing
         #expect(Self.read(try Self.journalBytes(path)).records.map(\.key) == ["next"])
     }
 
+    /// The first change of a suite whose directory is not there yet (the flush makes it) is
+    /// journalled: the journal makes the directory, rather than failing and leaving the suite
+    /// without a journal for the rest of the process.
+    @Test func theFirstChangeInADirectoryNotYetMadeIsJournalled() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: Self.suite, directory: directory.path + "/not/yet")
+        let backend = FileBackend(location: location, operations: SystemFileOperations())
+        backend.journal(.integer(1), forKey: "first")
+        let path = try #require(backend.ownJournalPath, "no journal: journaling was disabled")
+        #expect(Self.read(try Self.journalBytes(path)).records == [JournalRecord(kind: .set, key: "first", value: 1)])
+        var known = SuiteSnapshot()
+        backend.journalMark()
+        _ = try backend.write(.changes(["first": .init(value: .integer(1), generation: 1)]), over: &known)
+        #expect(
+            FileBackend(location: location, operations: SystemFileOperations()).load().snapshot.values == ["first": 1])
+    }
+
     /// A way making or growing the journal fails, through the file-operations seam.
     struct Fallback: Sendable, CustomTestStringConvertible {
         var operation: String

@@ -137,6 +137,14 @@ final class RecordingListener: Sendable {
         return (store, operations, clock)
     }
 
+    /// The descriptors of this process open on the file at `path` (from /proc/self/fd).
+    static func openDescriptors(of path: String) -> [String] {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path
+        }
+    }
+
     static func fileValues(_ path: String) throws -> [String: PropertyListValue]? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         guard case .dictionary(let values) = try PropertyListCodec.decode(data).value else { return nil }
@@ -238,6 +246,9 @@ final class RecordingListener: Sendable {
         #expect(store.lastError?.path?.hasSuffix(".plist.lock") == true)
         #expect(try Self.fileValues(store.location.path) == nil)
         #expect(store.hasPendingChanges)
+        // Each failed attempt closed the lock file it opened (the lock's path is this test's own).
+        let lockPath = try #require(store.lastError?.path)
+        #expect(Self.openDescriptors(of: lockPath).isEmpty, "the lock file's descriptor leaked")
         operations.fail("flock", with: nil)
         try store.flush()
         #expect(store.lastError == nil)

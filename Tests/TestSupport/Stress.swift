@@ -3,7 +3,8 @@ import Foundation
 /// How heavy the stress and fault tests run, from `LIVEDEFAULTS_STRESS`:
 /// - unset: the quick size each heavy test names, so that a plain `swift test` takes under a minute
 ///   on 2 cores;
-/// - `1`: the full counts and durations, which CI runs (`.ci/run` sets it);
+/// - `1`: the full counts and durations, which CI runs once each (`.ci/run` sets it for the thread
+///   sanitizer's run and for the end-to-end suites that run has not);
 /// - `<factor>`: the full counts and durations multiplied by the factor (kills, keys, threads'
 ///   running time, stores opened).
 public enum Stress {

@@ -15,8 +15,9 @@ package struct JournalSlot {
     private let suitePath: String
     private let suite: String
     private let operations: any FileOperations
-    /// Makes the suite file's directory before the journal (a fleet suite's cache directory is made
-    /// by its first save, and the journal may come first).
+    /// Makes the suite file's directory before the journal: the directory is made by the first
+    /// write (a file suite's flush, a fleet suite's first save of its cache), and the journal of the
+    /// first change comes before it.
     private let makesDirectory: Bool
 
     package init(
@@ -77,8 +78,13 @@ package struct JournalSlot {
     /// Makes `directory` and the missing ones above it, `0700`.
     private func mkdirs(_ directory: String) {
         guard !directory.isEmpty, access(directory, F_OK) != 0 else { return }
-        mkdirs(SuiteFile.directory(of: directory))
-        _ = operations.mkdir(directory, 0o700)
+        let parent = SuiteFile.directory(of: directory)
+        mkdirs(parent)
+        // Root gives a directory it makes in another user's to that user, as the flush does
+        // (docs/design.md, "Owners of the files root writes").
+        guard operations.mkdir(directory, 0o700) == 0, let owner = FileOwner.forFile(replacing: nil, in: parent)
+        else { return }
+        try? owner.giveDirectory(directory, using: operations)
     }
 
     /// Reports off the calling thread: changes are journalled under the change lock, where a

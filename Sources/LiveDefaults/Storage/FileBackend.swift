@@ -40,7 +40,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package init(location: SuiteLocation, operations: Operations) {
         self.file = SuiteFile(location: location)
         self.operations = operations
-        self.journaling = Locked(JournalSlot(suitePath: location.path, suite: location.name, operations: operations))
+        self.journaling = Locked(
+            JournalSlot(suitePath: location.path, suite: location.name, operations: operations, makesDirectory: true))
     }
 
     private var location: SuiteLocation { file.location }

@@ -103,7 +103,10 @@ package struct SuiteFile: Sendable {
                     throw error
                 }
             }
-            try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) }
+            do { try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) } } catch {
+                close(descriptor)  // no lock: the descriptor is not kept
+                throw error
+            }
         } catch {
             throw DefaultsError(
                 .lockFailed,
