@@ -109,12 +109,17 @@ package final class SuiteJournal: @unchecked Sendable {
             throw failure("size and map", code)
         }
         descriptor = opened
+        // Who writes this journal, once per process (docs/design.md, "History: the writer").
+        HistoryWriterFile.write(HistoryIdentity.current, forJournal: path, owner: owner, using: operations)
     }
 
     deinit {
         lock.withLock { mapping in
             // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
-            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
+            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) {
+                unlink(path)
+                unlink(HistoryWriterFile.path(forJournal: path))
+            }
             if let base = mapping.base { munmap(base, mapping.capacity) }
         }
         close(descriptor)
@@ -162,6 +167,17 @@ package final class SuiteJournal: @unchecked Sendable {
         return payload.withUnsafeMutableBytes { bytes in
             let payload = UnsafeRawBufferPointer(bytes)
             return appendRecord(payloadCount: payload.count) { destination in
+                if let source = payload.baseAddress { destination.copyMemory(from: source, byteCount: payload.count) }
+            }
+        }
+    }
+
+    /// Appends an ``JournalRecord/Kind/origin`` record: the next change of `key` comes from `origin`.
+    package func appendOrigin(_ origin: DefaultsHistoryEntry.Origin, key: String) -> DefaultsError? {
+        var payload = JournalFormat.payload(.origin, key: key, value: nil)
+        payload[1] = HistoryFormat.originCode(origin)
+        return payload.withUnsafeBytes { payload in
+            appendRecord(payloadCount: payload.count) { destination in
                 if let source = payload.baseAddress { destination.copyMemory(from: source, byteCount: payload.count) }
             }
         }
