@@ -186,7 +186,8 @@ package struct HistoryLog: Sendable {
                 var encoded = HistoryFormat.encode(batch)
                 if entries + batch.changes.count > retention.maxEntries || bytes + encoded.count > retention.maxBytes {
                     // Part of this batch: its newest changes, as many as both bounds allow.
-                    var room = retention.maxEntries - entries
+                    // (The whole batch does not fit, so at most all its changes but one.)
+                    var room = min(retention.maxEntries - entries, batch.changes.count - 1)
                     while room > 0 {
                         let dropped = batch.changes.count - room
                         var part = batch
