@@ -110,16 +110,13 @@ package final class SuiteJournal: @unchecked Sendable {
         }
         descriptor = opened
         // Who writes this journal, once per process (docs/design.md, "History: the writer").
-        HistoryWriterFile.write(HistoryIdentity.current, forJournal: path, owner: owner, using: operations)
+        HistoryWriterFile.write(HistoryIdentity.current, toJournal: opened)
     }
 
     deinit {
         lock.withLock { mapping in
             // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
-            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) {
-                unlink(path)
-                unlink(HistoryWriterFile.path(forJournal: path))
-            }
+            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
             if let base = mapping.base { munmap(base, mapping.capacity) }
         }
         close(descriptor)

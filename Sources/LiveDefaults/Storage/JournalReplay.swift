@@ -25,7 +25,6 @@ package struct DeadJournal {
     /// journal: "were made pending writes of …").
     package func finish(suitePath: String, suite: String, applied: String? = nil) {
         defer { close(descriptor) }
-        unlink(HistoryWriterFile.path(forJournal: path))
         guard let problem = contents.problem else {
             unlink(path)
             return
@@ -92,7 +91,7 @@ package struct DeadJournal {
             found.append(
                 DeadJournal(
                     path: path, descriptor: descriptor, contents: contents, modified: info.st_mtim,
-                    writer: HistoryWriterFile.read(forJournal: path)))
+                    writer: HistoryWriterFile.read(journal: descriptor)))
         }
         return found.sorted { ($0.modified.tv_sec, $0.modified.tv_nsec) < ($1.modified.tv_sec, $1.modified.tv_nsec) }
     }
