@@ -116,6 +116,8 @@ package struct DefaultsCommandRunner: Sendable {
         if let host = HostOption.host(in: arguments) {
             runner.domains = domains.forHost(host)
         }
+        // The writer the suite's history names for this run's changes (docs/design.md, "History").
+        HistoryIdentity.setCommand(runner.historyArguments(arguments, command))
         return runner.execute(command)
     }
 
@@ -356,6 +358,9 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .installSchema, .describe, .listKeys, .reset, .schema:
             try performSchemaVerb(command)
+
+        case .history, .diff, .rollback:
+            try performHistoryVerb(command)
         }
         return .exit(Self.success)
     }
