@@ -42,9 +42,11 @@ import Testing
     @Test func theRetentionBoundsHold() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Self.open(directory)
-        let saved = Defaults.historyRetention
-        defer { Defaults.historyRetention = saved }
-        Defaults.historyRetention = DefaultsHistoryRetention(maxEntries: 40, maxBytes: 1 << 20)
+        let path = directory.url.path
+        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 40, maxBytes: 1 << 20)
+        }
         for round in 0..<120 {
             defaults.set(.integer(Int64(round)), forKey: "counter")
             try defaults.synchronize()
@@ -54,7 +56,9 @@ import Testing
         #expect(entries.last?.newValue == .integer(119) && entries.last?.id == 120)
         #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.id + 1 == $1.id })
         // By bytes: entries of 2 KiB each, at most 16 KiB kept (a quarter over before pruning).
-        Defaults.historyRetention = DefaultsHistoryRetention(maxEntries: 10_000, maxBytes: 16 * 1024)
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 10_000, maxBytes: 16 * 1024)
+        }
         for round in 0..<60 {
             defaults.set(.string(String(repeating: "x", count: 1000) + "\(round)"), forKey: "text")
             try defaults.synchronize()
@@ -116,9 +120,11 @@ import Testing
     @Test func aRollbackPastWhatWasPrunedIsRefusedAndChangesNothing() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Self.open(directory)
-        let saved = Defaults.historyRetention
-        defer { Defaults.historyRetention = saved }
-        Defaults.historyRetention = DefaultsHistoryRetention(maxEntries: 4, maxBytes: 1 << 20)
+        let path = directory.url.path
+        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 4, maxBytes: 1 << 20)
+        }
         for round in 0..<12 {
             defaults.set(.integer(Int64(round)), forKey: "n")
             try defaults.synchronize()

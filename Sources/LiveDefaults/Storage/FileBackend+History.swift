@@ -62,6 +62,29 @@ struct HistoryRecording {
         }
         let writer = journal.writer
         let fallback: DefaultsHistoryEntry.Origin = (writer?.command.isEmpty ?? true) ? .program : .command
+        // A dead process that renamed its file but died before appending to the log left a file
+        // that looks changed from outside: the changes to values its journal set are its own.
+        var claimed: [HistoryChange] = []
+        if let last = batches.indices.last, batches[last].writer == nil,
+            batches[last].changes.allSatisfy({ $0.origin == .outside })
+        {
+            var kept: [HistoryChange] = []
+            for change in batches[last].changes {
+                let wrote = journal.contents.records.contains { record in
+                    record.key == change.key
+                        && ((record.kind == .set || record.kind == .setObject) && record.value == change.newValue
+                            || record.kind == .remove && change.newValue == nil)
+                }
+                if wrote {
+                    var own = change
+                    own.origin = fallback
+                    claimed.append(own)
+                } else {
+                    kept.append(change)
+                }
+            }
+            if kept.isEmpty { batches.removeLast() } else { batches[last].changes = kept }
+        }
         var origins: [String: DefaultsHistoryEntry.Origin] = [:]
         var pendingOrigin: [String: DefaultsHistoryEntry.Origin] = [:]
         for record in journal.contents.records {
@@ -71,7 +94,7 @@ struct HistoryRecording {
             default: origins[record.key] = pendingOrigin.removeValue(forKey: record.key) ?? fallback
             }
         }
-        var changes: [HistoryChange] = []
+        var changes = claimed
         for key in order {
             let old = before[key] ?? nil
             let new = values[key]
@@ -117,7 +140,7 @@ struct HistoryRecording {
             batches[index].marker = identity
         }
         if let last = batches.indices.last { batches[last].marker = identity }
-        appender.append(batches, retention: HistoryIdentity.retention)
+        appender.append(batches, retention: HistoryIdentity.retention(forSuiteFile: appender.log.suitePath))
     }
 
     /// The origins of the changes a write took (``JournalSlot/markedOrigins``).
@@ -156,13 +179,19 @@ extension FileBackend {
         guard let marker = HistoryLog.peekMarker(log.path), marker != current, marker == previous else { return }
         try? file.withLock(using: operations) { (target) throws(DefaultsError) in
             guard let recording = startRecording(), recording.appender.marker == previous else { return }
+            // A dead writer's journal: the change may be its flush, cut short before the log; the
+            // next flush or open replays it and names it (``HistoryRecording/noteReplayed``).
+            let dead = takeDeadJournals()
+            defer { for journal in dead { journal.abandon() } }
+            guard dead.allSatisfy({ $0.contents.records.isEmpty }) else { return }
             var info = stat()
             guard stat(target, &info) == 0 ? FileIdentity(info) == current : current == nil else { return }
             var recorder = recording
             recorder.noteOutsideChange(
                 known: old, knownIdentity: previous, found: new, foundIdentity: current, log: log)
             guard !recorder.batches.isEmpty else { return }
-            recorder.appender.append(recorder.batches, retention: HistoryIdentity.retention)
+            recorder.appender.append(
+                recorder.batches, retention: HistoryIdentity.retention(forSuiteFile: log.suitePath))
         }
     }
 }
