@@ -22,7 +22,9 @@ import Testing
         for (index, writer) in writers.enumerated() {
             let result = writer.waitForExit()
             #expect(result.status == 0, "\(result)")
-            let pid = result.standardOutput.split(separator: " ").last.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            let pid = result.standardOutput.split(separator: " ").last.flatMap {
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
             pids["p\(index)"] = pid
         }
         let entries = try Self.history(directory, suite).entries
@@ -32,7 +34,9 @@ import Testing
         #expect(Set(distinct.map(\.key)).count == 8 * count)
         for entry in distinct {
             let prefix = String(entry.key.prefix { $0 != "-" })
-            #expect(entry.writer?.processID == pids[prefix], "\(entry.key) names pid \(String(describing: entry.writer?.processID))")
+            #expect(
+                entry.writer?.processID == pids[prefix],
+                "\(entry.key) names pid \(String(describing: entry.writer?.processID))")
             #expect(entry.oldValue == nil && entry.origin == .program)
         }
         // Numbered 1, 2, 3… with no gap.
@@ -44,8 +48,9 @@ import Testing
         for (before, after) in zip(chain, chain.dropFirst()) {
             #expect(after.oldValue == before.newValue, "entry \(after.id) follows \(before.id)")
         }
-        let file = try PropertyListSerialization.propertyList(
-            from: Data(contentsOf: directory.file(suite + ".plist")), format: nil) as? [String: Any]
+        let file =
+            try PropertyListSerialization.propertyList(
+                from: Data(contentsOf: directory.file(suite + ".plist")), format: nil) as? [String: Any]
         #expect(chain.last?.newValue?.stringValue == file?["last"] as? String)
     }
 
@@ -72,11 +77,16 @@ import Testing
             #expect(entries.map(\.id) == Array(entries.first!.id...entries.last!.id), "round \(round)")
             let value = PropertyListValue.string("\(acknowledged)-" + String(repeating: "x", count: 100))
             let recorded = Set(entries.filter { $0.newValue == value }.map(\.key))
-            #expect(recorded.count == keys, "round \(round): generation \(acknowledged) has \(recorded.count) entries; key-0: \(entries.filter { $0.key == "key-0" }.suffix(3).map { "\($0.id) \($0.origin) \(String(describing: $0.newValue).prefix(20))" }), \(entries.count)")
+            #expect(
+                recorded.count == keys,
+                "round \(round): generation \(acknowledged) has \(recorded.count) entries; key-0: \(entries.filter { $0.key == "key-0" }.suffix(3).map { "\($0.id) \($0.origin) \(String(describing: $0.newValue).prefix(20))" }), \(entries.count)"
+            )
             // Every change is the victims' own, those replayed from a dead journal included: the
             // process that replayed them (this one) is not named.
             let others = entries.filter { $0.writer?.executable.hasSuffix("TestHelper") != true }
-            #expect(others.isEmpty, "round \(round): \(others.prefix(2).map { "\($0.id) \($0.origin) \(String(describing: $0.writer))" })")
+            #expect(
+                others.isEmpty,
+                "round \(round): \(others.prefix(2).map { "\($0.id) \($0.origin) \(String(describing: $0.writer))" })")
         }
     }
 
@@ -88,15 +98,19 @@ import Testing
         try defaults.synchronize()
         let point = try #require(try defaults.history().last?.id)
         let watchers = try (0..<3).map { _ in
-            try ProductRunner.start("TestHelper", ["watch-key", directory.path, suite, "ratio"], keepingInputOpen: true)
+            try ProductRunner.start(
+                "TestHelper", ["watch-key", directory.path, suite, "ratio"], keepingInputOpen: true)
         }
         for watcher in watchers { try watcher.waitForLine(on: .output, where: { $0.hasPrefix("ready") }) }
         defaults.set(.string("broken"), forKey: "ratio")
         try defaults.synchronize()
-        for watcher in watchers { try watcher.waitForLine(on: .output, where: { $0.hasPrefix("changed") && $0.contains("broken") }) }
+        for watcher in watchers {
+            try watcher.waitForLine(on: .output, where: { $0.hasPrefix("changed") && $0.contains("broken") })
+        }
         try defaults.rollBack("ratio", to: .entry(point))
         for watcher in watchers {
-            try watcher.waitForLine(on: .output, where: { $0.hasPrefix("changed") && $0.contains("1.5") }, describedAs: "the rollback")
+            try watcher.waitForLine(
+                on: .output, where: { $0.hasPrefix("changed") && $0.contains("1.5") }, describedAs: "the rollback")
             watcher.write("quit\n")
             #expect(watcher.waitForExit().status == 0)
         }
@@ -109,16 +123,20 @@ import Testing
         let schemaDirectory = directory.path + "/data/livedefaults/schemas"
         try FileManager.default.createDirectory(atPath: schemaDirectory, withIntermediateDirectories: true)
         let schema = DefaultsSchema(
-            suite: suite, entries: [.init(name: "token", type: .string, isSecret: true), .init(name: "size", type: .integer)])
+            suite: suite,
+            entries: [.init(name: "token", type: .string, isSecret: true), .init(name: "size", type: .integer)])
         try schema.propertyListData().write(to: URL(fileURLWithPath: schemaDirectory + "/\(suite).plist"))
         let command = ProductRunner.runner(
             "defaults",
-            environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path, "XDG_DATA_HOME": directory.path + "/data"])
+            environment: [
+                "XDG_CONFIG_HOME": directory.path, "HOME": directory.path, "XDG_DATA_HOME": directory.path + "/data",
+            ])
         let secrets = ["hunter2-first", "hunter2-second"]
         for secret in secrets { #expect(try command.run(["write", suite, "token", secret]).status == 0) }
         #expect(try command.run(["write", suite, "size", "3"]).status == 0)
         let verbs: [[String]] = [
-            ["history", suite], ["history", suite, "--json"], ["history", suite, "token"], ["diff", suite, "--since", "1"],
+            ["history", suite], ["history", suite, "--json"], ["history", suite, "token"],
+            ["diff", suite, "--since", "1"],
             ["diff", suite, "--since", "1", "--json"], ["read", suite], ["rollback", suite, "token", "--to", "1"],
             ["history", suite, "--json"],
         ]
@@ -126,7 +144,8 @@ import Testing
             let result = try command.run(arguments)
             #expect(result.status == 0, "\(arguments): \(result)")
             for secret in secrets {
-                #expect(!result.standardOutput.contains(secret) && !result.standardError.contains(secret), "\(arguments)")
+                #expect(
+                    !result.standardOutput.contains(secret) && !result.standardError.contains(secret), "\(arguments)")
             }
         }
         // The writer's command line was recorded with the value redacted.

@@ -161,7 +161,8 @@ import Testing
         // A second process's view, watching too (one store per file per process: another directory
         // name for the same files is the same file, so a second watcher here is the same store).
         let path = directory.url.path + "/com.example.history.plist"
-        let edited = try PropertyListCodec.encode(.dictionary(["a": .integer(1), "b": .integer(5), "c": .bool(true)]), format: .xml)
+        let edited = try PropertyListCodec.encode(
+            .dictionary(["a": .integer(1), "b": .integer(5), "c": .bool(true)]), format: .xml)
         try edited.write(to: URL(fileURLWithPath: path + ".new"))
         #expect(rename(path + ".new", path) == 0)
         #expect(await eventually { first.propertyList(forKey: "b") == .integer(5) })

@@ -139,7 +139,9 @@ case "write-chain":
     // to "<prefix>-<i>", then synchronizes, for each i: the history's chain of "last" shows the
     // file's order (HistoryProcessTests).
     let defaults = open(1)
-    guard arguments.count == 5, let count = Int(arguments[4]) else { fail("write-chain <dir> <suite> <prefix> <count>") }
+    guard arguments.count == 5, let count = Int(arguments[4]) else {
+        fail("write-chain <dir> <suite> <prefix> <count>")
+    }
     for index in 0..<count {
         defaults.set(index, forKey: "\(arguments[3])-\(index)")
         defaults.set("\(arguments[3])-\(index)", forKey: "last")

@@ -24,7 +24,9 @@ package struct SuiteHistory: Sendable {
 
     /// The entries of `key` (all when nil) written after `since`, the newest `limit`, oldest first.
     package func filtered(key: String?, since: Date?, limit: Int?) -> [DefaultsHistoryEntry] {
-        var found = entries.filter { (key == nil || $0.key == key) && (since == nil || $0.date >= since!) }
+        var found = entries.filter { entry in
+            (key == nil || entry.key == key) && (since.map { entry.date >= $0 } ?? true)
+        }
         if let limit, found.count > limit { found.removeFirst(found.count - max(0, limit)) }
         return found
     }

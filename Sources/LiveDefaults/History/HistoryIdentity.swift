@@ -15,13 +15,16 @@ package enum HistoryIdentity {
         var host = [UInt8](repeating: 0, count: 256)
         let hostName =
             host.withUnsafeMutableBufferPointer { buffer in
-                buffer.baseAddress.map { gethostname(UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self), 255) }
+                buffer.baseAddress.map {
+                    gethostname(UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self), 255)
+                }
             } == 0 ? String(decoding: host.prefix { $0 != 0 }, as: UTF8.self) : ""
         var executable = ""
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = buffer.withUnsafeMutableBufferPointer { buffer in
             buffer.baseAddress.map {
-                readlink("/proc/self/exe", UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self), buffer.count - 1)
+                readlink(
+                    "/proc/self/exe", UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self), buffer.count - 1)
             } ?? -1
         }
         if count > 0 {

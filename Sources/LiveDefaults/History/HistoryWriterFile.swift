@@ -10,17 +10,19 @@ package enum HistoryWriterFile {
     /// An attribute fits in a block on ext4: a longer command line is cut.
     private static let limit = 3072
 
-    private typealias SetAttribute = @convention(c) (
-        Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32
-    ) -> Int32
-    private typealias GetAttribute = @convention(c) (
-        Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int
-    ) -> Int
+    private typealias SetAttribute =
+        @convention(c) (
+            Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32
+        ) -> Int32
+    private typealias GetAttribute =
+        @convention(c) (
+            Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int
+        ) -> Int
     /// glibc's `fsetxattr` and `fgetxattr` (their header is not in Swift's Glibc module).
-    nonisolated(unsafe) private static let setAttribute: SetAttribute? = dlsym(
+    private static let setAttribute: SetAttribute? = dlsym(
         UnsafeMutableRawPointer(bitPattern: 0), "fsetxattr"
     ).map { unsafeBitCast($0, to: SetAttribute.self) }
-    nonisolated(unsafe) private static let getAttribute: GetAttribute? = dlsym(
+    private static let getAttribute: GetAttribute? = dlsym(
         UnsafeMutableRawPointer(bitPattern: 0), "fgetxattr"
     ).map { unsafeBitCast($0, to: GetAttribute.self) }
 

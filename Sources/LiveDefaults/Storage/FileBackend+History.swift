@@ -25,7 +25,8 @@ struct HistoryRecording {
         var overlay: [String: PropertyListValue?] = [:]
         if knownIdentity != appender.marker {
             let contents = log.read()
-            let start = contents.batches.lastIndex { $0.marker != nil && $0.marker == knownIdentity }.map { $0 + 1 } ?? 0
+            let start =
+                contents.batches.lastIndex { $0.marker != nil && $0.marker == knownIdentity }.map { $0 + 1 } ?? 0
             for batch in contents.batches[start...] {
                 for change in batch.changes { overlay[change.key] = .some(change.newValue) }
             }
@@ -113,7 +114,8 @@ struct HistoryRecording {
             changes.append(
                 HistoryChange(key: key, oldValue: old[key], newValue: new[key], origin: origins.origin(of: key, nil)))
         }
-        batches.append(HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
+        batches.append(
+            HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
     }
 
     /// Records this process's own changes, gathered in ``own``, in the order they were made.
@@ -128,7 +130,8 @@ struct HistoryRecording {
                     origin: origins.origin(of: change.key, change.generation)))
         }
         own = []
-        batches.append(HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
+        batches.append(
+            HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
     }
 
     /// Appends what was gathered; the file the write left is `identity` (nil: removed).
