@@ -177,3 +177,20 @@ import Testing
         #expect(try first.history().filter { $0.origin == .outside }.count == 2)
     }
 }
+
+@Suite struct HistoryMigrationTests {
+    @Test func aMigrationsChangesAreRecordedAsSuchAndTheNextFlushSeesNoOutsideChange() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try HistoryTests.open(directory)
+        defaults.set(.integer(1), forKey: "old")
+        try defaults.synchronize()
+        try defaults.migrate(to: 1) { step in step.rename("old", to: "new") }
+        defaults.set(.integer(2), forKey: "other")
+        try defaults.synchronize()
+        let entries = try defaults.history()
+        #expect(entries.filter { $0.origin == .outside }.isEmpty, "\(entries.map { "\($0.key) \($0.origin)" })")
+        let migrated = entries.filter { $0.origin == .migration }
+        #expect(migrated.contains { $0.key == "old" && $0.oldValue == .integer(1) && $0.newValue == nil })
+        #expect(migrated.contains { $0.key == "new" && $0.newValue == .integer(1) })
+    }
+}
