@@ -10,7 +10,7 @@ import Foundation
 public struct DefaultsHistoryEntry: Sendable, Hashable, Identifiable {
     /// Where a change came from.
     public enum Origin: String, Sendable, Hashable, CaseIterable {
-        /// A program's call (``Defaults/set(_:forKey:)``, ``Defaults/removeObject(forKey:)`` and
+        /// A program's call (``Defaults/set(_:forKey:)-(PropertyListValue?,_)``, ``Defaults/removeObject(forKey:)`` and
         /// the other setters).
         case program
         /// The `defaults` command (``Writer/command`` holds its verb and arguments).
