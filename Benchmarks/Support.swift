@@ -25,7 +25,7 @@ struct BenchmarkOptions {
             case "--help", "-h":
                 Swift.print(
                     "usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…] [--command PATH]")
-                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory, command,")
+                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory, command, history,")
                 Swift.print("        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume)")
                 exit(0)
             default:

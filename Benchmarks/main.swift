@@ -54,6 +54,8 @@ let groups: [(String, (inout Report) -> Void)] = [
     ("fanout", runner.measureFanOut), ("memory", runner.measureMemory),
     // The `defaults` command against dconf's command line, whole processes (CommandBenchmark.swift).
     ("command", runner.measureCommand),
+    // `defaults history` of a 10,000-entry log, whole processes (HistoryBenchmark.swift).
+    ("history", runner.measureHistory),
 ]
 for (name, measure) in groups where options.runs(name) {
     measure(&report)

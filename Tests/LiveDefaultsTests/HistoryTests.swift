@@ -194,3 +194,22 @@ import Testing
         #expect(migrated.contains { $0.key == "new" && $0.newValue == .integer(1) })
     }
 }
+
+@Suite struct HistoryFormatTests {
+    @Test(arguments: [
+        PropertyListValue.bool(true), .bool(false), .integer(0), .integer(200), .integer(70_000),
+        .integer(5_000_000_000),
+        .integer(-1), .integer(.min), .integer(.max), .real(1.5), .real(-0.0), .string(""), .string("short"),
+        .string(String(repeating: "long ", count: 100)), .string("é non-ASCII"), .array([.integer(1)]),
+        .dictionary(["a": .string("b")]), .data(Data([1, 2])), .date(Date(timeIntervalSince1970: 1_700_000_000)),
+    ])
+    func aValueReadsBackAsWritten(value: PropertyListValue) throws {
+        var bytes = HistoryBytes()
+        bytes.value(value)
+        let read = bytes.bytes.withUnsafeBytes { buffer -> PropertyListValue?? in
+            var reader = HistoryReader(buffer)
+            return reader.value()
+        }
+        #expect(read == .some(value))
+    }
+}

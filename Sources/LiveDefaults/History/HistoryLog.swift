@@ -144,7 +144,7 @@ package struct HistoryLog: Sendable {
         }
 
         /// Appends `batches` (numbering their entries) and prunes when past a bound by a quarter.
-        func append(_ batches: [HistoryBatch], retention: DefaultsHistoryRetention) {
+        package func append(_ batches: [HistoryBatch], retention: DefaultsHistoryRetention) {
             var bytes: [UInt8] = []
             if size < HistoryFormat.headerSize { bytes = HistoryFormat.encodeHeader(header) }
             let start = bytes.isEmpty ? header.end : 0
