@@ -18,9 +18,26 @@ extension DefaultsCommandRunner {
             if let limit, entries.count > limit { entries.removeFirst(entries.count - limit) }
             let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: [:])
             if json {
-                io.standardOutput("[" + entries.map { Self.json($0, schema) }.joined(separator: ",\n ") + "]\n")
+                var last: (writer: DefaultsHistoryEntry.Writer?, json: String)?
+                var items: [String] = []
+                items.reserveCapacity(entries.count)
+                for entry in entries {
+                    if last == nil || last?.writer != entry.writer {
+                        last = (entry.writer, Self.json(entry.writer))
+                    }
+                    items.append(Self.json(entry, schema, writer: last?.json ?? "null"))
+                }
+                io.standardOutput("[" + items.joined(separator: ",\n ") + "]\n")
             } else {
-                io.standardOutput(entries.map { Self.line($0, schema) + "\n" }.joined())
+                // Consecutive entries mostly share a writer: its words are made once.
+                var last: (writer: DefaultsHistoryEntry.Writer?, words: String)?
+                var output = ""
+                for entry in entries {
+                    if last == nil || last?.writer != entry.writer { last = (entry.writer, Self.who(entry.writer)) }
+                    output += Self.line(entry, schema, who: last?.words ?? "")
+                    output += "\n"
+                }
+                io.standardOutput(output)
             }
 
         case .diff(let domain, let since, let json):
@@ -98,7 +115,8 @@ extension DefaultsCommandRunner {
     /// A value as a line shows it: old-style text, `(none)` for no value.
     static func text(_ value: PropertyListValue?) -> String {
         guard let value else { return "(none)" }
-        return OpenStepWriter.string(for: value).replacingOccurrences(of: "\n", with: " ")
+        if case .integer(let number) = value { return String(number) }
+        return OpenStepWriter.singleLineString(for: value)
     }
 
     /// Who made a change, in words.
@@ -109,29 +127,28 @@ extension DefaultsCommandRunner {
         return "\(user)@\(writer.hostName) pid \(writer.processID): \(what)"
     }
 
-    static func line(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?) -> String {
+    static func line(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?, who: String) -> String {
         let old = schema?.shown(entry.oldValue, forKey: entry.key) ?? entry.oldValue
         let new = schema?.shown(entry.newValue, forKey: entry.key) ?? entry.newValue
         let date = Self.timestamp(entry.date)
-        return "\(entry.id)\t\(date)\t\(entry.key): \(text(old)) → \(text(new))\t\(entry.origin.rawValue)\t"
-            + who(entry.writer)
+        return "\(entry.id)\t\(date)\t\(entry.key): \(text(old)) → \(text(new))\t\(entry.origin.rawValue)\t" + who
     }
 
-    static func json(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?) -> String {
+    static func json(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?, writer: String) -> String {
         let old = schema?.shown(entry.oldValue, forKey: entry.key) ?? entry.oldValue
         let new = schema?.shown(entry.newValue, forKey: entry.key) ?? entry.newValue
-        let date = Self.timestamp(entry.date)
-        var writer = "null"
-        if let who = entry.writer {
-            writer =
-                "{\"uid\":\(who.userID),\"user\":\(WatchReport.json(who.userName)),"
-                + "\"machineID\":\(WatchReport.json(who.machineID)),\"host\":\(WatchReport.json(who.hostName)),"
-                + "\"pid\":\(who.processID),\"executable\":\(WatchReport.json(who.executable)),"
-                + "\"command\":[\(who.command.map(WatchReport.json).joined(separator: ","))]}"
-        }
-        return "{\"id\":\(entry.id),\"date\":\(WatchReport.json(date)),\"suite\":\(WatchReport.json(entry.suite)),"
+        return "{\"id\":\(entry.id),\"date\":\"\(timestamp(entry.date))\",\"suite\":\(WatchReport.json(entry.suite)),"
             + "\"key\":\(WatchReport.json(entry.key)),\"old\":\(WatchReport.json(old)),\"new\":\(WatchReport.json(new)),"
-            + "\"origin\":\(WatchReport.json(entry.origin.rawValue)),\"writer\":\(writer)}"
+            + "\"origin\":\"\(entry.origin.rawValue)\",\"writer\":\(writer)}"
+    }
+
+    /// A writer as JSON; `null` for none.
+    static func json(_ writer: DefaultsHistoryEntry.Writer?) -> String {
+        guard let who = writer else { return "null" }
+        return "{\"uid\":\(who.userID),\"user\":\(WatchReport.json(who.userName)),"
+            + "\"machineID\":\(WatchReport.json(who.machineID)),\"host\":\(WatchReport.json(who.hostName)),"
+            + "\"pid\":\(who.processID),\"executable\":\(WatchReport.json(who.executable)),"
+            + "\"command\":[\(who.command.map(WatchReport.json).joined(separator: ","))]}"
     }
 
     /// The arguments the history records as this run's command: secret values replaced by
