@@ -80,6 +80,10 @@ package struct DefaultsCommandRunner: Sendable {
     package var io: CommandIO
     /// Whether secret values are printed in full (`--show-secrets`).
     var revealsSecrets = false
+    /// Whether this run names itself (its verb and arguments) as the writer of its changes in the
+    /// suites' history: the `defaults` executable's runs do; a runner inside another program (the
+    /// tests) leaves that program's own identity alone.
+    package var namesItselfInHistory = false
     /// Whether `write`'s value was given without a type flag, or the whole domain in old-style text (a schema may
     /// convert it: ``CommandSchema``).
     var valueIsBare = false
@@ -117,7 +121,7 @@ package struct DefaultsCommandRunner: Sendable {
             runner.domains = domains.forHost(host)
         }
         // The writer the suite's history names for this run's changes (docs/design.md, "History").
-        HistoryIdentity.setCommand(runner.historyArguments(arguments, command))
+        if namesItselfInHistory { HistoryIdentity.setCommand(runner.historyArguments(arguments, command)) }
         return runner.execute(command)
     }
 
