@@ -84,8 +84,15 @@ struct HistoryBytes {
             u8(0)
             return
         }
-        u8(1)
-        data(Array(BinaryPropertyListWriter.encode(value)))
+        // A value that holds no references as its one binary object (as the journal keeps it), a
+        // container as a whole binary property list.
+        if let object = BinaryPropertyListWriter.objectBytes(value) {
+            u8(2)
+            data(object)
+        } else {
+            u8(1)
+            data(Array(BinaryPropertyListWriter.encode(value)))
+        }
     }
 }
 
@@ -143,9 +150,54 @@ struct HistoryReader {
         guard let present = u8() else { return nil }
         if present == 0 { return .some(nil) }
         guard let encoded = slice() else { return nil }
-        if let scalar = Self.scalar(encoded) { return .some(scalar) }
+        if present == 2 {
+            if let scalar = Self.scalar(object: encoded) { return .some(scalar) }
+            guard let value = try? PropertyListCodec.decode(JournalFormat.wrap(object: encoded)).value else {
+                return nil
+            }
+            return .some(value)
+        }
         guard let value = try? PropertyListCodec.decode(Data(encoded)).value else { return nil }
         return .some(value)
+    }
+
+    /// The common values read straight from one binary-plist object (a Boolean, an integer, a
+    /// real, an ASCII string): `defaults history` reads thousands (docs/design.md, "History: the
+    /// log"). Nil for anything else: the codec reads it.
+    static func scalar(object bytes: UnsafeRawBufferPointer) -> PropertyListValue? {
+        guard let marker = bytes.first else { return nil }
+        let end = bytes.count
+        func number(_ offset: Int, _ size: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for index in 0..<size { value = value << 8 | UInt64(bytes[offset + index]) }
+            return value
+        }
+        switch marker {
+        case 0x08: return .bool(false)
+        case 0x09: return .bool(true)
+        case 0x10, 0x11, 0x12, 0x13:
+            let size = 1 << Int(marker & 0x0F)
+            guard 1 + size <= end else { return nil }
+            let raw = number(1, size)
+            return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+        case 0x23:
+            guard 1 + 8 <= end else { return nil }
+            return .real(Double(bitPattern: number(1, 8)))
+        case 0x50...0x5F:
+            var count = Int(marker & 0x0F)
+            var start = 1
+            if count == 0x0F {
+                guard 2 <= end, bytes[1] & 0xF0 == 0x10 else { return nil }
+                let size = 1 << Int(bytes[1] & 0x0F)
+                guard 2 + size <= end else { return nil }
+                count = Int(number(2, size))
+                start = 2 + size
+            }
+            guard start + count <= end else { return nil }
+            return .string(String(decoding: bytes[start..<(start + count)], as: UTF8.self))
+        default:
+            return nil
+        }
     }
 
     /// The common values read straight from a binary property list of one object (a Boolean, an

@@ -160,9 +160,6 @@ struct HistoryRecording {
 }
 
 extension FileBackend {
-    /// The suite's history log.
-    var historyLog: HistoryLog { HistoryLog(suitePath: file.location.path, suite: file.location.name) }
-
     /// Opens the history for a write under the suite lock; nil when it cannot be kept.
     func startRecording() -> HistoryRecording? {
         historyLog.openForAppending().map { HistoryRecording(appender: $0) }

@@ -17,6 +17,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private let state = Locked(State())
     /// This process's journal of the suite (FileBackend+Journal.swift).
     let journaling: Locked<JournalSlot>
+    /// The suite's history log (FileBackend+History.swift).
+    let historyLog: HistoryLog
 
     private struct State {
         /// The bytes last read from or written to the file: a reload that finds another identity
@@ -52,6 +54,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         self.file = SuiteFile(location: location)
         self.operations = operations
         self.journaling = Locked(JournalSlot(suitePath: location.path, suite: location.name, operations: operations))
+        self.historyLog = HistoryLog(suitePath: location.path, suite: location.name)
     }
 
     private var location: SuiteLocation { file.location }
