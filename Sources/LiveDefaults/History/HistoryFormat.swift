@@ -199,51 +199,6 @@ struct HistoryReader {
             return nil
         }
     }
-
-    /// The common values read straight from a binary property list of one object (a Boolean, an
-    /// integer, a real, an ASCII string), as the codec writes them: `defaults history` reads
-    /// thousands (docs/design.md, "History: the log"). Nil for anything else: the codec reads it.
-    static func scalar(_ bytes: UnsafeRawBufferPointer) -> PropertyListValue? {
-        // "bplist00", the object, a one-entry offset table, the 32-byte trailer.
-        guard bytes.count >= 8 + 1 + 1 + 32, bytes[6] == 0x30, bytes[7] == 0x30 else { return nil }
-        func number(_ offset: Int, _ size: Int) -> UInt64 {
-            var value: UInt64 = 0
-            for index in 0..<size { value = value << 8 | UInt64(bytes[offset + index]) }
-            return value
-        }
-        // The trailer: one object, the top one, at byte 8 (its offset table right after it).
-        let trailer = bytes.count - 32
-        guard number(trailer + 8, 8) == 1, number(trailer + 16, 8) == 0 else { return nil }
-        let end = Int(clamping: number(trailer + 24, 8))
-        guard end > 8, end <= trailer else { return nil }
-        let marker = bytes[8]
-        switch marker {
-        case 0x08: return .bool(false)
-        case 0x09: return .bool(true)
-        case 0x10, 0x11, 0x12, 0x13:
-            let size = 1 << Int(marker & 0x0F)
-            guard 9 + size <= end else { return nil }
-            let raw = number(9, size)
-            return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
-        case 0x23:
-            guard 9 + 8 <= end else { return nil }
-            return .real(Double(bitPattern: number(9, 8)))
-        case 0x50...0x5F:
-            var count = Int(marker & 0x0F)
-            var start = 9
-            if count == 0x0F {
-                guard 10 <= end, bytes[9] & 0xF0 == 0x10 else { return nil }
-                let size = 1 << Int(bytes[9] & 0x0F)
-                guard 10 + size <= end else { return nil }
-                count = Int(number(10, size))
-                start = 10 + size
-            }
-            guard start + count <= end else { return nil }
-            return .string(String(decoding: bytes[start..<(start + count)], as: UTF8.self))
-        default:
-            return nil
-        }
-    }
 }
 
 extension FileIdentity {
