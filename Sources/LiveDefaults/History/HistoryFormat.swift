@@ -277,14 +277,26 @@ package enum HistoryFormat {
         return Header(end: Int(end), entries: entries, nextSequence: next, marker: FileIdentity(words: words))
     }
 
+    /// The last writer encoded, and its bytes: a process's records mostly have one writer.
+    private static let encodedWriter = Locked<(writer: DefaultsHistoryEntry.Writer, bytes: [UInt8])?>(nil)
+
+    private static func writerBytes(_ writer: DefaultsHistoryEntry.Writer) -> [UInt8] {
+        if let cached = encodedWriter.withLock({ $0 }), cached.writer == writer { return cached.bytes }
+        var bytes = HistoryBytes()
+        bytes.writer(writer)
+        encodedWriter.withLock { $0 = (writer, bytes.bytes) }
+        return bytes.bytes
+    }
+
     static func encode(_ batch: HistoryBatch) -> [UInt8] {
         var payload = HistoryBytes()
+        payload.bytes.reserveCapacity(128 + batch.changes.count * 64)
         payload.u64(batch.firstSequence)
         payload.i64(batch.time)
         for word in batch.marker?.words() ?? [0, 0, 0, 0, 0] { payload.u64(word) }
         if let writer = batch.writer {
             payload.u8(1)
-            payload.writer(writer)
+            payload.bytes.append(contentsOf: writerBytes(writer))
         } else {
             payload.u8(0)
         }
