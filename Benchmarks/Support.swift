@@ -25,7 +25,8 @@ struct BenchmarkOptions {
             case "--help", "-h":
                 Swift.print(
                     "usage: livedefaults-bench [--quick] [--json] [--no-dconf] [--only group,…] [--command PATH]")
-                Swift.print("groups: read, write, flush, cold, codec, external, fanout, memory, command, console,")
+                Swift.print(
+                    "groups: read, write, flush, cold, codec, external, fanout, memory, command, console, history,")
                 Swift.print(
                     "        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume, etcd-stall, etcd-scale, etcd-thousand)"
                 )

@@ -56,6 +56,8 @@ let groups: [(String, (inout Report) -> Void)] = [
     ("command", runner.measureCommand),
     // The settings console in headless Chromium (ConsoleBenchmark.swift; not in --quick).
     ("console", runner.measureConsole),
+    // `defaults history` of a 10,000-entry log, whole processes (HistoryBenchmark.swift).
+    ("history", runner.measureHistory),
 ]
 for (name, measure) in groups where options.runs(name) {
     measure(&report)

@@ -41,6 +41,8 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 dpkg -s python3-selenium >/dev/null 2>&1 || missing+=(python3-selenium)
 # readelf: CI checks that the KernelInotify build's `defaults` does not link libinotifytools.
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+# mandoc: scripts/check-man-page.py lints packaging/defaults.1 with it.
+command -v mandoc >/dev/null 2>&1 || missing+=(mandoc)
 if $bench; then
     dpkg -s libdconf-dev >/dev/null 2>&1 || missing+=(libdconf-dev)
     dpkg -s dconf-service >/dev/null 2>&1 || missing+=(dconf-service)

@@ -71,6 +71,9 @@ public struct DefaultsError: Error, Sendable, CustomStringConvertible {
         /// A managed file, or its directory, that a user other than the trusted owner (root) could
         /// change: it is ignored, and none of its keys are forced.
         public static let untrustedManagedFile = Code(name: "untrustedManagedFile")
+        /// A rollback to a point of a suite's history that is no longer kept (pruned), or that the
+        /// history never had: nothing was changed.
+        public static let historyUnavailable = Code(name: "historyUnavailable")
     }
 
     /// The kind of failure.

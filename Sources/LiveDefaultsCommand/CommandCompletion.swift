@@ -25,7 +25,8 @@ package enum CommandCompletion {
         }
         let arguments = Array(before)
         switch verb {
-        case "read", "read-type", "write", "rename", "delete", "remove", "import", "export", "watch":
+        case "read", "read-type", "write", "rename", "delete", "remove", "import", "export", "watch", "history",
+            "diff", "rollback":
             break
         default:
             return []
@@ -46,6 +47,17 @@ package enum CommandCompletion {
         case "write":
             if keyPosition { return filter(keys(of: domainArgument, in: domains), by: current) }
             return filter(valueWords(after: arguments.dropFirst(2)), by: current)
+        case "history", "rollback":
+            // After an option that takes a value (a time, an entry, a number), nothing to offer.
+            if let last = arguments.last, ["--since", "--limit", "--to"].contains(last) { return [] }
+            let options = verb == "history" ? ["--since", "--limit", "--json", "--show-secrets"] : ["--to"]
+            let typed = Set(arguments.dropFirst())
+            let key = typed.contains { !$0.hasPrefix("-") } ? [] : keys(of: domainArgument, in: domains)
+            return filter(key + options.filter { !typed.contains($0) }, by: current)
+        case "diff":
+            if arguments.last == "--since" { return [] }
+            let typed = Set(arguments.dropFirst())
+            return filter(["--since", "--json", "--show-secrets"].filter { !typed.contains($0) }, by: current)
         default:
             // import and export take a file: the shell's own completion.
             return []

@@ -34,6 +34,10 @@ package protocol CommandDomain: AnyObject, Sendable {
     func sources(forKey key: String) -> [ValueSource]
     /// The values of the domain's system-wide files (`defaults read --system`).
     func systemWideValues() -> [String: PropertyListValue]
+    /// Rolls `key` (every key when nil) back to `point` (``Defaults/rollBack(_:to:schema:)``).
+    ///
+    /// - Returns: The keys changed.
+    func rollBack(_ key: String?, to point: DefaultsHistoryPoint, schema: DefaultsSchema?) throws -> [String]
 }
 
 extension CommandDomain {
@@ -43,6 +47,10 @@ extension CommandDomain {
     package func sources(forKey key: String) -> [ValueSource] { [] }
     /// A domain with no system-wide files.
     package func systemWideValues() -> [String: PropertyListValue] { [:] }
+    /// A domain with no history here (a fleet suite: its audit keys come next).
+    package func rollBack(_ key: String?, to point: DefaultsHistoryPoint, schema: DefaultsSchema?) throws -> [String] {
+        throw DefaultsError(.historyUnavailable, "This domain keeps no history that can be rolled back.")
+    }
 }
 
 extension CommandDomain {

@@ -2,7 +2,9 @@ import LiveDefaults
 
 extension CommandVerb {
     /// The verbs after which `--show-secrets` prints secret values in full.
-    static let printingValues: Set<String> = ["read", "watch", "describe", "find", "explain"]
+    static let printingValues: Set<String> = [
+        "read", "watch", "describe", "find", "explain", "history", "diff", "rollback",
+    ]
 
     /// The verbs that read and install schemas (docs/defaults-command.md, "Schemas").
     static let schemaVerbs: [CommandVerb] = [

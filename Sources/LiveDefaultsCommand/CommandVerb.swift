@@ -41,8 +41,9 @@ package struct CommandVerb: Sendable {
         self.parse = parse
     }
 
-    /// Every verb, in the order `help` lists them: macOS's, then the schema's (``schemaVerbs``).
-    package static let all: [CommandVerb] = macOSVerbs + schemaVerbs
+    /// Every verb, in the order `help` lists them: macOS's, then the schema's (``schemaVerbs``), then the
+    /// history's (``historyVerbs``).
+    package static let all: [CommandVerb] = macOSVerbs + schemaVerbs + historyVerbs
 
     /// The verbs macOS's `defaults` has, and `watch`.
     private static let macOSVerbs: [CommandVerb] = [

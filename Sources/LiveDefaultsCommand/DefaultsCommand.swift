@@ -81,6 +81,12 @@ package enum DefaultsCommand: Hashable, Sendable {
     case readSystemWide(DomainReference, key: String?)
     /// `explain`: every layer that holds the key, the winner marked.
     case explain(DomainReference, key: String, json: Bool)
+    /// `defaults history <domain> [key] [--since <time or entry>] [--limit N] [--json]`.
+    case history(DomainReference, key: String?, since: DefaultsHistoryPoint?, limit: Int?, json: Bool)
+    /// `defaults diff <domain> --since <time or entry> [--json]`.
+    case diff(DomainReference, since: DefaultsHistoryPoint, json: Bool)
+    /// `defaults rollback <domain> [key] --to <time or entry>`.
+    case rollback(DomainReference, key: String?, to: DefaultsHistoryPoint)
 }
 
 /// Bad command-line input, found before any domain is opened.

@@ -80,6 +80,10 @@ package struct DefaultsCommandRunner: Sendable {
     package var io: CommandIO
     /// Whether secret values are printed in full (`--show-secrets`).
     var revealsSecrets = false
+    /// Whether this run names itself (its verb and arguments) as the writer of its changes in the
+    /// suites' history: the `defaults` executable's runs do; a runner inside another program (the
+    /// tests) leaves that program's own identity alone.
+    package var namesItselfInHistory = false
     /// Whether `write`'s value was given without a type flag, or the whole domain in old-style text (a schema may
     /// convert it: ``CommandSchema``).
     var valueIsBare = false
@@ -116,6 +120,8 @@ package struct DefaultsCommandRunner: Sendable {
         if let host = HostOption.host(in: arguments) {
             runner.domains = domains.forHost(host)
         }
+        // The writer the suite's history names for this run's changes (docs/design.md, "History").
+        if namesItselfInHistory { HistoryIdentity.setCommand(runner.historyArguments(arguments, command)) }
         return runner.execute(command)
     }
 
@@ -356,6 +362,9 @@ package struct DefaultsCommandRunner: Sendable {
 
         case .installSchema, .describe, .listKeys, .reset, .schema:
             try performSchemaVerb(command)
+
+        case .history, .diff, .rollback:
+            try performHistoryVerb(command)
         }
         return .exit(Self.success)
     }

@@ -414,9 +414,8 @@ struct FleetSuiteOfflineTests {
         }
         defer { following.cancel() }
         #expect(await eventually { if case .stale = connection.state { true } else { false } })
-        // The state is the follower's, the report the backend's, which the follower tells just
-        // after: wait for it too (a loaded machine ran the check in between).
-        #expect(await eventually { connection.lastError?.code == .remoteUnavailable })
+        // The state turns stale with the outage that says why (FleetStateOutageTests).
+        #expect(connection.lastError?.code == .remoteUnavailable)
         #expect(connection.lastError?.message.contains(scenario.server.endpoint.absoluteString) == true)
         // Three more reconnection attempts: still one report.
         let attempts = connection.backend.follower.rangesSent

@@ -134,6 +134,21 @@ case "write-distinct":
     }
     say("done")
 
+case "write-chain":
+    // write-chain <dir> <suite> <prefix> <count>: sets "<prefix>-<i>" to i and the shared key "last"
+    // to "<prefix>-<i>", then synchronizes, for each i: the history's chain of "last" shows the
+    // file's order (HistoryProcessTests).
+    let defaults = open(1)
+    guard arguments.count == 5, let count = Int(arguments[4]) else {
+        fail("write-chain <dir> <suite> <prefix> <count>")
+    }
+    for index in 0..<count {
+        defaults.set(index, forKey: "\(arguments[3])-\(index)")
+        defaults.set("\(arguments[3])-\(index)", forKey: "last")
+        do { try defaults.synchronize() } catch { fail("\(error)") }
+    }
+    say("pid \(getpid())")
+
 case "flush-forever":
     // flush-forever <dir> <suite> <keys>: generation after generation, every key set to the
     // generation number, then synchronize; prints "acked <generation>" after each.

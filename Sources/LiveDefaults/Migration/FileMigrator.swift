@@ -147,6 +147,23 @@ struct FileMigrator {
         }
         var existing = stat()
         let exists = stat(target, &existing) == 0
-        _ = try file.replace(with: data, at: target, existing: exists ? existing : nil, using: SystemFileOperations())
+        // The suite's history records the migration's changes as such (docs/design.md, "History: origins").
+        let before = (try? read(file).values) ?? [:]
+        let history = HistoryLog(suitePath: file.location.path, suite: file.location.name).openForAppending()
+        let identity = try file.replace(
+            with: data, at: target, existing: exists ? existing : nil, using: SystemFileOperations())
+        if let history {
+            var changes: [HistoryChange] = []
+            for key in Set(before.keys).union(values.keys).sorted() where before[key] != values[key] {
+                changes.append(
+                    HistoryChange(key: key, oldValue: before[key], newValue: values[key], origin: .migration))
+            }
+            history.append(
+                [
+                    HistoryBatch(
+                        time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: identity, changes: changes)
+                ],
+                retention: HistoryIdentity.retention(forSuiteFile: file.location.path))
+        }
     }
 }

@@ -10,6 +10,11 @@ package struct JournalSlot {
     var disabled = false
     /// Where the journal stood when the store took the changes now being written.
     var mark: Int?
+    /// Keys whose next change comes from another origin than the process's own (a rollback, a
+    /// migration), with the change's generation; not yet taken by a write.
+    var origins: [String: (origin: DefaultsHistoryEntry.Origin, generation: UInt64)] = [:]
+    /// The same, for the changes a write has taken (at ``takeMark()``) and not yet released.
+    package private(set) var markedOrigins: [String: (origin: DefaultsHistoryEntry.Origin, generation: UInt64)] = [:]
     /// What this process last found in the journals directory (listed again only when it changed).
     var listing: JournalListing
     private let suitePath: String
@@ -40,6 +45,14 @@ package struct JournalSlot {
         if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) { disable(problem) }
     }
 
+    /// Records that the change of `key` made at `generation` comes from `origin` (appended before
+    /// the change itself, under the same lock).
+    package mutating func appendOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64) {
+        origins[key] = (origin, generation)
+        guard let journal = madeJournal() else { return }
+        if let problem = journal.appendOrigin(origin, key: key) { disable(problem) }
+    }
+
     /// Appends a replacement of every value.
     package mutating func appendReplacement(_ values: [String: PropertyListValue]) {
         guard let journal = madeJournal() else { return }
@@ -53,12 +66,17 @@ package struct JournalSlot {
     /// Notes where the journal stands as the store takes its pending changes for a write.
     package mutating func takeMark() {
         mark = journal?.mark()
+        if !origins.isEmpty {
+            markedOrigins.merge(origins) { _, new in new }
+            origins = [:]
+        }
     }
 
     /// The write of the changes taken at the last mark is over for good: their records go.
     package mutating func release() {
         if let mark { journal?.release(upTo: mark) }
         mark = nil
+        markedOrigins = [:]
     }
 
     private mutating func madeJournal() -> SuiteJournal? {
@@ -102,6 +120,10 @@ extension FileBackend {
 
     package func journalReplacement(_ values: [String: PropertyListValue]) {
         journaling.withLock { $0.appendReplacement(values) }
+    }
+
+    package func journalOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64) {
+        journaling.withLock { $0.appendOrigin(origin, forKey: key, generation: generation) }
     }
 
     package func journalMark() {

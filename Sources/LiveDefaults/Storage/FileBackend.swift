@@ -17,6 +17,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private let state = Locked(State())
     /// This process's journal of the suite (FileBackend+Journal.swift).
     let journaling: Locked<JournalSlot>
+    /// The suite's history log (FileBackend+History.swift).
+    let historyLog: HistoryLog
 
     private struct State {
         /// The bytes last read from or written to the file: a reload that finds another identity
@@ -35,6 +37,17 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         /// write re-encodes only the keys it changes (docs/design.md, "The codec: the binary
         /// encoder"). Used only when the values to write over are still that version.
         var encoding: (encoding: BinaryDictionaryEncoding, version: UInt64)?
+        /// The file's identities before and after the last reload that found new values, for the
+        /// history's outside change (docs/design.md, "History: outside changes").
+        var reloaded: (from: FileIdentity?, to: FileIdentity?)?
+    }
+
+    /// The identities the last reload went from and to, once.
+    func reloadedIdentities() -> (FileIdentity?, FileIdentity?)? {
+        state.withLock { state in
+            defer { state.reloaded = nil }
+            return state.reloaded
+        }
     }
 
     package init(location: SuiteLocation, operations: Operations) {
@@ -42,6 +55,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         self.operations = operations
         self.journaling = Locked(
             JournalSlot(suitePath: location.path, suite: location.name, operations: operations, makesDirectory: true))
+        self.historyLog = HistoryLog(suitePath: location.path, suite: location.name)
     }
 
     private var location: SuiteLocation { file.location }
@@ -216,12 +230,18 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var identity: FileIdentity?
         var encoding: BinaryDictionaryEncoding?
         var replayed = false
+        // The suite's history, appended once the file is in place (docs/design.md, "History").
+        var history = startRecording()
+        let log = historyLog
         do throws(DefaultsError) {
             if rereads {
                 // Someone else wrote since we last looked (or the file is bad): start from what is there now.
                 if let contents = try file.read() {
                     do throws(DefaultsError) {
                         let parsed = try parse(contents.data)
+                        history?.noteOutsideChange(
+                            known: merged, knownIdentity: last.identity, found: parsed.values,
+                            foundIdentity: contents.identity, log: log)
                         giveBack()
                         merged = parsed.values
                         format = parsed.format
@@ -238,22 +258,27 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                         }
                     }
                 } else {
+                    history?.noteOutsideChange(
+                        known: merged, knownIdentity: last.identity, found: [:], foundIdentity: nil, log: log)
                     giveBack()
                     merged = [:]
                 }
+            } else {
+                history?.noteOutsideChange(
+                    known: merged, knownIdentity: last.identity, found: merged,
+                    foundIdentity: exists ? FileIdentity(existing) : nil, log: log)
             }
             // A dead process's changes, in the order written, before this process's own.
             for journal in dead where !journal.contents.records.isEmpty {
-                if isKnown {
-                    journal.apply(to: &merged, changed: &replaced)
-                } else {
-                    var ignored: [(key: String, value: PropertyListValue?)] = []
-                    journal.apply(to: &merged, changed: &ignored)
-                }
+                var changed: [(key: String, value: PropertyListValue?)] = []
+                journal.apply(to: &merged, changed: &changed)
+                if isKnown { replaced += changed }
+                history?.noteReplayed(journal, changed: changed, after: merged)
                 replayed = true
             }
             switch changes {
             case .whole(let values, _):
+                history?.noteReplacement(from: merged, to: values, origins: takenOrigins())
                 giveBack()
                 merged = values
             case .changes(let pending):
@@ -264,7 +289,9 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                             merged.removeValue(forKey: key)
                         }
                     if isKnown { replaced.append((key, old)) }
+                    if history != nil { history?.own.append((key, old, change.value, change.generation)) }
                 }
+                history?.noteOwn(origins: takenOrigins())
             }
             if changes.removesSuite {
                 try file.remove()
@@ -307,6 +334,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             throw error
         }
         finished = true
+        history?.finish(leaving: identity)
         for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }
         let version = state.withLock { state -> UInt64 in
             state.bytes = data
@@ -367,6 +395,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             }
         }
         let version = state.withLock { state -> UInt64 in
+            state.reloaded = (state.identity, contents?.identity)
             state.bytes = contents?.data
             state.identity = contents?.identity
             state.isCorrupt = false

@@ -109,6 +109,8 @@ package final class SuiteJournal: @unchecked Sendable {
             throw failure("size and map", code)
         }
         descriptor = opened
+        // Who writes this journal, once per process (docs/design.md, "History: the writer").
+        HistoryWriterFile.write(HistoryIdentity.current, toJournal: opened)
     }
 
     deinit {
@@ -162,6 +164,17 @@ package final class SuiteJournal: @unchecked Sendable {
         return payload.withUnsafeMutableBytes { bytes in
             let payload = UnsafeRawBufferPointer(bytes)
             return appendRecord(payloadCount: payload.count) { destination in
+                if let source = payload.baseAddress { destination.copyMemory(from: source, byteCount: payload.count) }
+            }
+        }
+    }
+
+    /// Appends an ``JournalRecord/Kind/origin`` record: the next change of `key` comes from `origin`.
+    package func appendOrigin(_ origin: DefaultsHistoryEntry.Origin, key: String) -> DefaultsError? {
+        var payload = JournalFormat.payload(.origin, key: key, value: nil)
+        payload[1] = HistoryFormat.originCode(origin)
+        return payload.withUnsafeBytes { payload in
+            appendRecord(payloadCount: payload.count) { destination in
                 if let source = payload.baseAddress { destination.copyMemory(from: source, byteCount: payload.count) }
             }
         }

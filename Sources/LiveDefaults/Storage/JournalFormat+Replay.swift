@@ -18,6 +18,8 @@ extension JournalFormat.Contents {
             case .clear:
                 for (key, value) in values { changed.append((key, value)) }
                 values.removeAll()
+            case .origin:
+                continue
             }
         }
     }

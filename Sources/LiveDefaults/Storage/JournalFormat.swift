@@ -13,11 +13,16 @@ package struct JournalRecord: Sendable, Equatable {
         /// The key was set to a value that holds no references (a number, a string…), given as the
         /// one object of a binary property list, without the file's header, offset table and trailer.
         case setObject = 4
+        /// The next change of the key comes from this origin (a rollback, a migration), not the
+        /// process's own (docs/design.md, "History: origins"): the code is the payload's second byte.
+        case origin = 5
     }
 
     package var kind: Kind
     package var key: String
     package var value: PropertyListValue?
+    /// For an ``Kind/origin`` record: the origin.
+    package var origin: DefaultsHistoryEntry.Origin? = nil
 }
 
 /// The journal's file format (docs/design.md, "The journal"). All integers little-endian.
@@ -262,6 +267,8 @@ package enum JournalFormat {
             return JournalRecord(kind: .set, key: key, value: value)
         case .remove, .clear:
             return JournalRecord(kind: kind, key: key, value: nil)
+        case .origin:
+            return JournalRecord(kind: .origin, key: key, value: nil, origin: HistoryFormat.origin(payload[1]))
         }
     }
 }

@@ -8,6 +8,8 @@ package struct DeadJournal {
     /// Its records not yet written to the suite file, in the order written.
     package let contents: JournalFormat.Contents
     fileprivate let modified: timespec
+    /// Who wrote it (its writer file), nil when that is not known.
+    package var writer: DefaultsHistoryEntry.Writer? = nil
 
     /// Applies the records to `values`, in the order written. Returns the keys changed.
     package func apply(
@@ -86,7 +88,10 @@ package struct DeadJournal {
             } else {
                 contents = JournalFormat.Contents(records: [], problem: "could not be read")
             }
-            found.append(DeadJournal(path: path, descriptor: descriptor, contents: contents, modified: info.st_mtim))
+            found.append(
+                DeadJournal(
+                    path: path, descriptor: descriptor, contents: contents, modified: info.st_mtim,
+                    writer: HistoryWriterFile.read(journal: descriptor)))
         }
         return found.sorted { ($0.modified.tv_sec, $0.modified.tv_nsec) < ($1.modified.tv_sec, $1.modified.tv_nsec) }
     }

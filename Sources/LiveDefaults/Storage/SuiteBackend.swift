@@ -52,6 +52,15 @@ package protocol SuiteBackend: Sendable {
     /// Notes that the store has just taken its pending changes for a write (under the store's
     /// state lock): the journal's records up to here are released once that write is durable.
     func journalMark()
+
+    /// Records that the change of `key` this store is about to make, at `generation`, comes from
+    /// `origin` (a rollback, a migration), for the suite's history (docs/design.md, "History:
+    /// origins"). Called under the store's state lock, right before the change.
+    func journalOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64)
+
+    /// Records an outside change a reload found (`old` → `new`) in the suite's history, once for
+    /// every process that sees it (docs/design.md, "History: outside changes").
+    func recordOutsideChange(from old: [String: PropertyListValue], to new: [String: PropertyListValue])
 }
 
 extension SuiteBackend {
@@ -61,6 +70,10 @@ extension SuiteBackend {
     package func journalReplacement(_ values: [String: PropertyListValue]) {}
     /// No journal.
     package func journalMark() {}
+    /// No history.
+    package func journalOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64) {}
+    /// No history.
+    package func recordOutsideChange(from old: [String: PropertyListValue], to new: [String: PropertyListValue]) {}
 }
 
 /// What a backend's watch tells its store (docs/design.md, "Map: the three flows": an outside

@@ -118,6 +118,35 @@ package final class SuiteStore: Sendable {
         deliveries.run()
     }
 
+    /// Sets (nil: removes) each key of `values` as one step, recorded in the suite's history with
+    /// `origin` (a rollback, a migration) rather than the process's own (docs/design.md, "History:
+    /// origins"). The plain ``set(_:forKey:beforeApplying:)`` stays as it is.
+    package func set(_ values: [(key: String, value: PropertyListValue?)], origin: DefaultsHistoryEntry.Origin) {
+        let deliveries = ChangeLock.withLock { () -> Deliveries in
+            var changed: [(key: String, value: PropertyListValue?)] = []
+            let readers = state.withLockHeld { state -> [Reader] in
+                for (key, value) in values {
+                    if state.values.set(value, forKey: key) { changed.append((key, value)) }
+                    if let generation = state.values.pending[key]?.generation {
+                        backend.journalOrigin(origin, forKey: key, generation: generation)
+                    }
+                    backend.journal(value, forKey: key)
+                }
+                armFlush(&state)
+                return state.readers
+            }
+            var deliveries = Deliveries()
+            for reader in readers {
+                guard let defaults = reader.defaults else { continue }
+                for (key, value) in changed {
+                    deliveries.append(defaults, defaults.storeChanged(self, key: key, to: value, origin: .local))
+                }
+            }
+            return deliveries
+        }
+        deliveries.run()
+    }
+
     /// Replaces every value of the suite (nil or empty removes them all).
     ///
     /// - Parameters:
@@ -292,6 +321,8 @@ extension SuiteStore {
                 state.withLock { $0.lastError = error }
                 if isNew { problem = error }
             case .changed(let snapshot):
+                // An edit outside LiveDefaults is recorded in the suite's history by one process.
+                backend.recordOutsideChange(from: state.withLock { $0.values.stored }, to: snapshot.values)
                 deliveries = applyChange(origin: .external) { state in
                     if state.lastError?.code == .corruptFile { state.lastError = nil }
                     return state.values.install(snapshot.values, version: snapshot.version, after: nil)

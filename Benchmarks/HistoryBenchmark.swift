@@ -1,0 +1,90 @@
+import Foundation
+import LiveDefaults
+
+/// `defaults history` of a suite whose log holds 10,000 entries, one whole process per run (the
+/// target: under 50 ms; docs/design.md, "History"). The log is made as 10,000 flushes of one change
+/// each would leave it (one record per flush), written straight through the log's appender.
+extension BenchmarkRunner {
+    func measureHistory(into report: inout Report) {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("defaults").path
+        let binary = options.commandBinary ?? beside
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            report.notes.append("history: rows skipped: no defaults binary at \(binary) (or give --command PATH).")
+            return
+        }
+        let directory = NSTemporaryDirectory() + "livedefaults-bench-history-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let suite = "com.example.history"
+        let suitePath = directory + "/" + suite + ".plist"
+        let entries = 10_000
+        guard let appender = HistoryLog(suitePath: suitePath, suite: suite).openForAppending() else {
+            report.notes.append("history: rows skipped: the log could not be made in \(directory).")
+            return
+        }
+        let writer = DefaultsHistoryEntry.Writer.current
+        let retention = DefaultsHistoryRetention(maxEntries: entries, maxBytes: 64 << 20)
+        for index in 0..<entries {
+            let value: PropertyListValue = index % 3 == 0 ? .string("value \(index)") : .integer(Int64(index))
+            let change = HistoryChange(
+                key: "key\(index % 50)", oldValue: index < 50 ? nil : .integer(Int64(index - 50)), newValue: value,
+                origin: .program)
+            appender.append(
+                [HistoryBatch(time: Int64(index) * 1_000_000, writer: writer, marker: nil, changes: [change])],
+                retention: retention)
+        }
+        let environment = ["XDG_CONFIG_HOME": directory, "HOME": directory, "PATH": "/usr/bin:/bin"]
+        let commands = [
+            ("text", [binary, "history", suite]), ("json", [binary, "history", suite, "--json"]),
+            ("one key, last 10", [binary, "history", suite, "key7", "--limit", "10"]),
+        ]
+        let rounds = options.quick ? 5 : 30
+        for (name, arguments) in commands {
+            var samples: [Double] = []
+            var cpu: [Double] = []
+            for _ in 0..<rounds {
+                let start = monotonicNanoseconds()
+                let (status, cpuNanoseconds) = Self.runQuietly(arguments, environment)
+                cpu.append(cpuNanoseconds)
+                let elapsed = Double(monotonicNanoseconds() - start)
+                guard status == 0 else {
+                    report.notes.append(
+                        "history: rows skipped: \(arguments.joined(separator: " ")) exited with \(status).")
+                    return
+                }
+                samples.append(elapsed)
+            }
+            let median = percentile(samples, 0.5)
+            report.add(
+                "history", "defaults history of \(entries) entries (\(name)), whole process", median, unit: "ns",
+                target: "< 50 ms", met: median < 50e6)
+            let sorted = samples.sorted()
+            // The CPU time (user and system, from wait4) hardly moves with the machine's load.
+            report.notes.append(
+                String(
+                    format: "history: %@, %d runs: median %.2f ms (%.2f–%.2f); CPU time median %.2f ms.", name,
+                    rounds, median / 1e6, (sorted.first ?? 0) / 1e6, (sorted.last ?? 0) / 1e6,
+                    percentile(cpu, 0.5) / 1e6))
+        }
+    }
+
+    /// Runs a program with its output discarded; returns its exit status and CPU time (user and system).
+    private static func runQuietly(_ arguments: [String], _ environment: [String: String]) -> (Int32, Double) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, arguments[0], &actions, nil, argv, envp) == 0 else { return (127, 0) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+        func nanoseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1e9 + Double(time.tv_usec) * 1e3 }
+        return ((status >> 8) & 0xFF, nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime))
+    }
+}

@@ -1,0 +1,369 @@
+import Foundation
+import LiveDefaultsPropertyList
+
+/// One change as a flush records it, before it has its number.
+package struct HistoryChange: Sendable, Equatable {
+    package var key: String
+    package var oldValue: PropertyListValue?
+    package var newValue: PropertyListValue?
+    package var origin: DefaultsHistoryEntry.Origin
+
+    package init(
+        key: String, oldValue: PropertyListValue?, newValue: PropertyListValue?, origin: DefaultsHistoryEntry.Origin
+    ) {
+        self.key = key
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.origin = origin
+    }
+}
+
+/// The changes one write made, by one writer: one record of the log (docs/design.md, "History:
+/// the log").
+package struct HistoryBatch: Sendable, Equatable {
+    /// When, in nanoseconds since 1970.
+    package var time: Int64
+    /// Who; nil for an outside change.
+    package var writer: DefaultsHistoryEntry.Writer?
+    /// The suite file as this write left it (nil: not known): the next writer that finds another
+    /// file there knows someone outside LiveDefaults changed it.
+    package var marker: FileIdentity?
+    package var changes: [HistoryChange]
+    /// The number of the first change (set when appended).
+    package var firstSequence: UInt64 = 0
+
+    package init(
+        time: Int64, writer: DefaultsHistoryEntry.Writer?, marker: FileIdentity?, changes: [HistoryChange]
+    ) {
+        self.time = time
+        self.writer = writer
+        self.marker = marker
+        self.changes = changes
+    }
+
+    static func now() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}
+
+/// Little-endian encoding of the history's records and the journal's writer block.
+struct HistoryBytes {
+    var bytes: [UInt8] = []
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+    mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { text in
+            u32(UInt32(text.count))
+            bytes.append(contentsOf: text)
+        }
+    }
+    mutating func data(_ value: [UInt8]) {
+        u32(UInt32(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func writer(_ writer: DefaultsHistoryEntry.Writer) {
+        u32(writer.userID)
+        u32(UInt32(bitPattern: writer.processID))
+        string(writer.userName)
+        string(writer.machineID)
+        string(writer.hostName)
+        string(writer.executable)
+        u32(UInt32(writer.command.count))
+        for argument in writer.command { string(argument) }
+    }
+
+    mutating func value(_ value: PropertyListValue?) {
+        guard let value else {
+            u8(0)
+            return
+        }
+        // A value that holds no references as its one binary object (as the journal keeps it), a
+        // container as a whole binary property list.
+        if let object = BinaryPropertyListWriter.objectBytes(value) {
+            u8(2)
+            data(object)
+        } else {
+            u8(1)
+            data(Array(BinaryPropertyListWriter.encode(value)))
+        }
+    }
+}
+
+/// Reads what ``HistoryBytes`` wrote; nil from any read past the end.
+struct HistoryReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset: Int
+
+    init(_ bytes: UnsafeRawBufferPointer, at offset: Int = 0) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
+    mutating func u8() -> UInt8? {
+        guard offset + 1 <= bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+    mutating func u32() -> UInt32? {
+        guard offset + 4 <= bytes.count else { return nil }
+        defer { offset += 4 }
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+    mutating func u64() -> UInt64? {
+        guard offset + 8 <= bytes.count else { return nil }
+        defer { offset += 8 }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+    mutating func i64() -> Int64? { u64().map { Int64(bitPattern: $0) } }
+    mutating func slice() -> UnsafeRawBufferPointer? {
+        guard let count = u32().map(Int.init), offset + count <= bytes.count else { return nil }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
+    }
+    mutating func string() -> String? {
+        slice().map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    mutating func writer() -> DefaultsHistoryEntry.Writer? {
+        guard let user = u32(), let process = u32(), let userName = string(), let machine = string(),
+            let host = string(), let executable = string(), let count = u32(), count <= 65_536
+        else { return nil }
+        var command: [String] = []
+        for _ in 0..<count {
+            guard let argument = string() else { return nil }
+            command.append(argument)
+        }
+        return DefaultsHistoryEntry.Writer(
+            userID: user, userName: userName, machineID: machine, hostName: host,
+            processID: Int32(bitPattern: process), executable: executable, command: command)
+    }
+
+    /// A value (the outer optional: whether it read; the inner: none).
+    mutating func value() -> PropertyListValue?? {
+        guard let present = u8() else { return nil }
+        if present == 0 { return .some(nil) }
+        guard let encoded = slice() else { return nil }
+        if present == 2 {
+            if let scalar = Self.scalar(object: encoded) { return .some(scalar) }
+            guard let value = try? PropertyListCodec.decode(JournalFormat.wrap(object: encoded)).value else {
+                return nil
+            }
+            return .some(value)
+        }
+        guard let value = try? PropertyListCodec.decode(Data(encoded)).value else { return nil }
+        return .some(value)
+    }
+
+    /// The common values read straight from one binary-plist object (a Boolean, an integer, a
+    /// real, an ASCII string): `defaults history` reads thousands (docs/design.md, "History: the
+    /// log"). Nil for anything else: the codec reads it.
+    static func scalar(object bytes: UnsafeRawBufferPointer) -> PropertyListValue? {
+        guard let marker = bytes.first else { return nil }
+        let end = bytes.count
+        func number(_ offset: Int, _ size: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for index in 0..<size { value = value << 8 | UInt64(bytes[offset + index]) }
+            return value
+        }
+        switch marker {
+        case 0x08: return .bool(false)
+        case 0x09: return .bool(true)
+        case 0x10, 0x11, 0x12, 0x13:
+            let size = 1 << Int(marker & 0x0F)
+            guard 1 + size <= end else { return nil }
+            let raw = number(1, size)
+            return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+        case 0x23:
+            guard 1 + 8 <= end else { return nil }
+            return .real(Double(bitPattern: number(1, 8)))
+        case 0x50...0x5F:
+            var count = Int(marker & 0x0F)
+            var start = 1
+            if count == 0x0F {
+                guard 2 <= end, bytes[1] & 0xF0 == 0x10 else { return nil }
+                let size = 1 << Int(bytes[1] & 0x0F)
+                guard 2 + size <= end else { return nil }
+                count = Int(number(2, size))
+                start = 2 + size
+            }
+            guard start + count <= end else { return nil }
+            return .string(String(decoding: bytes[start..<(start + count)], as: UTF8.self))
+        default:
+            return nil
+        }
+    }
+}
+
+extension FileIdentity {
+    /// The identity as five words (zero for none), as the log keeps it.
+    func words() -> [UInt64] {
+        [
+            device, inode, UInt64(bitPattern: size),
+            UInt64(bitPattern: Int64(modified.tv_sec) * 1_000_000_000 + Int64(modified.tv_nsec)),
+            UInt64(bitPattern: Int64(changed.tv_sec) * 1_000_000_000 + Int64(changed.tv_nsec)),
+        ]
+    }
+
+    init?(words: [UInt64]) {
+        guard words.count == 5, words.contains(where: { $0 != 0 }) else { return nil }
+        var info = stat()
+        info.st_dev = __dev_t(words[0])
+        info.st_ino = __ino_t(words[1])
+        info.st_size = Int(Int64(bitPattern: words[2]))
+        func time(_ word: UInt64) -> timespec {
+            let nanoseconds = Int64(bitPattern: word)
+            return timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        }
+        info.st_mtim = time(words[3])
+        info.st_ctim = time(words[4])
+        self.init(info)
+    }
+
+    /// The modification time, in nanoseconds since 1970.
+    var modifiedNanoseconds: Int64 { Int64(modified.tv_sec) * 1_000_000_000 + Int64(modified.tv_nsec) }
+}
+
+/// The log's file format (docs/design.md, "History: the log"). All integers little-endian.
+///
+/// Header (96 bytes): magic `LDHISTRY` (8), version (4), reserved (4), the end of the last record
+/// whose header update finished (8), entries (8), the next entry's number (8), the suite file's
+/// identity as the last record left it (40), reserved (16). The header is a hint: readers trust
+/// the records, and a writer adopts whole records past the end it names.
+/// Record (8-byte aligned): payload length (4), CRC-32 of the payload (4), payload: the number of
+/// the first entry (8), time (8), the suite file's identity after the write (40), a writer flag
+/// (1) and the writer, the count of entries (4), then each entry: origin (1), key, old value, new
+/// value (each value a flag and a binary property list).
+package enum HistoryFormat {
+    static let magic: [UInt8] = Array("LDHISTRY".utf8)
+    static let version: UInt32 = 1
+    static let headerSize = 96
+
+    package struct Header: Equatable {
+        var end = HistoryFormat.headerSize
+        var entries: UInt64 = 0
+        var nextSequence: UInt64 = 1
+        var marker: FileIdentity?
+    }
+
+    static func encodeHeader(_ header: Header) -> [UInt8] {
+        var bytes = HistoryBytes()
+        bytes.bytes.append(contentsOf: magic)
+        bytes.u32(version)
+        bytes.u32(0)
+        bytes.u64(UInt64(header.end))
+        bytes.u64(header.entries)
+        bytes.u64(header.nextSequence)
+        for word in header.marker?.words() ?? [0, 0, 0, 0, 0] { bytes.u64(word) }
+        while bytes.bytes.count < headerSize { bytes.u8(0) }
+        return bytes.bytes
+    }
+
+    /// The header; nil when the bytes are not a header of this format.
+    static func decodeHeader(_ bytes: UnsafeRawBufferPointer) -> Header? {
+        guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }
+        var reader = HistoryReader(bytes, at: 8)
+        guard reader.u32() == version, reader.u32() != nil, let end = reader.u64(), let entries = reader.u64(),
+            let next = reader.u64()
+        else { return nil }
+        var words: [UInt64] = []
+        for _ in 0..<5 { words.append(reader.u64() ?? 0) }
+        return Header(end: Int(end), entries: entries, nextSequence: next, marker: FileIdentity(words: words))
+    }
+
+    /// The last writer encoded, and its bytes: a process's records mostly have one writer.
+    private static let encodedWriter = Locked<(writer: DefaultsHistoryEntry.Writer, bytes: [UInt8])?>(nil)
+
+    private static func writerBytes(_ writer: DefaultsHistoryEntry.Writer) -> [UInt8] {
+        if let cached = encodedWriter.withLock({ $0 }), cached.writer == writer { return cached.bytes }
+        var bytes = HistoryBytes()
+        bytes.writer(writer)
+        encodedWriter.withLock { $0 = (writer, bytes.bytes) }
+        return bytes.bytes
+    }
+
+    static func encode(_ batch: HistoryBatch) -> [UInt8] {
+        var payload = HistoryBytes()
+        payload.bytes.reserveCapacity(128 + batch.changes.count * 64)
+        payload.u64(batch.firstSequence)
+        payload.i64(batch.time)
+        for word in batch.marker?.words() ?? [0, 0, 0, 0, 0] { payload.u64(word) }
+        if let writer = batch.writer {
+            payload.u8(1)
+            payload.bytes.append(contentsOf: writerBytes(writer))
+        } else {
+            payload.u8(0)
+        }
+        payload.u32(UInt32(batch.changes.count))
+        for change in batch.changes {
+            payload.u8(originCode(change.origin))
+            payload.string(change.key)
+            payload.value(change.oldValue)
+            payload.value(change.newValue)
+        }
+        var record = HistoryBytes()
+        record.u32(UInt32(payload.bytes.count))
+        record.u32(payload.bytes.withUnsafeBytes { CRC32.checksum($0) })
+        record.bytes.append(contentsOf: payload.bytes)
+        while record.bytes.count % 8 != 0 { record.u8(0) }
+        return record.bytes
+    }
+
+    /// The record at `offset`: the batch and the offset after it; nil when there is no whole record
+    /// there (the end, or a torn tail).
+    static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (batch: HistoryBatch, next: Int)? {
+        var head = HistoryReader(bytes, at: offset)
+        guard let count = head.u32().map(Int.init), count > 0, let checksum = head.u32(),
+            offset + 8 + count <= bytes.count
+        else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 8 + count)])
+        guard CRC32.checksum(payload) == checksum else { return nil }
+        var reader = HistoryReader(payload)
+        guard let first = reader.u64(), let time = reader.i64() else { return nil }
+        var words: [UInt64] = []
+        for _ in 0..<5 { words.append(reader.u64() ?? 0) }
+        guard let hasWriter = reader.u8() else { return nil }
+        var writer: DefaultsHistoryEntry.Writer?
+        if hasWriter == 1 {
+            guard let decoded = reader.writer() else { return nil }
+            writer = decoded
+        }
+        guard let entries = reader.u32() else { return nil }
+        var changes: [HistoryChange] = []
+        changes.reserveCapacity(Int(min(entries, 100_000)))
+        for _ in 0..<entries {
+            guard let code = reader.u8(), let key = reader.string(), let old = reader.value(), let new = reader.value()
+            else { return nil }
+            changes.append(HistoryChange(key: key, oldValue: old, newValue: new, origin: origin(code)))
+        }
+        var batch = HistoryBatch(time: time, writer: writer, marker: FileIdentity(words: words), changes: changes)
+        batch.firstSequence = first
+        return (batch, offset + ((8 + count + 7) & ~7))
+    }
+
+    static func originCode(_ origin: DefaultsHistoryEntry.Origin) -> UInt8 {
+        switch origin {
+        case .program: 1
+        case .command: 2
+        case .migration: 3
+        case .rollback: 4
+        case .outside: 5
+        }
+    }
+
+    static func origin(_ code: UInt8) -> DefaultsHistoryEntry.Origin {
+        switch code {
+        case 2: .command
+        case 3: .migration
+        case 4: .rollback
+        case 5: .outside
+        default: .program
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+/// A suite file's history log (docs/design.md, "History: the log"): `.<suite file>.history`
+/// beside the file (or under the runtime directory, as its other sidecars: ``SidecarPlacement``),
+/// `0600`, appended under the suite's lock by the write that made the changes it records.
+package struct HistoryLog: Sendable {
+    /// The log's path.
+    package let path: String
+    /// The suite file's path.
+    package let suitePath: String
+    package let suite: String
+
+    package init(suitePath: String, suite: String) {
+        self.suitePath = suitePath
+        self.suite = suite
+        path = Self.path(forSuiteFile: suitePath)
+    }
+
+    /// The log of the suite file at `suitePath`.
+    package static func path(forSuiteFile suitePath: String) -> String {
+        let base = SidecarPlacement.current.base(forSuiteFile: suitePath)
+        return SuiteFile.directory(of: base) + "/." + SuiteFile.name(of: base) + ".history"
+    }
+
+    /// What reading the log found.
+    package struct Contents: Sendable {
+        /// The whole records, oldest first.
+        package var batches: [HistoryBatch] = []
+        /// Whether older entries were pruned (the first kept is not number 1).
+        package var isPruned: Bool { (batches.first?.firstSequence ?? 1) > 1 }
+        /// The number of the oldest entry kept.
+        package var firstSequence: UInt64? { batches.first?.firstSequence }
+        /// The number the next entry will have.
+        package var nextSequence: UInt64 = 1
+        /// The suite file as the last record left it.
+        package var marker: FileIdentity?
+
+        /// The entries, oldest first.
+        package func entries(suite: String) -> [DefaultsHistoryEntry] {
+            var entries: [DefaultsHistoryEntry] = []
+            for batch in batches {
+                let date = Date(timeIntervalSince1970: Double(batch.time) / 1e9)
+                for (index, change) in batch.changes.enumerated() {
+                    entries.append(
+                        DefaultsHistoryEntry(
+                            id: batch.firstSequence + UInt64(index), date: date, suite: suite, key: change.key,
+                            oldValue: change.oldValue, newValue: change.newValue, origin: change.origin,
+                            writer: batch.writer))
+                }
+            }
+            return entries
+        }
+    }
+
+    /// Reads every whole record (a torn tail is left out). No lock is needed: records are appended
+    /// whole or checked, and a prune replaces the file by a rename.
+    package func read() -> Contents {
+        guard let data = FileManager.default.contents(atPath: path) else { return Contents() }
+        return data.withUnsafeBytes { Self.contents(of: $0) }
+    }
+
+    static func contents(of bytes: UnsafeRawBufferPointer) -> Contents {
+        var contents = Contents()
+        guard let header = HistoryFormat.decodeHeader(bytes) else { return contents }
+        contents.nextSequence = header.nextSequence
+        contents.marker = header.marker
+        var offset = HistoryFormat.headerSize
+        while let (batch, next) = HistoryFormat.decode(bytes, at: offset) {
+            contents.batches.append(batch)
+            contents.nextSequence = max(contents.nextSequence, batch.firstSequence + UInt64(batch.changes.count))
+            contents.marker = batch.marker
+            offset = next
+        }
+        return contents
+    }
+
+    /// Opens the log for appending; call under the suite's lock. Nil when it cannot be opened
+    /// (reported once per path).
+    package func openForAppending() -> Appender? {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            HistoryReports.once(
+                path,
+                DefaultsError(
+                    .writeFailed,
+                    "Could not open the history log \(path) of suite \"\(suite)\" "
+                        + "(\(String(cString: strerror(code)))); its changes are written but not recorded.",
+                    suite: suite, path: path, underlying: SystemError(errno: code, operation: "open")))
+            return nil
+        }
+        if !SidecarPlacement.current.isRelocated(suitePath), let owner = FileOwner.forSidecars(ofSuiteFile: suitePath) {
+            do throws(SystemError) { try owner.give(descriptor, using: SystemFileOperations()) } catch {
+                close(descriptor)
+                return nil
+            }
+        }
+        return Appender(log: self, descriptor: descriptor)
+    }
+
+    /// The log opened under the suite's lock: what it says of the suite file, and appending.
+    package final class Appender {
+        let log: HistoryLog
+        private let descriptor: Int32
+        private(set) var header = HistoryFormat.Header()
+        private var size = 0
+
+        init(log: HistoryLog, descriptor: Int32) {
+            self.log = log
+            self.descriptor = descriptor
+            var info = stat()
+            size = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
+            var bytes = [UInt8](repeating: 0, count: HistoryFormat.headerSize)
+            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            if read == HistoryFormat.headerSize, let found = bytes.withUnsafeBytes({ HistoryFormat.decodeHeader($0) }) {
+                header = found
+                // Records a writer appended but whose header update it did not finish: adopted.
+                if size > header.end { adoptTail() }
+            } else {
+                header = HistoryFormat.Header()
+                size = 0
+            }
+        }
+
+        deinit { close(descriptor) }
+
+        /// The suite file as the log's last record left it.
+        var marker: FileIdentity? { header.marker }
+
+        private func adoptTail() {
+            var tail = [UInt8](repeating: 0, count: size - header.end)
+            let read = tail.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(header.end)) }
+            guard read == tail.count else { return }
+            tail.withUnsafeBytes { bytes in
+                var offset = 0
+                while let (batch, next) = HistoryFormat.decode(bytes, at: offset) {
+                    header.entries += UInt64(batch.changes.count)
+                    header.nextSequence = max(header.nextSequence, batch.firstSequence + UInt64(batch.changes.count))
+                    header.marker = batch.marker
+                    offset = next
+                }
+                header.end += offset
+            }
+        }
+
+        /// Appends `batches` (numbering their entries) and prunes when past a bound by a quarter.
+        package func append(_ batches: [HistoryBatch], retention: DefaultsHistoryRetention) {
+            var bytes: [UInt8] = []
+            if size < HistoryFormat.headerSize { bytes = HistoryFormat.encodeHeader(header) }
+            let start = bytes.isEmpty ? header.end : 0
+            var appended = header
+            for var batch in batches where !batch.changes.isEmpty || batch.marker != appended.marker {
+                batch.firstSequence = appended.nextSequence
+                bytes += HistoryFormat.encode(batch)
+                appended.nextSequence += UInt64(batch.changes.count)
+                appended.entries += UInt64(batch.changes.count)
+                appended.marker = batch.marker
+            }
+            appended.end = (bytes.isEmpty ? header.end : start + bytes.count)
+            guard appended != header else { return }
+            let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(start)) }
+            guard written == bytes.count else { return }
+            if size > appended.end { _ = ftruncate(descriptor, off_t(appended.end)) }
+            // The header last: a process that dies before it leaves whole records the next writer adopts.
+            let encoded = HistoryFormat.encodeHeader(appended)
+            _ = encoded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+            header = appended
+            size = appended.end
+            if header.entries > UInt64(retention.maxEntries + retention.maxEntries / 4)
+                || header.end > retention.maxBytes + retention.maxBytes / 4
+            {
+                prune(retention)
+            }
+        }
+
+        /// Keeps the newest entries within the bounds: a new file, renamed over the log.
+        func prune(_ retention: DefaultsHistoryRetention) {
+            var data = [UInt8](repeating: 0, count: size)
+            let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            guard read == size else { return }
+            var contents = data.withUnsafeBytes { HistoryLog.contents(of: $0) }
+            var kept: [[UInt8]] = []
+            var entries = 0
+            var bytes = HistoryFormat.headerSize
+            for batch in contents.batches.reversed() {
+                var encoded = HistoryFormat.encode(batch)
+                if entries + batch.changes.count > retention.maxEntries || bytes + encoded.count > retention.maxBytes {
+                    // Part of this batch: its newest changes, as many as both bounds allow.
+                    // (The whole batch does not fit, so at most all its changes but one.)
+                    var room = min(retention.maxEntries - entries, batch.changes.count - 1)
+                    while room > 0 {
+                        let dropped = batch.changes.count - room
+                        var part = batch
+                        part.changes.removeFirst(dropped)
+                        part.firstSequence = batch.firstSequence + UInt64(dropped)
+                        encoded = HistoryFormat.encode(part)
+                        if bytes + encoded.count <= retention.maxBytes {
+                            kept.append(encoded)
+                            entries += part.changes.count
+                            bytes += encoded.count
+                            break
+                        }
+                        room -= max(1, room / 2)
+                    }
+                    break
+                }
+                kept.append(encoded)
+                entries += batch.changes.count
+                bytes += encoded.count
+            }
+            var pruned = HistoryFormat.Header()
+            pruned.entries = UInt64(entries)
+            pruned.nextSequence = header.nextSequence
+            pruned.marker = header.marker
+            pruned.end = bytes
+            contents.batches = []
+            var file = HistoryFormat.encodeHeader(pruned)
+            for record in kept.reversed() { file += record }
+            let temporary = log.path + ".tmp-\(getpid())"
+            let output = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard output >= 0 else { return }
+            defer { close(output) }
+            if !SidecarPlacement.current.isRelocated(log.suitePath),
+                let owner = FileOwner.forSidecars(ofSuiteFile: log.suitePath)
+            {
+                do throws(SystemError) { try owner.give(output, using: SystemFileOperations()) } catch {
+                    unlink(temporary)
+                    return
+                }
+            }
+            let written = file.withUnsafeBytes { write(output, $0.baseAddress, $0.count) }
+            guard written == file.count, rename(temporary, log.path) == 0 else {
+                unlink(temporary)
+                return
+            }
+            header = pruned
+        }
+    }
+}
+
+/// Problems with history logs, reported once per log.
+enum HistoryReports {
+    private static let reported = Locked<Set<String>>([])
+
+    static func once(_ path: String, _ problem: DefaultsError) {
+        guard reported.withLock({ $0.insert(path).inserted }) else { return }
+        DispatchQueue.global().async { DefaultsErrorReporting.report(problem) }
+    }
+}

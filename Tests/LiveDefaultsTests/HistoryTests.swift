@@ -1,0 +1,215 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import LiveDefaults
+
+/// The suite's history (docs/design.md, "History"): what a flush records, the log's bounds and
+/// torn tail, outside changes, and rollback.
+@Suite(.serialized) struct HistoryTests {
+    static func open(_ directory: borrowing TemporaryDirectory, watching: Bool = false) throws -> Defaults {
+        try Defaults(suiteName: "com.example.history", directory: directory.url, watchesFiles: watching)
+    }
+
+    static func logPath(_ directory: borrowing TemporaryDirectory) -> String {
+        HistoryLog.path(forSuiteFile: directory.url.path + "/com.example.history.plist")
+    }
+
+    @Test func eachFlushRecordsItsChangesWithTheirWriterAndOldValues() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        defaults.set(.integer(12), forKey: "fontSize")
+        try defaults.synchronize()
+        defaults.set(.integer(14), forKey: "fontSize")
+        defaults.set(.string("dark"), forKey: "theme")
+        try defaults.synchronize()
+        defaults.removeObject(forKey: "theme")
+        try defaults.synchronize()
+        let entries = try defaults.history()
+        #expect(entries.map(\.key) == ["fontSize", "fontSize", "theme", "theme"])
+        #expect(entries.map(\.id) == [1, 2, 3, 4])
+        #expect(entries[1].oldValue == .integer(12) && entries[1].newValue == .integer(14))
+        #expect(entries[3].oldValue == .string("dark") && entries[3].newValue == nil)
+        let writer = try #require(entries[0].writer)
+        #expect(writer.processID == getpid() && writer.userID == geteuid())
+        #expect(writer.machineID == Defaults.Host.current.identifier && !writer.executable.isEmpty)
+        #expect(entries.allSatisfy { $0.origin == .program })
+        #expect(try defaults.history(forKey: "fontSize", limit: 1).map(\.newValue) == [.integer(14)])
+        var info = stat()
+        #expect(stat(Self.logPath(directory), &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    @Test func theRetentionBoundsHold() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        let path = directory.url.path
+        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 40, maxBytes: 1 << 20)
+        }
+        for round in 0..<120 {
+            defaults.set(.integer(Int64(round)), forKey: "counter")
+            try defaults.synchronize()
+        }
+        let entries = try defaults.history()
+        #expect(entries.count >= 40 && entries.count <= 50, "\(entries.count)")
+        #expect(entries.last?.newValue == .integer(119) && entries.last?.id == 120)
+        #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.id + 1 == $1.id })
+        // By bytes: entries of 2 KiB each, at most 16 KiB kept (a quarter over before pruning).
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 10_000, maxBytes: 16 * 1024)
+        }
+        for round in 0..<60 {
+            defaults.set(.string(String(repeating: "x", count: 1000) + "\(round)"), forKey: "text")
+            try defaults.synchronize()
+        }
+        var info = stat()
+        #expect(stat(Self.logPath(directory), &info) == 0 && info.st_size <= 16 * 1024 * 5 / 4 + 4096)
+        #expect(try defaults.history(forKey: "text").last?.newValue?.stringValue?.hasSuffix("59") == true)
+    }
+
+    @Test func aTornTailIsIgnoredAndTheNextAppendKeepsEveryWholeEntry() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        for round in 0..<5 {
+            defaults.set(.integer(Int64(round)), forKey: "n")
+            try defaults.synchronize()
+        }
+        let path = Self.logPath(directory)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        // Half of another record: its length says more than is there.
+        bytes.append(contentsOf: [200, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7])
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(try defaults.history().map(\.newValue) == (0..<5).map { PropertyListValue.integer(Int64($0)) })
+        defaults.set(.integer(5), forKey: "n")
+        try defaults.synchronize()
+        #expect(try defaults.history().map(\.newValue) == (0..<6).map { PropertyListValue.integer(Int64($0)) })
+    }
+
+    @Test func aRollbackRestoresValueAndTypeAsANewChange() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        defaults.set(.real(1.5), forKey: "ratio")
+        defaults.set(.array([.string("a")]), forKey: "list")
+        try defaults.synchronize()
+        let point = try #require(try defaults.history().last?.id)
+        defaults.set(.string("oops"), forKey: "ratio")
+        defaults.removeObject(forKey: "list")
+        defaults.set(.bool(true), forKey: "added")
+        try defaults.synchronize()
+        let changed = try defaults.rollBack(to: .entry(point))
+        #expect(Set(changed) == ["ratio", "list", "added"])
+        #expect(defaults.propertyList(forKey: "ratio") == .real(1.5))
+        #expect(defaults.propertyList(forKey: "list") == .array([.string("a")]))
+        #expect(defaults.propertyList(forKey: "added") == nil)
+        let reread = try Self.open(directory)
+        #expect(reread.persistentValues()["ratio"] == .real(1.5))
+        let last = try defaults.history().suffix(3)
+        #expect(last.allSatisfy { $0.origin == .rollback })
+        #expect(last.first { $0.key == "ratio" }?.oldValue == .string("oops"))
+        // One key, to a moment.
+        defaults.set(.integer(3), forKey: "ratio")
+        try defaults.synchronize()
+        let before = Date()
+        defaults.set(.integer(4), forKey: "ratio")
+        try defaults.synchronize()
+        try defaults.rollBack("ratio", to: .date(before))
+        #expect(defaults.propertyList(forKey: "ratio") == .integer(3))
+    }
+
+    @Test func aRollbackPastWhatWasPrunedIsRefusedAndChangesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        let path = directory.url.path
+        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
+        HistoryHooks.retentionByDirectory.withLock {
+            $0[path] = DefaultsHistoryRetention(maxEntries: 4, maxBytes: 1 << 20)
+        }
+        for round in 0..<12 {
+            defaults.set(.integer(Int64(round)), forKey: "n")
+            try defaults.synchronize()
+        }
+        #expect(throws: DefaultsError.self) { try defaults.rollBack(to: .entry(1)) }
+        do {
+            try defaults.rollBack(to: .entry(1))
+        } catch let error as DefaultsError {
+            #expect(error.code == .historyUnavailable && error.message.contains("pruned"), "\(error.message)")
+        }
+        #expect(defaults.propertyList(forKey: "n") == .integer(11))
+        #expect(throws: DefaultsError.self) { try defaults.rollBack(to: .entry(99)) }
+    }
+
+    @Test func aRollbackTheSchemaRefusesChangesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        defaults.set(.string("big"), forKey: "size")
+        try defaults.synchronize()
+        let point = try #require(try defaults.history().last?.id)
+        defaults.set(.integer(3), forKey: "size")
+        try defaults.synchronize()
+        let schema = DefaultsSchema(suite: "com.example.history", entries: [.init(name: "size", type: .integer)])
+        #expect(throws: DefaultsError.self) { try defaults.rollBack(to: .entry(point), schema: schema) }
+        #expect(defaults.propertyList(forKey: "size") == .integer(3))
+    }
+
+    @Test func anOutsideEditIsRecordedOnceWithNoWriter() async throws {
+        let directory = try TemporaryDirectory()
+        let first = try Self.open(directory, watching: true)
+        first.set(.integer(1), forKey: "a")
+        first.set(.integer(2), forKey: "b")
+        try first.synchronize()
+        // A second process's view, watching too (one store per file per process: another directory
+        // name for the same files is the same file, so a second watcher here is the same store).
+        let path = directory.url.path + "/com.example.history.plist"
+        let edited = try PropertyListCodec.encode(
+            .dictionary(["a": .integer(1), "b": .integer(5), "c": .bool(true)]), format: .xml)
+        try edited.write(to: URL(fileURLWithPath: path + ".new"))
+        #expect(rename(path + ".new", path) == 0)
+        #expect(await eventually { first.propertyList(forKey: "b") == .integer(5) })
+        #expect(await eventually { ((try? first.history()) ?? []).count == 4 })
+        let outside = try first.history().suffix(2)
+        #expect(outside.map(\.key) == ["b", "c"])
+        #expect(outside.allSatisfy { $0.origin == .outside && $0.writer == nil })
+        #expect(outside.first?.oldValue == .integer(2) && outside.first?.newValue == .integer(5))
+        // The next flush does not record it again.
+        first.set(.integer(9), forKey: "a")
+        try first.synchronize()
+        #expect(try first.history().filter { $0.origin == .outside }.count == 2)
+    }
+}
+
+@Suite struct HistoryMigrationTests {
+    @Test func aMigrationsChangesAreRecordedAsSuchAndTheNextFlushSeesNoOutsideChange() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try HistoryTests.open(directory)
+        defaults.set(.integer(1), forKey: "old")
+        try defaults.synchronize()
+        try defaults.migrate(to: 1) { step in step.rename("old", to: "new") }
+        defaults.set(.integer(2), forKey: "other")
+        try defaults.synchronize()
+        let entries = try defaults.history()
+        #expect(entries.filter { $0.origin == .outside }.isEmpty, "\(entries.map { "\($0.key) \($0.origin)" })")
+        let migrated = entries.filter { $0.origin == .migration }
+        #expect(migrated.contains { $0.key == "old" && $0.oldValue == .integer(1) && $0.newValue == nil })
+        #expect(migrated.contains { $0.key == "new" && $0.newValue == .integer(1) })
+    }
+}
+
+@Suite struct HistoryFormatTests {
+    @Test(arguments: [
+        PropertyListValue.bool(true), .bool(false), .integer(0), .integer(200), .integer(70_000),
+        .integer(5_000_000_000),
+        .integer(-1), .integer(.min), .integer(.max), .real(1.5), .real(-0.0), .string(""), .string("short"),
+        .string(String(repeating: "long ", count: 100)), .string("é non-ASCII"), .array([.integer(1)]),
+        .dictionary(["a": .string("b")]), .data(Data([1, 2])), .date(Date(timeIntervalSince1970: 1_700_000_000)),
+    ])
+    func aValueReadsBackAsWritten(value: PropertyListValue) throws {
+        var bytes = HistoryBytes()
+        bytes.value(value)
+        let read = bytes.bytes.withUnsafeBytes { buffer -> PropertyListValue?? in
+            var reader = HistoryReader(buffer)
+            return reader.value()
+        }
+        #expect(read == .some(value))
+    }
+}
