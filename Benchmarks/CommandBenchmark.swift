@@ -132,7 +132,7 @@ extension BenchmarkRunner {
 
     /// Starts a program with this environment, its output discarded, and returns its exit status and the CPU
     /// time (user and system) it used.
-    private static func spawnAndWait(_ arguments: [String], _ environment: [String: String]) -> (
+    static func spawnAndWait(_ arguments: [String], _ environment: [String: String]) -> (
         status: Int32, cpuNanoseconds: Double
     ) {
         var actions = posix_spawn_file_actions_t()

@@ -45,7 +45,7 @@ extension BenchmarkRunner {
             var cpu: [Double] = []
             for _ in 0..<rounds {
                 let start = monotonicNanoseconds()
-                let (status, cpuNanoseconds) = Self.runQuietly(arguments, environment)
+                let (status, cpuNanoseconds) = Self.spawnAndWait(arguments, environment)
                 cpu.append(cpuNanoseconds)
                 let elapsed = Double(monotonicNanoseconds() - start)
                 guard status == 0 else {
@@ -67,24 +67,5 @@ extension BenchmarkRunner {
                     rounds, median / 1e6, (sorted.first ?? 0) / 1e6, (sorted.last ?? 0) / 1e6,
                     percentile(cpu, 0.5) / 1e6))
         }
-    }
-
-    /// Runs a program with its output discarded; returns its exit status and CPU time (user and system).
-    private static func runQuietly(_ arguments: [String], _ environment: [String: String]) -> (Int32, Double) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, arguments[0], &actions, nil, argv, envp) == 0 else { return (127, 0) }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
-        func nanoseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1e9 + Double(time.tv_usec) * 1e3 }
-        return ((status >> 8) & 0xFF, nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime))
     }
 }

@@ -1,3 +1,5 @@
+import LiveDefaultsPropertyList
+
 /// A JSON document as the console sends it: typed, so that writing 1,000 rows casts nothing (Foundation's
 /// JSONSerialization took 1.5 s over `[String: Any]` for them), and an object keeps its members' order.
 package enum ConsoleJSON: Sendable, Equatable {
@@ -85,21 +87,12 @@ package enum ConsoleJSON: Sendable, Equatable {
     /// A string, escaped: quotes, backslashes, control characters, and U+2028/U+2029 (which end a line in
     /// older JavaScript); `<`, `>` and `&` too, so that no text in a document can read as markup anywhere.
     private static func write(_ string: String, to output: inout String) {
-        output += "\""
-        for scalar in string.unicodeScalars {
+        output += doubleQuoted(string) { scalar, output in
             switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{00}"..."\u{1F}", "\u{2028}", "\u{2029}", "<", ">", "&":
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            case "\u{00}"..."\u{1F}", "\u{2028}", "\u{2029}", "<", ">", "&": output += hexEscape("\\u", scalar.value)
             default: output.unicodeScalars.append(scalar)
             }
         }
-        output += "\""
     }
 }
 
