@@ -85,10 +85,12 @@ final class CurlTransferLoop: @unchecked Sendable {
                     continue
                 }
                 added.post.configure(easy)
-                // Over HTTP/2 (an `https://` member: libcurl negotiates it), wait for a connection
-                // that can carry one more stream rather than open one: every watch to a member
-                // then shares one connection.
-                ldcurl_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+                // No CURLOPT_PIPEWAIT: libcurl 7.88 parks such a transfer while a connection to
+                // the member has not yet said whether it multiplexes, and takes it up again only
+                // when some transfer of this multi handle ends — a watch never does, so the watch
+                // started second waited for the first one's end (docs/design.md, "Threads and
+                // connections"). Once a member's HTTP/2 connection is up, libcurl adds each new
+                // watch to it as a stream without the option.
                 running[easy] = Running(post: added.post, onEnd: added.onEnd)
                 ldcurl_multi_add(handle, easy)
             }

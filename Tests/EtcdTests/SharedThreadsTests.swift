@@ -91,6 +91,73 @@ struct SharedThreadsTests {
         #expect(!watches[1].hasEnded && !watches[2].hasEnded)
     }
 
+    /// This process's established TCP connections to `port` on loopback, by socket inode
+    /// (/proc/self/net/tcp lists the whole network namespace's: etcd's gateway connects to its own
+    /// port too; the process's own are those among its descriptors).
+    static func connections(toPort port: Int) -> Set<Substring> {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let mine = Set(
+            descriptors.compactMap { descriptor -> Substring? in
+                var buffer = [CChar](repeating: 0, count: 64)
+                let length = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
+                guard length > 0 else { return nil }
+                let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                guard target.hasPrefix("socket:[") else { return nil }
+                return Substring(target.dropFirst("socket:[".count).dropLast())
+            })
+        // Read to the end: a proc file reports no size, and a read by its size stops at a page.
+        let table = String(
+            decoding: FileHandle(forReadingAtPath: "/proc/self/net/tcp")?.readDataToEndOfFile() ?? Data(), as: UTF8.self
+        )
+        let remote = String(format: "0100007F:%04X", port)
+        return Set(
+            table.split(separator: "\n").dropFirst().compactMap { line -> Substring? in
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[2] == remote, fields[3] == "01", mine.contains(fields[9]) else {
+                    return nil
+                }
+                return fields[9]
+            })
+    }
+
+    /// A watch that starts while another watch to the same member has its connection open but no
+    /// answer yet (over http://, HTTP/1.1 either way) still gets its events. libcurl 7.88 let a
+    /// transfer with `CURLOPT_PIPEWAIT` wait for that connection to say whether it multiplexes,
+    /// and took it up again only when some transfer of the multi handle ended: a watch never
+    /// does, so the second suite of a process saw nothing until the first one's watch ended.
+    @Test func aWatchStartedWhileAnotherIsConnectingGetsItsEvents() async throws {
+        let server = try EtcdServer()
+        try await server.start()
+        defer { server.stop() }
+        let client = EtcdClient(endpoints: [server.endpoint])
+        let port = try #require(server.endpoint.port)
+        let prefix = Self.prefix(300)
+        let events = Locked<[Int: Int]>([:])
+        @Sendable func count(_ index: Int) -> @Sendable (EtcdWatchResult) -> Bool {
+            { message in
+                if let count = message.events?.count, count > 0 { events.withLock { $0[index, default: 0] += count } }
+                return true
+            }
+        }
+        // The member accepts connections (the kernel does) but answers nothing while it is frozen:
+        // the first watch's connection is open and its answer not yet come.
+        let before = Self.connections(toPort: port)
+        try #require(await server.freeze(), "the member did not stop")
+        let first = try client.watch(prefix: prefix, fromRevision: 1, onMessage: count(0))
+        defer { first.cancel() }
+        try #require(
+            await eventually { !Self.connections(toPort: port).subtracting(before).isEmpty },
+            "the first watch did not connect")
+        let second = try client.watch(prefix: prefix, fromRevision: 1, onMessage: count(1))
+        defer { second.cancel() }
+        server.send(SIGCONT)
+        _ = try client.commit(
+            puts: [(EtcdMirror.etcdKey("stamp", prefix: prefix), try EtcdMirror.encode(.integer(1)))], deletes: [])
+        #expect(await eventually(within: 10) { events.withLock { $0[0] ?? 0 } > 0 }, "the first watch got no event")
+        #expect(await eventually(within: 10) { events.withLock { $0[1] ?? 0 } > 0 }, "the second watch got no event")
+        #expect(!first.hasEnded && !second.hasEnded)
+    }
+
     @Test func aStoppedMemberEndsEveryWatchOnItWithAnError() async throws {
         let server = try EtcdServer()
         try await server.start()
