@@ -90,7 +90,7 @@ struct HistoryRecording {
         var pendingOrigin: [String: DefaultsHistoryEntry.Origin] = [:]
         for record in journal.contents.records {
             switch record.kind {
-            case .origin: pendingOrigin[record.key] = record.origin
+            case .origin: pendingOrigin[record.key] = record.originCode.map(HistoryFormat.origin)
             case .clear: break
             default: origins[record.key] = pendingOrigin.removeValue(forKey: record.key) ?? fallback
             }

@@ -21,8 +21,10 @@ package struct JournalRecord: Sendable, Equatable {
     package var kind: Kind
     package var key: String
     package var value: PropertyListValue?
-    /// For an ``Kind/origin`` record: the origin.
-    package var origin: DefaultsHistoryEntry.Origin? = nil
+    /// For an ``Kind/origin`` record: the origin's code (``HistoryFormat/origin(_:)`` reads it). A
+    /// code, not the history's type, so that the journal's format stands alone (the journal fuzzer
+    /// compiles it with the codec only).
+    package var originCode: UInt8? = nil
 }
 
 /// The journal's file format (docs/design.md, "The journal"). All integers little-endian.
@@ -268,7 +270,7 @@ package enum JournalFormat {
         case .remove, .clear:
             return JournalRecord(kind: kind, key: key, value: nil)
         case .origin:
-            return JournalRecord(kind: .origin, key: key, value: nil, origin: HistoryFormat.origin(payload[1]))
+            return JournalRecord(kind: .origin, key: key, value: nil, originCode: payload[1])
         }
     }
 }
