@@ -443,6 +443,13 @@ class Session:
                   "the page shows the restored value")
         self.wait(lambda: len(entries()) == 3 and entries()[0] == ("second motto", "first motto", "rollback"), 10,
                   "the rollback is the newest change in the page's history")
+        # A forced key is not rolled back, even by a request made around the page.
+        before = open(self.suite_file("com.example.app"), "rb").read()
+        status, text = self.request("/api/rollback", "POST", {
+            "Cookie": self.cookie, "Content-Type": "application/json", "Origin": self.base,
+        }, {"domain": "com.example.app", "key": "homepage", "entry": 1})
+        assert status == 422 and "forced" in text, f"a rollback of the forced key answered {status}: {text}"
+        assert open(self.suite_file("com.example.app"), "rb").read() == before, "the forced key's file changed"
         self.driver.execute_script("arguments[0].scrollIntoView()", self.row("motto"))
         self.screenshot("console-history.png")
         self.row("motto").click()  # folded again for the cases after this one
