@@ -134,7 +134,15 @@ package struct ConsoleApp: Sendable {
             return .json(200, model.snapshot(domain: request.query["domain"]))
         case ("GET", "/api/events"):
             return .stream(model.broadcaster.subscribe())
-        case ("POST", "/api/write"), ("POST", "/api/delete"), ("POST", "/api/reveal"):
+        case ("GET", "/api/history"):
+            guard let domain = request.query["domain"], let key = request.query["key"] else {
+                return .json(400, ["error": "The request needs a domain and a key."])
+            }
+            guard let history = model.history(domain: domain, key: key) else {
+                return .json(404, ["error": .string("There is no domain \(domain).")])
+            }
+            return .json(200, history)
+        case ("POST", "/api/write"), ("POST", "/api/delete"), ("POST", "/api/reveal"), ("POST", "/api/rollback"):
             return change(request)
         default:
             return .text(404, "There is no \(request.method) \(request.path) here.")
@@ -155,7 +163,17 @@ package struct ConsoleApp: Sendable {
             guard let row = model.reveal(domain: domain, key: key) else {
                 return .json(404, ["error": .string("There is no key \(key) in \(domain).")])
             }
-            return .json(200, ["row": row])
+            // The key's history with its values, for as long as the page shows it revealed.
+            return .json(
+                200, ["row": row, "history": model.history(domain: domain, key: key, revealing: true) ?? .null])
+        case "/api/rollback":
+            guard let entry = (body["entry"] as? NSNumber)?.int64Value, entry >= 0 else {
+                return .json(400, ["error": "The request needs the number of a history entry."])
+            }
+            switch model.rollBack(domain: domain, key: key, toEntry: UInt64(entry)) {
+            case .success(let report): return .json(200, ["ok": true, "report": .string(report)])
+            case .failure(let problem): return .json(422, ["error": .string(problem.description)])
+            }
         case "/api/delete":
             if let problem = model.delete(domain: domain, key: key) { return .json(422, ["error": .string(problem)]) }
             return .json(200, ["ok": true])

@@ -77,6 +77,9 @@ package enum ConsoleAssets {
         .readonly { color: #b71c1c; }
         .add { margin: 8px 0; display: flex; gap: 6px; flex-wrap: wrap; }
         .hint { color: #667; }
+        .history li { margin: 2px 0; }
+        .history .when, .history .origin, .history .who { color: #556; font-size: 12px; }
+        .history .rollback { font-size: 12px; margin-left: 4px; }
         """#
 
     /// The script.
@@ -345,9 +348,8 @@ package enum ConsoleAssets {
             applySearch();
           }
 
-          // The details of a row: one section per builder. (A key's history and its rollback button slot in here,
-          // as one more builder.)
-          const sectionBuilders = [schemaSection, forcedSection, layersSection, valueSection, editorSection];
+          // The details of a row: one section per builder.
+          const sectionBuilders = [schemaSection, forcedSection, layersSection, valueSection, editorSection, historySection];
 
           function details(key, row) {
             const panel = el("div", {});
@@ -465,7 +467,7 @@ package enum ConsoleAssets {
                 try {
                   const answer = await post("/api/reveal", { domain: state.current, key });
                   const previous = state.revealed;
-                  state.revealed = { key, row: answer.row };
+                  state.revealed = { key, row: answer.row, history: answer.history };
                   if (previous && previous.key !== key) renderRow(previous.key);
                   renderRow(key);
                 } catch (problem) { error.textContent = problem.message; }
@@ -482,6 +484,52 @@ package enum ConsoleAssets {
             }
             editor.append(note);
             section.append(editor, error);
+            return section;
+          }
+
+          // The key's newest changes from `defaults history`, each with a button that rolls the key back to it
+          // (`defaults rollback <domain> <key> --to <entry>`). Drawn again with the row, so each change refreshes it.
+          function historySection(key, row) {
+            const note = el("p", { class: "hint", text: "loading…" });
+            const list = el("ol", { class: "history" });
+            const error = el("p", { class: "error", role: "alert" });
+            const section = el("section", { class: "history", "data-history": key },
+              el("h3", { text: "History (newest first)" }), note, list, error);
+            function fill(history) {
+              if (history.unavailable) { note.textContent = history.unavailable; return; }
+              note.textContent = history.entries.length === 0 ? "No change of this key is in the history." : "";
+              for (const entry of history.entries) {
+                const item = el("li", { "data-entry": String(entry.id) },
+                  el("span", { class: "when", text: "#" + entry.id + " " + entry.date }), " ",
+                  el("code", { class: "old", text: entry.old }), " → ", el("code", { class: "new", text: entry.new }), " ",
+                  el("span", { class: "origin", text: entry.origin }), " ", el("span", { class: "who", text: entry.who }));
+                if (!row.forcedBy) {
+                  const button = el("button", { type: "button", class: "rollback", text: "Roll back to this",
+                    title: "Restore the value this change set: undo the later changes of " + key, disabled: !state.live });
+                  button.addEventListener("click", async () => {
+                    error.textContent = "";
+                    try {
+                      const answer = await post("/api/rollback", { domain: state.current, key, entry: entry.id });
+                      note.textContent = answer.report;
+                    } catch (problem) { error.textContent = problem.message; }
+                  });
+                  item.append(" ", button);
+                }
+                list.append(item);
+              }
+            }
+            const revealed = state.revealed && state.revealed.key === key ? state.revealed.history : null;
+            if (revealed) fill(revealed);
+            else {
+              const query = "?domain=" + encodeURIComponent(state.current) + "&key=" + encodeURIComponent(key);
+              fetch("/api/history" + query, { credentials: "same-origin", cache: "no-store" })
+                .then(async (response) => {
+                  const answer = await response.json().catch(() => ({}));
+                  if (!response.ok) throw new Error(answer.error || "The console answered " + response.status + ".");
+                  fill(answer);
+                })
+                .catch((problem) => { note.textContent = ""; error.textContent = problem.message; });
+            }
             return section;
           }
 

@@ -46,6 +46,12 @@ package enum ConsoleJSON: Sendable, Equatable {
         return nil
     }
 
+    /// The number, when this is an integer.
+    package var integerValue: Int64? {
+        if case .integer(let integer) = self { return integer }
+        return nil
+    }
+
     /// The elements, when this is an array.
     package var arrayValue: [ConsoleJSON]? {
         if case .array(let elements) = self { return elements }

@@ -381,16 +381,99 @@ package final class ConsoleModel: Sendable {
     }
 
     private func runCommand(_ arguments: [String]) -> String? {
+        runCommandPrinting(arguments).problem
+    }
+
+    /// Runs `defaults` with `arguments`: what it printed on standard output, and on failure what it printed on
+    /// standard error (nil when it succeeded).
+    private func runCommandPrinting(_ arguments: [String]) -> (output: String, problem: String?) {
+        let output = Locked("")
         let errors = Locked("")
         let io = CommandIO(
-            standardOutput: { _ in }, standardError: { text in errors.withLock { $0 += text } },
+            standardOutput: { text in output.withLock { $0 += text } },
+            standardError: { text in errors.withLock { $0 += text } },
             writeStandardOutputData: { _ in }, readStandardInput: { Data() })
+        let printed = { output.withLock { $0 } }
         switch DefaultsCommandRunner(domains: domains, io: io).run(arguments) {
-        case .exit(DefaultsCommandRunner.success): return nil
+        case .exit(DefaultsCommandRunner.success): return (printed(), nil)
         case .exit, .watching:
             let message = errors.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
-            return message.isEmpty ? "defaults \(arguments.first ?? "") failed." : message
+            return (printed(), message.isEmpty ? "defaults \(arguments.first ?? "") failed." : message)
         }
+    }
+
+    // MARK: History
+
+    /// How many of a key's changes the page shows, the newest.
+    package static let historyLimit = 20
+
+    /// The newest ``historyLimit`` changes of `key`, newest first, as `defaults history <domain> <key> --json`
+    /// reads them (secret values redacted as it redacts them, unless `revealing`): each `{"id", "date", "old",
+    /// "new", "origin", "who"}`, the values as text. A domain that keeps no history (a fleet suite, for now)
+    /// gives `{"unavailable": what the command says}`.
+    ///
+    /// - Returns: nil when no such domain is open.
+    package func history(domain id: String, key: String, revealing: Bool = false) -> ConsoleJSON? {
+        guard let reference = open.withLock({ $0[id]?.reference }) else { return nil }
+        var arguments = ["history", Self.argument(reference), key, "--limit", String(Self.historyLimit), "--json"]
+        if revealing { arguments.append("--show-secrets") }
+        let (output, problem) = runCommandPrinting(arguments)
+        if let problem { return ["unavailable": .string(problem)] }
+        guard let entries = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] else {
+            return ["unavailable": "defaults history printed no list of changes."]
+        }
+        return ["entries": .array(entries.reversed().map(Self.historyEntry))]
+    }
+
+    private static func historyEntry(_ entry: [String: Any]) -> ConsoleJSON {
+        func text(_ value: Any?) -> String {
+            switch value {
+            case nil, is NSNull: return "(none)"
+            case let string as String: return string
+            case let value?:
+                let data = try? JSONSerialization.data(
+                    withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys])
+                return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+            }
+        }
+        return [
+            "id": .integer((entry["id"] as? NSNumber)?.int64Value ?? -1),
+            "date": .string(entry["date"] as? String ?? ""), "old": .string(text(entry["old"])),
+            "new": .string(text(entry["new"])), "origin": .string(entry["origin"] as? String ?? ""),
+            "who": .string(who(entry["writer"] as? [String: Any])),
+        ]
+    }
+
+    /// Who made a change, in the words `defaults history` prints.
+    private static func who(_ writer: [String: Any]?) -> String {
+        guard let writer else { return "unknown writer (outside LiveDefaults)" }
+        let name = writer["user"] as? String ?? ""
+        let user = name.isEmpty ? "uid \((writer["uid"] as? NSNumber)?.int64Value ?? -1)" : name
+        let command = writer["command"] as? [String] ?? []
+        let what =
+            command.isEmpty ? writer["executable"] as? String ?? "" : "defaults " + command.joined(separator: " ")
+        let pid = (writer["pid"] as? NSNumber)?.int64Value ?? -1
+        return "\(user)@\(writer["host"] as? String ?? "") pid \(pid): \(what)"
+    }
+
+    /// Restores `key` to its value right after history entry `entry` with `defaults rollback <domain> <key> --to
+    /// <entry>` (its forced-key refusal, the domain's schema, the library's `rollBack`): every later change of the
+    /// key is undone by a new change. A refusal (a forced key, a pruned entry, a value the schema refuses)
+    /// changes nothing.
+    ///
+    /// - Returns: What the command printed (`key: old → new`, or that there was nothing to roll back), or its
+    ///   refusal.
+    package func rollBack(domain id: String, key: String, toEntry entry: UInt64) -> Result<String, ConsoleError> {
+        guard let domain = open.withLock({ $0[id] }) else { return .failure(ConsoleError("There is no domain \(id).")) }
+        if let forcing = domain.defaults.forcingSource(ofKey: key) {
+            return .failure(
+                ConsoleError("The key \(key) is forced by the administrator in \(forcing); nothing was rolled back."))
+        }
+        let (output, problem) = runCommandPrinting([
+            "rollback", Self.argument(domain.reference), key, "--to", String(entry),
+        ])
+        if let problem { return .failure(ConsoleError(problem)) }
+        return .success(output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 

@@ -19,6 +19,8 @@ struct ConsoleBrowserTests {
     @Test func invalidValueShowsErrorAndChangesNothing() async { await BrowserRun.expectPassed(#function) }
     @Test func forcedKeyIsReadOnly() async { await BrowserRun.expectPassed(#function) }
     @Test func secretHiddenUntilRevealed() async { await BrowserRun.expectPassed(#function) }
+    /// Two `defaults write`s, both listed in the key's history; its rollback button restores the first.
+    @Test func historyAndRollback() async { await BrowserRun.expectPassed(#function) }
     @Test func searchFindsNestedValues() async { await BrowserRun.expectPassed(#function) }
     @Test func markupShowsAsText() async { await BrowserRun.expectPassed(#function) }
     /// The time is measured and printed (the benchmark and docs/console.md keep it), never asserted.

@@ -113,6 +113,117 @@ struct ConsoleModelTests {
         #expect(received.contains("event: change"))
     }
 
+    // MARK: History and rollback
+
+    /// The page's history of `key`: its entries, newest first.
+    private func entries(_ fixture: Fixture, _ key: String, revealing: Bool = false) throws -> [ConsoleJSON] {
+        let history = try #require(fixture.model.history(domain: "com.example.app", key: key, revealing: revealing))
+        return try #require(history["entries"]?.arrayValue, "history: \(history.text)")
+    }
+
+    @Test func aKeysHistoryIsNewestFirstWithWhoWroteIt() throws {
+        let fixture = try Fixture()
+        let edit = ConsoleModel.Edit(kind: "text", text: "20")
+        #expect(fixture.model.write(domain: "com.example.app", key: "fontSize", edit) == nil)
+        let entries = try entries(fixture, "fontSize")
+        #expect(entries.count == 2)
+        #expect(entries.first?["old"] == "14")
+        #expect(entries.first?["new"] == "20")
+        // The console wrote it, in this process: its pid and program, as `defaults history` names a writer.
+        let who = try #require(entries.first?["who"]?.stringValue)
+        #expect(who.contains(" pid \(getpid()): ") && who.hasSuffix(CommandLine.arguments[0]), "\(who)")
+        #expect(entries.last?["old"] == "(none)")
+        #expect(entries.last?["new"] == "14")
+        #expect(entries.allSatisfy { $0["id"]?.integerValue != nil && $0["origin"]?.stringValue?.isEmpty == false })
+        #expect(fixture.model.history(domain: "com.example.none", key: "fontSize") == nil)
+    }
+
+    @Test func aSecretsHistoryIsRedactedUnlessRevealed() throws {
+        let fixture = try Fixture()
+        let hidden = try entries(fixture, "apiToken")
+        #expect(hidden.first?["new"] == "<secret>")
+        #expect(!ConsoleJSON.array(hidden).text.contains("s3cr3t"))
+        #expect(try entries(fixture, "apiToken", revealing: true).first?["new"] == "s3cr3t")
+    }
+
+    @Test func rollingBackToAnEntryRestoresTheValueItSet() throws {
+        let fixture = try Fixture()
+        for text in ["20", "30"] {
+            #expect(
+                fixture.model.write(
+                    domain: "com.example.app", key: "fontSize", ConsoleModel.Edit(kind: "text", text: text)) == nil)
+        }
+        let twenty = try #require(try entries(fixture, "fontSize").first { $0["new"] == "20" }?["id"]?.integerValue)
+        let report = try fixture.model.rollBack(domain: "com.example.app", key: "fontSize", toEntry: UInt64(twenty))
+            .get()
+        #expect(report.contains("fontSize: 30 → 20"))
+        let written = try Defaults(suiteName: "com.example.app", directory: fixture.config, watchesFiles: false)
+        #expect(written.propertyList(forKey: "fontSize") == .integer(20))
+        let newest = try #require(try entries(fixture, "fontSize").first)
+        #expect(newest["origin"] == "rollback")
+        #expect(newest["new"] == "20")
+    }
+
+    @Test func aRefusedRollbackLeavesTheFileAsItWas() throws {
+        let fixture = try Fixture()
+        // A value the schema refuses, written past it (a store that does not know the schema), then a good one.
+        let other = try Defaults(
+            suiteName: "com.example.app", directory: fixture.config, watchesFiles: false, administeredSettings: .none)
+        other.set(100, forKey: "fontSize")
+        try other.synchronize()
+        #expect(
+            fixture.model.write(domain: "com.example.app", key: "fontSize", ConsoleModel.Edit(kind: "text", text: "20"))
+                == nil)
+        let hundred = try #require(try entries(fixture, "fontSize").first { $0["new"] == "100" }?["id"]?.integerValue)
+        let before = try Data(contentsOf: fixture.file)
+        let refused = fixture.model.rollBack(domain: "com.example.app", key: "fontSize", toEntry: UInt64(hundred))
+        #expect(throws: ConsoleError.self) { try refused.get() }
+        #expect(try Data(contentsOf: fixture.file) == before)
+        // An entry the history does not have (or no longer has).
+        let missing = fixture.model.rollBack(domain: "com.example.app", key: "fontSize", toEntry: 9999)
+        #expect(throws: ConsoleError.self) { try missing.get() }
+        #expect(try Data(contentsOf: fixture.file) == before)
+    }
+
+    @Test func theRollbackRouteNeedsTheTokenAndTheOriginAndShowsARefusal() throws {
+        let fixture = try Fixture()
+        let app = ConsoleApp(model: fixture.model, access: ConsoleAccess(token: "t0ken", port: 8765))
+        #expect(
+            fixture.model.write(domain: "com.example.app", key: "fontSize", ConsoleModel.Edit(kind: "text", text: "20"))
+                == nil)
+        let first = try #require(try entries(fixture, "fontSize").last?["id"]?.integerValue)
+        func post(entry: Int64, token: String? = "t0ken", origin: String? = "http://127.0.0.1:8765") -> ConsoleResponse
+        {
+            var headers = ["Host": "127.0.0.1:8765", "Content-Type": "application/json"]
+            if let origin { headers["Origin"] = origin }
+            return app.handle(
+                ConsoleRequest(
+                    method: "POST", path: "/api/rollback", headers: headers,
+                    cookies: token.map { ["livedefaults-console-8765": $0] } ?? [:],
+                    body: Data(#"{"domain":"com.example.app","key":"fontSize","entry":\#(entry)}"#.utf8)))
+        }
+        let before = try Data(contentsOf: fixture.file)
+        #expect(post(entry: first, token: nil).status == 403)
+        #expect(post(entry: first, origin: "http://evil.example").status == 403)
+        #expect(post(entry: first, origin: nil).status == 403)
+        #expect(post(entry: 9999).status == 422)
+        #expect(try Data(contentsOf: fixture.file) == before)
+        #expect(post(entry: first).status == 200)
+        let written = try Defaults(suiteName: "com.example.app", directory: fixture.config, watchesFiles: false)
+        #expect(written.propertyList(forKey: "fontSize") == .integer(14))
+        // The history is read with the token; it is a GET, so no origin is needed.
+        let history = app.handle(
+            ConsoleRequest(
+                method: "GET", path: "/api/history", query: ["domain": "com.example.app", "key": "fontSize"],
+                headers: ["Host": "127.0.0.1:8765"], cookies: ["livedefaults-console-8765": "t0ken"]))
+        #expect(history.status == 200)
+        let refused = app.handle(
+            ConsoleRequest(
+                method: "GET", path: "/api/history", query: ["domain": "com.example.app", "key": "fontSize"],
+                headers: ["Host": "127.0.0.1:8765"]))
+        #expect(refused.status == 403)
+    }
+
     private func next(_ subscription: ConsoleSubscription) async -> String {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {

@@ -281,6 +281,7 @@ class Session:
         self.case("invalidValueShowsErrorAndChangesNothing", self.invalid_value)
         self.case("forcedKeyIsReadOnly", self.forced_key)
         self.case("secretHiddenUntilRevealed", self.secret)
+        self.case("historyAndRollback", self.history_and_rollback)
         self.case("searchFindsNestedValues", self.search)
         self.case("markupShowsAsText", self.markup_as_text)
         self.case("thousandKeysRender", self.thousand_keys)
@@ -410,6 +411,48 @@ class Session:
                   10, "the secret is revealed")
         self.details("apiToken").find_element(By.CSS_SELECTOR, "button.reveal").click()
         self.wait(lambda: self.value_text("apiToken") == "<secret>", 10, "the secret is hidden again")
+
+    def history_and_rollback(self):
+        from selenium.webdriver.common.by import By
+        for value in ["first motto", "second motto"]:
+            result = self.defaults("write", "com.example.app", "motto", value)
+            assert result.returncode == 0, result.stderr
+        self.wait(lambda: self.value_text("motto") in ('"second motto"', "second motto"), 10,
+                  "the page shows the second write")
+
+        def entries():
+            return [(item.find_element(By.CSS_SELECTOR, "code.old").text,
+                     item.find_element(By.CSS_SELECTOR, "code.new").text,
+                     item.find_element(By.CSS_SELECTOR, ".origin").text)
+                    for item in self.details("motto").find_elements(By.CSS_SELECTOR, ".history li")]
+        for element in self.driver.find_elements(By.CSS_SELECTOR, "tr.details"):  # only this key open (screenshot)
+            self.row(element.get_attribute("data-details")).click()
+        self.expand("motto")
+        shown = self.wait(lambda: len(entries()) == 2 and entries(), 10, "the key's two changes are listed")
+        assert [entry[:2] for entry in shown] == [("first motto", "second motto"), ("(none)", "first motto")], shown
+        who = self.details("motto").find_element(By.CSS_SELECTOR, ".history li .who").text
+        assert "defaults write com.example.app motto" in who, f"the writer is not named: {who}"
+        # Roll back to the first write: the value it set is restored.
+        self.details("motto").find_elements(By.CSS_SELECTOR, ".history li button.rollback")[1].click()
+        self.wait(lambda: self.defaults("read", "com.example.app", "motto").stdout.strip() == "first motto", 10,
+                  "defaults read shows the value from before the second write")
+        with open(self.suite_file("com.example.app"), "rb") as file:
+            held = plistlib.load(file).get("motto")
+        assert held == "first motto", f"the file holds {held!r}"
+        self.wait(lambda: self.value_text("motto") in ('"first motto"', "first motto"), 10,
+                  "the page shows the restored value")
+        self.wait(lambda: len(entries()) == 3 and entries()[0] == ("second motto", "first motto", "rollback"), 10,
+                  "the rollback is the newest change in the page's history")
+        # A forced key is not rolled back, even by a request made around the page.
+        before = open(self.suite_file("com.example.app"), "rb").read()
+        status, text = self.request("/api/rollback", "POST", {
+            "Cookie": self.cookie, "Content-Type": "application/json", "Origin": self.base,
+        }, {"domain": "com.example.app", "key": "homepage", "entry": 1})
+        assert status == 422 and "forced" in text, f"a rollback of the forced key answered {status}: {text}"
+        assert open(self.suite_file("com.example.app"), "rb").read() == before, "the forced key's file changed"
+        self.driver.execute_script("arguments[0].scrollIntoView()", self.row("motto"))
+        self.screenshot("console-history.png")
+        self.row("motto").click()  # folded again for the cases after this one
 
     def search(self):
         from selenium.webdriver.common.by import By
