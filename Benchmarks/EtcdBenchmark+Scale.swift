@@ -202,10 +202,9 @@ extension EtcdBenchmark {
 
 /// `etcdctl watch --prefix … -w json` processes; each value they print is stamped when read.
 final class EtcdctlWatchers: @unchecked Sendable {
-    // Safe as Sendable: `arrivals` is guarded by its Mutex; the rest is set in init.
+    // Safe as Sendable: `arrivals` is Sendable; the rest is set in init.
     private let processes: [Process]
-    private let arrivals = SharedMutex<[Int: [Int: UInt64]]>([:])
-    private let changed = DispatchSemaphore(value: 0)
+    private let arrivals = ArrivalBoard()
 
     init(count: Int, endpoints: String, prefixes: [String]) throws {
         var processes: [Process] = []
@@ -219,7 +218,7 @@ final class EtcdctlWatchers: @unchecked Sendable {
             try process.run()
             processes.append(process)
             let handle = output.fileHandleForReading
-            Thread.detachNewThread { [arrivals, changed] in
+            Thread.detachNewThread { [arrivals] in
                 var buffer = Data()
                 while true {
                     let data = handle.availableData
@@ -237,8 +236,7 @@ final class EtcdctlWatchers: @unchecked Sendable {
                                 let value = Data(base64Encoded: text),
                                 case .integer(let number)? = try? PropertyListCodec.decode(value).value
                             else { continue }
-                            arrivals.mutex.withLock { $0[Int(number), default: [:]][index] = now }
-                            changed.signal()
+                            arrivals.record(Int(number), from: index, at: now)
                         }
                     }
                 }
@@ -249,13 +247,7 @@ final class EtcdctlWatchers: @unchecked Sendable {
 
     /// The latest arrival of `value` once every process printed it, or nil after `seconds`.
     func lastArrival(of value: Int, within seconds: Double) -> UInt64? {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == processes.count {
-                return times.values.max()
-            }
-            if changed.wait(timeout: deadline) == .timedOut { return nil }
-        }
+        arrivals.lastArrival(of: value, from: processes.count, within: seconds)
     }
 
     /// The CPU time all of them used so far.

@@ -403,11 +403,10 @@ final class WatcherGroup: @unchecked Sendable {
     private let processes: [Process]
     private let inputs: [Pipe]
     /// Per value, the arrival time of each process that reported it.
-    private let arrivals = SharedMutex<[Int: [Int: UInt64]]>([:])
+    private let arrivals = ArrivalBoard()
     /// Per process, the CPU time it had used at each value it reported.
     private let cpu = SharedMutex<[Int: [Int: UInt64]]>([:])
     private let ready = DispatchSemaphore(value: 0)
-    private let changed = DispatchSemaphore(value: 0)
     /// The numbers of each `stats …` line a process wrote (etcd-scale children), by process.
     private let statistics = SharedMutex<[Int: [Int]]>([:])
 
@@ -435,7 +434,7 @@ final class WatcherGroup: @unchecked Sendable {
             processes.append(process)
             inputs.append(input)
             let handle = output.fileHandleForReading
-            Thread.detachNewThread { [arrivals, cpu, ready, changed, statistics] in
+            Thread.detachNewThread { [arrivals, cpu, ready, statistics] in
                 var buffer = Data()
                 while true {
                     let data = handle.availableData
@@ -458,8 +457,7 @@ final class WatcherGroup: @unchecked Sendable {
                             let used = UInt64(parts[2])
                         else { continue }
                         cpu.mutex.withLock { $0[index, default: [:]][value] = used }
-                        arrivals.mutex.withLock { $0[value, default: [:]][index] = time }
-                        changed.signal()
+                        arrivals.record(value, from: index, at: time)
                     }
                 }
             }
@@ -476,13 +474,7 @@ final class WatcherGroup: @unchecked Sendable {
 
     /// The latest arrival of `value` once every process reported it, or nil after `seconds`.
     func lastArrival(of value: Int, within seconds: Double) -> UInt64? {
-        let deadline = DispatchTime.now() + seconds
-        while true {
-            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == processes.count {
-                return times.values.max()
-            }
-            if changed.wait(timeout: deadline) == .timedOut { return nil }
-        }
+        arrivals.lastArrival(of: value, from: processes.count, within: seconds)
     }
 
     /// The median over the processes of the CPU time each used per value it reported, from its
@@ -500,5 +492,29 @@ final class WatcherGroup: @unchecked Sendable {
     func stop() {
         for input in inputs { try? input.fileHandleForWriting.close() }
         for process in processes { process.waitUntilExit() }
+    }
+}
+
+/// When each watcher (by index) first had each value, for ``WatcherGroup`` and ``EtcdctlWatchers``:
+/// the readers record, and the measuring thread waits until every watcher has a value.
+final class ArrivalBoard: Sendable {
+    private let arrivals = SharedMutex<[Int: [Int: UInt64]]>([:])
+    private let changed = DispatchSemaphore(value: 0)
+
+    /// Records that watcher `index` had `value` at `time` (monotonic nanoseconds).
+    func record(_ value: Int, from index: Int, at time: UInt64) {
+        arrivals.mutex.withLock { $0[value, default: [:]][index] = time }
+        changed.signal()
+    }
+
+    /// The latest arrival of `value` once `watchers` watchers had it, or nil after `seconds`.
+    func lastArrival(of value: Int, from watchers: Int, within seconds: Double) -> UInt64? {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            if let times = arrivals.mutex.withLock({ $0[value] }), times.count == watchers {
+                return times.values.max()
+            }
+            if changed.wait(timeout: deadline) == .timedOut { return nil }
+        }
     }
 }
