@@ -37,8 +37,7 @@ struct HistoryRecording {
         }
         var changes: [HistoryChange] = []
         var keys = Set(overlay.keys)
-        for (key, value) in found where known[key] != value { keys.insert(key) }
-        for (key, _) in known where found[key] == nil { keys.insert(key) }
+        known.forEachDifference(to: found, value: { $0 }) { key, _, _ in keys.insert(key) }
         for key in keys.sorted() {
             let old = base(key)
             let new = found[key]
@@ -110,10 +109,11 @@ struct HistoryRecording {
         from old: [String: PropertyListValue], to new: [String: PropertyListValue], origins: OriginTable
     ) {
         var changes: [HistoryChange] = []
-        for key in Set(old.keys).union(new.keys).sorted() where old[key] != new[key] {
+        old.forEachDifference(to: new, value: { $0 }) { key, before, after in
             changes.append(
-                HistoryChange(key: key, oldValue: old[key], newValue: new[key], origin: origins.origin(of: key, nil)))
+                HistoryChange(key: key, oldValue: before, newValue: after, origin: origins.origin(of: key, nil)))
         }
+        changes.sort { $0.key < $1.key }
         batches.append(
             HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
     }
