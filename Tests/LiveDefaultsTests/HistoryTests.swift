@@ -39,6 +39,20 @@ import Testing
         #expect(stat(Self.logPath(directory), &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    @Test func aReplacedDomainRecordsEachKeyThatDiffersWithItsOldAndNewValue() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        defaults.set(.integer(12), forKey: "fontSize")
+        defaults.set(.string("dark"), forKey: "theme")
+        try defaults.synchronize()
+        try defaults.setPersistentDomain(["fontSize": 14, "language": "fr"], forName: "com.example.history")
+        try defaults.synchronize()
+        let replaced = try defaults.history().dropFirst(2)
+        #expect(replaced.map(\.key) == ["fontSize", "language", "theme"])
+        #expect(replaced.map(\.oldValue) == [.integer(12), nil, .string("dark")])
+        #expect(replaced.map(\.newValue) == [.integer(14), .string("fr"), nil])
+    }
+
     @Test func theRetentionBoundsHold() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Self.open(directory)
