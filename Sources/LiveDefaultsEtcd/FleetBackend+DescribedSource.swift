@@ -1,7 +1,7 @@
 import LiveDefaults
 
 // Where a fleet suite's values come from, for `Defaults.sources(forKey:)` and `defaults explain`.
-extension FleetBackend: DescribedSource {
-    package var sourceDescription: String { suite.whereabouts }
+extension FleetBackend {
+    package var sourceDescription: String? { suite.whereabouts }
     package var sourceRevision: Int64? { installedRevision }
 }

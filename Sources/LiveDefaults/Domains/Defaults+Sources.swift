@@ -56,14 +56,6 @@ public struct ValueSource: Sendable, Equatable {
     }
 }
 
-/// A store whose values are not a file: how to name where they are (a fleet suite's etcd).
-package protocol DescribedSource {
-    /// Where the values are, for a person (`etcd https://…, prefix /livedefaults/v1/app/`).
-    var sourceDescription: String { get }
-    /// The revision of the values in use, when the source has revisions.
-    var sourceRevision: Int64? { get }
-}
-
 extension Defaults {
     /// Every layer of the search list that holds a value of `key`, in search order: the first one
     /// wins (``ValueSource/wins``) and is what reads give. For a person, `defaults explain` prints
@@ -86,13 +78,10 @@ extension Defaults {
         }
         func add(_ layer: ValueSource.Layer, _ store: SuiteStore) {
             guard let value = store.orderedValue(forKey: key) else { return }
-            let described = store.backend as? any DescribedSource
-            let isFile = !(store.backend is MemoryBackend) && described == nil
             sources.append(
                 ValueSource(
-                    layer: layer, domain: store.location.name,
-                    location: described?.sourceDescription ?? (isFile ? store.location.path : nil),
-                    revision: described?.sourceRevision, value: value, wins: sources.isEmpty))
+                    layer: layer, domain: store.location.name, location: store.backend.sourceDescription,
+                    revision: store.backend.sourceRevision, value: value, wins: sources.isEmpty))
         }
         // The change lock, then the state lock: the order every change takes them in.
         ChangeLock.withLock {
@@ -120,4 +109,9 @@ extension Defaults {
         }
         return values
     }
+}
+
+extension FileBackend {
+    /// The suite file's path.
+    package var sourceDescription: String? { file.location.path }
 }

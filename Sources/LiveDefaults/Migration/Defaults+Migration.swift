@@ -36,54 +36,39 @@ extension Defaults {
     ///   or the suite is not kept in a file; `corruptFile`, `lockFailed` or `writeFailed` from the file.
     @discardableResult
     public func migrate(to version: Int, _ body: (inout DefaultsMigration) throws -> Void) throws -> [Int] {
-        guard let backend = suite.backend as? FileBackend<SystemFileOperations> else {
+        guard let migrator = suite.backend.fileMigrator() else {
             throw DefaultsError(
                 .migrationFailed,
                 "Suite \"\(suiteName)\" is not kept in a file: migrate a fleet suite with FleetSuite.migrate(to:_:).",
                 suite: suiteName)
         }
         try synchronize()
-        let migrator = FileMigrator(file: SuiteFile(location: suite.location), ownJournal: backend.ownJournalPath)
-        // The store is marked from just before this process's first write (under the file's lock,
-        // so never for another process's migration) until its own reload below is done: the
-        // watcher hears of the write too and may reload first, and either reload delivers the
-        // changes with the origin `.migration`. Without a write, the reload is unmarked: the
-        // steps another process ran are `.external` here.
-        var marked = false
-        defer {
-            suite.reload()
-            if marked { MigrationMarks.unmark(suite) }
+        // The store's I/O lock is held from before the file's lock until the store has reloaded
+        // what the steps wrote, so that reload is the one that delivers them, with the origin
+        // `.migration` when this process wrote (the watcher's reload of the same write then finds
+        // nothing new); the steps another process ran are `.external` here.
+        return try suite.migrating { (willWrite) throws(DefaultsError) in
+            try migrator.migrate(to: version, willWrite: willWrite, body)
         }
-        return try migrator.migrate(
-            to: version,
-            willWrite: {
-                guard !marked else { return }
-                MigrationMarks.mark(suite)
-                marked = true
-            }, body)
     }
 
-    /// The origin a change the suite store reports is delivered with: `.migration` for the reload
-    /// that follows a migration in this process, and for a fleet suite's change that brings a
-    /// record this process committed. Called under the ``ChangeLock``.
+    /// The origin a change the suite store reports is delivered with: `.migration` for a fleet
+    /// suite's change that brings a record this process committed. Called under the ``ChangeLock``.
     func deliveredOrigin(_ origin: ChangeOrigin, from store: SuiteStore, keys: ChangedKeys) -> ChangeOrigin {
         origin == .external && MigrationMarks.isMigration(store, keys: keys) ? .migration : origin
     }
 }
 
-/// The migrations this process is making: the stores whose reloads are a migration's (a file
-/// suite's, marked while `migrate` writes and reloads), and the commits of fleet migrations whose
-/// record the watch has yet to bring.
+/// The commits of this process's fleet migrations whose record the watch has yet to bring
+/// (`FleetSuite.migrate`): a change that brings one is delivered with the origin `.migration`.
 package enum MigrationMarks {
-    /// How many marks and commits there are: zero on every change but a migration's, one relaxed load.
+    /// How many commits there are: zero on every change but a migration's, one relaxed load.
     private static let count = Atomic<Int>(0)
-    private static let marked = Locked<Set<ObjectIdentifier>>([])
     private static let commits = Locked<Set<String>>([])
 
     /// Whether a change of `keys` in `store` is this process's migration. Called under the ``ChangeLock``.
     static func isMigration(_ store: SuiteStore, keys: ChangedKeys) -> Bool {
         guard count.load(ordering: .relaxed) > 0 else { return false }
-        if marked.withLock({ $0.contains(ObjectIdentifier(store)) }) { return true }
         guard case .many(let changed) = keys, changed.contains(DefaultsMigration.recordKey),
             let record = store.orderedValue(forKey: DefaultsMigration.recordKey),
             let commit = MigrationRecord(in: [DefaultsMigration.recordKey: record]).commit
@@ -102,16 +87,4 @@ package enum MigrationMarks {
         commits.withLock { _ = $0.remove(commit) }
         count.subtract(1, ordering: .sequentiallyConsistent)
     }
-
-    /// Marks `store` until ``unmark(_:)``: its reloads deliver with the origin `.migration`.
-    static func mark(_ store: SuiteStore) {
-        marked.withLock { _ = $0.insert(ObjectIdentifier(store)) }
-        count.add(1, ordering: .sequentiallyConsistent)
-    }
-
-    static func unmark(_ store: SuiteStore) {
-        marked.withLock { _ = $0.remove(ObjectIdentifier(store)) }
-        count.subtract(1, ordering: .sequentiallyConsistent)
-    }
-
 }

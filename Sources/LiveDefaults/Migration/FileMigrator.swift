@@ -1,7 +1,12 @@
 import Foundation
 
+extension FileBackend {
+    /// A migrator of this backend's file, which leaves this process's own journal alone.
+    package func fileMigrator() -> FileMigrator? { FileMigrator(file: file, ownJournal: ownJournalPath) }
+}
+
 /// Runs a migration's steps on a suite file under its lock (``Defaults/migrate(to:_:)``).
-struct FileMigrator {
+package struct FileMigrator {
     let file: SuiteFile
     /// This process's journal of the suite, if it has one: not a dead process's, never replayed here.
     var ownJournal: String? = nil

@@ -23,6 +23,9 @@ package final class ManagedFileBackend: SuiteBackend {
         var version: UInt64 = 0
     }
 
+    /// The managed file's path, for ``Defaults/sources(forKey:)``.
+    package var sourceDescription: String? { trust.path }
+
     /// - Parameters:
     ///   - location: The managed file.
     ///   - trustedOwner: The user ID the file and its directory must belong to.

@@ -61,6 +61,17 @@ package protocol SuiteBackend: Sendable {
     /// Records an outside change a reload found (`old` → `new`) in the suite's history, once for
     /// every process that sees it (docs/design.md, "History: outside changes").
     func recordOutsideChange(from old: [String: PropertyListValue], to new: [String: PropertyListValue])
+
+    /// Where the values are, for a person (``Defaults/sources(forKey:)``, `defaults explain`): a
+    /// file's path, or a fleet suite's endpoints and prefix; nil for memory.
+    var sourceDescription: String? { get }
+
+    /// The revision of the values in use, when the storage has revisions (etcd's).
+    var sourceRevision: Int64? { get }
+
+    /// What runs a migration's steps on the suite's storage (``Defaults/migrate(to:_:)``); nil when
+    /// the suite is not kept in a file.
+    func fileMigrator() -> FileMigrator?
 }
 
 extension SuiteBackend {
@@ -74,6 +85,12 @@ extension SuiteBackend {
     package func journalOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64) {}
     /// No history.
     package func recordOutsideChange(from old: [String: PropertyListValue], to new: [String: PropertyListValue]) {}
+    /// Nowhere a person could look (memory).
+    package var sourceDescription: String? { nil }
+    /// No revisions.
+    package var sourceRevision: Int64? { nil }
+    /// Not a file.
+    package func fileMigrator() -> FileMigrator? { nil }
 }
 
 /// What a backend's watch tells its store (docs/design.md, "Map: the three flows": an outside

@@ -308,29 +308,63 @@ extension SuiteStore {
     /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload asks
     /// the schedule then, so that a "gone for good" overtaken by later news is not applied).
     private func reload(goneForGood: () -> Bool) {
-        var deliveries = Deliveries()
-        var problem: DefaultsError?
-        inputOutput.withLock { operations in
+        let (deliveries, problem) = inputOutput.withLock { operations in
             operations += 1
-            switch backend.reload(goneForGood: goneForGood()) {
-            case .unchanged:
-                break
-            case .failed(let error):
-                problem = error
-            case .unreadable(let error, let isNew):
-                state.withLock { $0.lastError = error }
-                if isNew { problem = error }
-            case .changed(let snapshot):
-                // An edit outside LiveDefaults is recorded in the suite's history by one process.
-                backend.recordOutsideChange(from: state.withLock { $0.values.stored }, to: snapshot.values)
-                deliveries = applyChange(origin: .external) { state in
-                    if state.lastError?.code == .corruptFile { state.lastError = nil }
-                    return state.values.install(snapshot.values, version: snapshot.version, after: nil)
-                }
-            }
+            return reloadHeld(goneForGood: goneForGood(), origin: .external)
         }
         if let problem { DefaultsErrorReporting.report(problem) }
         deliveries.run()
+    }
+
+    /// Runs `body` — a migration, which writes the backend's storage under its own lock — while no
+    /// write or reload of this store runs, and reloads in the same hold: the changes reach
+    /// observers with the origin `.migration` when `body` called its `willWrite` (this process
+    /// wrote them), else (steps another process ran) `.external`. The watcher's reload of the same
+    /// write waits for the hold, then finds the file this store has read: no mark to look up, the
+    /// change carries its origin (docs/design.md, "Migrations").
+    package func migrating<Value>(
+        _ body: (_ willWrite: () -> Void) throws(DefaultsError) -> Value
+    ) throws(DefaultsError) -> Value {
+        let (outcome, deliveries, problem) = inputOutput.withLock {
+            operations -> (Result<Value, DefaultsError>, Deliveries, DefaultsError?) in
+            operations += 1
+            var wrote = false
+            let outcome: Result<Value, DefaultsError>
+            do throws(DefaultsError) {
+                outcome = .success(try body { wrote = true })
+            } catch {
+                outcome = .failure(error)
+            }
+            let (deliveries, problem) = reloadHeld(goneForGood: false, origin: wrote ? .migration : .external)
+            return (outcome, deliveries, problem)
+        }
+        if let problem { DefaultsErrorReporting.report(problem) }
+        deliveries.run()
+        return try outcome.get()
+    }
+
+    /// Looks at the backend again and installs what changed, delivered with `origin`. Call
+    /// holding the I/O lock.
+    ///
+    /// - Returns: The deliveries to run and a problem to report, once no lock is held.
+    private func reloadHeld(goneForGood: Bool, origin: ChangeOrigin) -> (Deliveries, DefaultsError?) {
+        switch backend.reload(goneForGood: goneForGood) {
+        case .unchanged:
+            return (Deliveries(), nil)
+        case .failed(let error):
+            return (Deliveries(), error)
+        case .unreadable(let error, let isNew):
+            state.withLock { $0.lastError = error }
+            return (Deliveries(), isNew ? error : nil)
+        case .changed(let snapshot):
+            // An edit outside LiveDefaults is recorded in the suite's history by one process.
+            backend.recordOutsideChange(from: state.withLock { $0.values.stored }, to: snapshot.values)
+            let deliveries = applyChange(origin: origin) { state in
+                if state.lastError?.code == .corruptFile { state.lastError = nil }
+                return state.values.install(snapshot.values, version: snapshot.version, after: nil)
+            }
+            return (deliveries, nil)
+        }
     }
 
     /// Applies a backend's per-key changes on this thread, if no write or reload is under way
