@@ -19,17 +19,10 @@ package enum BinaryPropertyListReader {
                 return .failure(error)
             }
         }
-        switch result {
-        case .success(let value): return value
-        case .failure(let malformed): throw PropertyListError(malformed.message)
-        }
+        return try result.decoded()
     }
 
-    /// What the reader throws: a message, made a ``PropertyListError`` once at the end (a small error
-    /// keeps the reader's stack frames small: each place that may throw reserves room for one).
-    private struct Malformed: Error {
-        let message: String
-    }
+    private typealias Malformed = MalformedPropertyList
 
     /// A class, so that its methods share one reader rather than copies of it.
     private final class Reader {

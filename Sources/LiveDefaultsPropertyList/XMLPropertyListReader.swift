@@ -24,17 +24,10 @@ package enum XMLPropertyListReader {
                 }
             }
         }
-        switch result {
-        case .success(let value): return value
-        case .failure(let malformed): throw PropertyListError(malformed.message)
-        }
+        return try result.decoded()
     }
 
-    /// What the scanner throws: a message, made a ``PropertyListError`` once at the end (a small error
-    /// keeps the scanner's stack frames small: each place that may throw reserves room for one).
-    private struct Malformed: Error {
-        let message: String
-    }
+    private typealias Malformed = MalformedPropertyList
 
     private struct Scanner {
         let base: UnsafePointer<UInt8>
