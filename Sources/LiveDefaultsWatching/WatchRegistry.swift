@@ -8,7 +8,8 @@ import Foundation
 /// reloads: writes that come while a call is due merge into it, and that is all; the store's
 /// schedule coalesces reloads (docs/design.md, "Live reload: coalescing").
 ///
-/// Pure bookkeeping — no system calls and no callbacks — kept under one lock by
+/// Pure bookkeeping — no system calls, and it never calls a registration's callback, which it
+/// only holds for ``FileWatcherCore`` to call outside the lock — kept under one lock by
 /// ``FileWatcherCore``. Times are `DispatchTime` uptime nanoseconds.
 struct WatchRegistry: Sendable {
     /// Where a directory's inotify watch stands.
