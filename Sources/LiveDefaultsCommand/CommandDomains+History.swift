@@ -63,17 +63,12 @@ struct HistoryPrinter {
     mutating func append(_ byte: UInt8) { bytes.append(byte) }
 
     mutating func decimal(_ value: UInt64) {
-        var digits: (UInt64, UInt64) = (0, 0)
-        var count = 0
-        var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[15 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            } while rest > 0
-            bytes.append(contentsOf: buffer[(16 - count)...])
-        }
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor &*= 10 }
+        repeat {
+            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / divisor % 10))
+            divisor /= 10
+        } while divisor > 0
     }
 
     mutating func decimal(_ value: Int64) {
@@ -81,35 +76,42 @@ struct HistoryPrinter {
         decimal(value.magnitude)
     }
 
-    /// `number` with at least `width` digits.
+    /// `number` (0 to 999) as `width` digits.
     private mutating func padded(_ number: Int, _ width: Int) {
-        var divisor = 1
-        for _ in 1..<width { divisor *= 10 }
-        while divisor > 1 && number < divisor {
-            bytes.append(UInt8(ascii: "0"))
-            divisor /= 10
-        }
-        decimal(UInt64(number))
+        if width > 2 { bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: number / 100 % 10)) }
+        bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: number / 10 % 10))
+        bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: number % 10))
     }
+
+    /// The second last printed, and its text up to the fraction (`2026-12-03T17:14:36.`): entries
+    /// come in order, so most share their second with the one before.
+    private var second: (time: time_t, text: [UInt8])?
 
     /// A time as `2026-12-03T17:14:36.348Z` (UTC, milliseconds), made with `gmtime_r`.
     mutating func timestamp(_ date: Date) {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        decimal(Int64(parts.tm_year) + 1900)
-        append(UInt8(ascii: "-"))
-        padded(Int(parts.tm_mon) + 1, 2)
-        append(UInt8(ascii: "-"))
-        padded(Int(parts.tm_mday), 2)
-        append(UInt8(ascii: "T"))
-        padded(Int(parts.tm_hour), 2)
-        append(UInt8(ascii: ":"))
-        padded(Int(parts.tm_min), 2)
-        append(UInt8(ascii: ":"))
-        padded(Int(parts.tm_sec), 2)
-        append(UInt8(ascii: "."))
+        let seconds = time_t(milliseconds / 1000)
+        if let second, second.time == seconds {
+            bytes.append(contentsOf: second.text)
+        } else {
+            let start = bytes.count
+            var time = seconds
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            decimal(Int64(parts.tm_year) + 1900)
+            append(UInt8(ascii: "-"))
+            padded(Int(parts.tm_mon) + 1, 2)
+            append(UInt8(ascii: "-"))
+            padded(Int(parts.tm_mday), 2)
+            append(UInt8(ascii: "T"))
+            padded(Int(parts.tm_hour), 2)
+            append(UInt8(ascii: ":"))
+            padded(Int(parts.tm_min), 2)
+            append(UInt8(ascii: ":"))
+            padded(Int(parts.tm_sec), 2)
+            append(UInt8(ascii: "."))
+            second = (seconds, Array(bytes[start...]))
+        }
         // A time before 1970 has a negative remainder, printed after "00" as it always was.
         let fraction = Int(milliseconds % 1000)
         if fraction < 0 {
@@ -125,8 +127,25 @@ struct HistoryPrinter {
         switch value {
         case nil: append("(none)")
         case .integer(let number)?: decimal(number)
+        case .string(let string)? where string.utf8.allSatisfy({ (0x20...0x7E).contains($0) }):
+            // As OpenStepWriter prints printable ASCII: bare when only letters and digits, else quoted.
+            if !string.isEmpty && string.utf8.allSatisfy(Self.isLetterOrDigit) {
+                append(string)
+            } else {
+                bytes.append(UInt8(ascii: "\""))
+                for byte in string.utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                    bytes.append(byte)
+                }
+                bytes.append(UInt8(ascii: "\""))
+            }
         case let value?: append(OpenStepWriter.singleLineString(for: value))
         }
+    }
+
+    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 
     /// A value as JSON, as ``WatchReport/json(_:)-(PropertyListValue?)`` writes it.
@@ -160,7 +179,8 @@ struct HistoryPrinter {
                     append(hex[Int(byte >> 4)])
                     append(hex[Int(byte & 0xF)])
                 // U+2028 and U+2029: E2 80 A8, E2 80 A9.
-                case 0xE2 where index + 2 < text.count && text[index + 1] == 0x80
+                case 0xE2
+                where index + 2 < text.count && text[index + 1] == 0x80
                     && (text[index + 2] == 0xA8 || text[index + 2] == 0xA9):
                     append(text[index + 2] == 0xA8 ? "\\u2028" : "\\u2029")
                     index += 2
@@ -210,5 +230,29 @@ struct HistoryPrinter {
         append("\",\"writer\":")
         append(writer)
         append(UInt8(ascii: "}"))
+    }
+}
+
+extension DefaultsHistoryEntry {
+    /// A time as `defaults history` prints it: `2026-12-03T17:14:36.348Z` (UTC, milliseconds).
+    package static func timestamp(_ date: Date) -> String {
+        var printer = HistoryPrinter(capacity: 24)
+        printer.timestamp(date)
+        return String(decoding: printer.bytes, as: UTF8.self)
+    }
+
+    /// A value as text, as the console's history shows it: a string (and a date, data, a real JSON
+    /// has no number for) as `defaults history --json` writes it, without the quotes; `(none)` for no
+    /// value; anything else as its JSON.
+    package static func text(_ value: PropertyListValue?) -> String {
+        switch value {
+        case nil: "(none)"
+        case .string(let text)?: text
+        case .date(let date)?: date.formatted(.iso8601)
+        case .data(let data)?: data.base64EncodedString()
+        case .real(let real)? where !real.isFinite: real.isNaN ? "nan" : real < 0 ? "-inf" : "inf"
+        case .float(let real)? where !real.isFinite: real.isNaN ? "nan" : real < 0 ? "-inf" : "inf"
+        case let value?: WatchReport.json(value)
+        }
     }
 }

@@ -12,21 +12,23 @@ extension DefaultsCommandRunner {
                 of: domain, HistoryQuery(key: key, since: since, limit: limit), revealingSecrets: revealsSecrets)
             var printer = HistoryPrinter(capacity: entries.count * (json ? 320 : 160) + 2)
             // Consecutive entries mostly share a writer: its words are made once.
-            var last: (writer: DefaultsHistoryEntry.Writer?, words: String)?
+            var writer: DefaultsHistoryEntry.Writer?
+            var words = ""
             if json { printer.append(UInt8(ascii: "[")) }
-            for (index, entry) in entries.enumerated() {
-                if last == nil || last?.writer != entry.writer {
-                    last = (entry.writer, json ? Self.json(entry.writer) : DefaultsHistoryEntry.Writer.words(entry.writer))
+            for index in entries.indices {
+                if index == 0 || entries[index].writer != writer {
+                    writer = entries[index].writer
+                    words = json ? Self.json(writer) : DefaultsHistoryEntry.Writer.words(writer)
                 }
                 if json {
                     if index > 0 { printer.append(",\n ") }
-                    printer.json(entry, writer: last?.words ?? "null")
+                    printer.json(entries[index], writer: words)
                 } else {
-                    printer.line(entry, who: last?.words ?? "")
+                    printer.line(entries[index], who: words)
                 }
             }
             if json { printer.append("]\n") }
-            io.standardOutput(String(decoding: printer.bytes, as: UTF8.self))
+            io.writeStandardOutputData(Data(printer.bytes))
 
         case .diff(let domain, let since, let json):
             let history = try readHistory(of: domain)

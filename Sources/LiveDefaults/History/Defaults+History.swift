@@ -25,7 +25,6 @@ package struct SuiteHistory: Sendable {
         self.nextID = nextID
     }
 
-
     /// What rolling `key` (every key when nil) back to `point` sets, each key at most once, in the
     /// order of the changes undone: the value each key had at that point.
     ///

@@ -65,7 +65,7 @@ extension HistoryLog {
         while true {
             if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: 64 * 1024)) }
             let count = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+                buffer.baseAddress.map { Glibc.read(descriptor, $0 + filled, buffer.count - filled) } ?? 0
             }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
@@ -156,8 +156,16 @@ struct HistoryIndex {
     private func keyIs(_ change: Change, _ key: [UInt8]) -> Bool {
         guard change.key.count == key.count else { return false }
         return key.withUnsafeBytes { wanted in
-            memcmp(bytes.baseAddress! + change.key.lowerBound, wanted.baseAddress!, key.count) == 0
+            guard let base = bytes.baseAddress, let wanted = wanted.baseAddress else { return key.isEmpty }
+            return memcmp(base + change.key.lowerBound, wanted, key.count) == 0
         }
+    }
+
+    /// Whether two ranges of the log hold the same bytes.
+    private func same(_ one: Range<Int>, _ other: Range<Int>) -> Bool {
+        guard one.count == other.count else { return false }
+        guard let base = bytes.baseAddress else { return one.isEmpty }
+        return memcmp(base + one.lowerBound, base + other.lowerBound, one.count) == 0
     }
 
     /// The entries `query` selects, decoded.
@@ -179,10 +187,7 @@ struct HistoryIndex {
             let change = changes[index]
             let record = records[Int(change.record)]
             let writer: DefaultsHistoryEntry.Writer?
-            if let last = lastWriter, last.bytes.count == record.writer.count,
-                memcmp(bytes.baseAddress! + last.bytes.lowerBound, bytes.baseAddress! + record.writer.lowerBound,
-                    record.writer.count) == 0
-            {
+            if let last = lastWriter, same(last.bytes, record.writer) {
                 writer = last.writer
             } else {
                 var reader = HistoryReader(bytes, at: record.writer.lowerBound)
