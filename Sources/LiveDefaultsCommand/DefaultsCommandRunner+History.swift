@@ -10,7 +10,9 @@ extension DefaultsCommandRunner {
         case .history(let domain, let key, let since, let limit, let json):
             let entries = try domains.historyEntries(
                 of: domain, HistoryQuery(key: key, since: since, limit: limit), revealingSecrets: revealsSecrets)
-            var printer = HistoryPrinter(capacity: entries.count * (json ? 320 : 160) + 2)
+            // Written 64 KiB at a time: the buffers are reused, where the whole output's (and
+            // its copies on the way out) were fresh pages.
+            var printer = HistoryPrinter(capacity: 68 * 1024)
             // Consecutive entries mostly share a writer: its words are made once.
             var writer: DefaultsHistoryEntry.Writer?
             var words = ""
@@ -26,9 +28,13 @@ extension DefaultsCommandRunner {
                 } else {
                     printer.line(entries[index], who: words)
                 }
+                if printer.bytes.count >= 64 * 1024 {
+                    io.writeStandardOutputData(Data(printer.bytes))
+                    printer.bytes.removeAll(keepingCapacity: true)
+                }
             }
             if json { printer.append("]\n") }
-            io.writeStandardOutputData(Data(printer.bytes))
+            if !printer.bytes.isEmpty { io.writeStandardOutputData(Data(printer.bytes)) }
 
         case .diff(let domain, let since, let json):
             let history = try readHistory(of: domain)

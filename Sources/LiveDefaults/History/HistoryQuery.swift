@@ -53,26 +53,27 @@ extension HistoryLog {
         return bytes.withUnsafeBytes { HistoryIndex(of: $0).entries(query, suite: suite) }
     }
 
-    /// The whole file at `path`, read with `read(2)`; nil when it cannot be read.
+    /// The whole file at `path`, read with `read(2)` into a buffer not zeroed first; nil when it
+    /// cannot be opened. (Not mapped: a writer that cuts a torn tail would make reading the mapped
+    /// tail a SIGBUS.)
     static func readWhole(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: max(0, Int(info.st_size)))
-        var filled = 0
-        while true {
-            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: 64 * 1024)) }
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                buffer.baseAddress.map { Glibc.read(descriptor, $0 + filled, buffer.count - filled) } ?? 0
+        // Room for what an append adds meanwhile; what is read past it is left for the next read.
+        let capacity = max(0, Int(info.st_size)) + 64 * 1024
+        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            count = 0
+            guard let start = buffer.baseAddress else { return }
+            while count < capacity {
+                let read = Glibc.read(descriptor, start + count, capacity - count)
+                if read < 0 && errno == EINTR { continue }
+                guard read > 0 else { break }
+                count += read
             }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            filled += count
         }
-        bytes.removeSubrange(filled...)
-        return bytes
     }
 }
 
@@ -100,7 +101,7 @@ struct HistoryIndex {
     init(of bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
         guard HistoryFormat.decodeHeader(bytes) != nil else { return }
-        changes.reserveCapacity(min(bytes.count / 24, 1 << 20))
+        changes.reserveCapacity(min(bytes.count / 64, 1 << 20))
         var offset = HistoryFormat.headerSize
         while let next = walk(at: offset) { offset = next }
     }
