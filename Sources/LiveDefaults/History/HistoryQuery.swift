@@ -34,6 +34,12 @@ extension SuiteHistorySource {
 }
 
 extension SuiteHistory {
+    /// The entries of `key` (all when nil) written at or after `since`, the newest `limit`, oldest
+    /// first.
+    package func filtered(key: String?, since: Date?, limit: Int?) -> [DefaultsHistoryEntry] {
+        filtered(HistoryQuery(key: key, since: since.map { .date($0) }, limit: limit))
+    }
+
     /// The entries `query` selects, oldest first.
     package func filtered(_ query: HistoryQuery) -> [DefaultsHistoryEntry] {
         var found = entries.filter { entry in
