@@ -2,11 +2,20 @@ import Foundation
 import LiveDefaults
 
 extension CommandVerb {
+    /// Whether `--` ends the verb's options, the argument after it being the key (`history`,
+    /// `rollback`: a key that starts with `-`). Elsewhere `--` is an argument like any, as on macOS.
+    var endsOptionsAtDoubleDash: Bool { name == "history" || name == "rollback" }
+
     /// The verbs that read and undo a suite's history (docs/defaults-command.md, "History").
     static let historyVerbs: [CommandVerb] = [
         CommandVerb(
             "history",
-            [("<domain> [<key>] [--since <time>] [--limit <n>] [--json]", "shows who changed what, when, from what")],
+            [
+                (
+                    "<domain> [<key>] [--since <time>] [--limit <n>] [--json] [-- <key>]",
+                    "shows who changed what, when, from what"
+                )
+            ],
             endsGroup: false
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let domain = try cursor.domain()
@@ -27,10 +36,10 @@ extension CommandVerb {
                         throw cursor.error("--limit takes a number of entries, not '\(text)'")
                     }
                     limit = number
+                case "--":
+                    key = try cursor.keyAfterOptions(replacing: key)
                 default:
-                    if argument.hasPrefix("-") { throw cursor.error("unknown option '\(argument)'") }
-                    guard key == nil else { throw cursor.error("unexpected argument '\(argument)'") }
-                    key = argument
+                    key = try cursor.positionalKey(argument, replacing: key)
                 }
             }
             return .history(domain, key: key, since: since, limit: limit, json: json)
@@ -54,21 +63,18 @@ extension CommandVerb {
             return .diff(domain, since: since, json: json)
         },
         CommandVerb(
-            "rollback", [("<domain> [<key>] --to <time or entry>", "undoes the changes made after a time or entry")]
+            "rollback",
+            [("<domain> [<key>] --to <time or entry> [-- <key>]", "undoes the changes made after a time or entry")]
         ) { (cursor: inout ArgumentCursor) throws(CommandLineError) in
             let domain = try cursor.domain()
             var key: String?
             var point: DefaultsHistoryPoint?
             while let argument = cursor.peek {
                 cursor.index += 1
-                if argument == "--to" {
-                    point = try cursor.historyPoint(after: "--to")
-                } else if argument.hasPrefix("-") {
-                    throw cursor.error("unknown option '\(argument)'")
-                } else if key == nil {
-                    key = argument
-                } else {
-                    throw cursor.error("unexpected argument '\(argument)'")
+                switch argument {
+                case "--to": point = try cursor.historyPoint(after: "--to")
+                case "--": key = try cursor.keyAfterOptions(replacing: key)
+                default: key = try cursor.positionalKey(argument, replacing: key)
                 }
             }
             guard let point else { throw cursor.error("missing --to <time or entry>") }
@@ -78,6 +84,25 @@ extension CommandVerb {
 }
 
 extension ArgumentCursor {
+    /// The key after `--`, which ends the options (a key that starts with `-`): it must be the last
+    /// argument, and no key may have come before it.
+    mutating func keyAfterOptions(replacing key: String?) throws(CommandLineError) -> String {
+        let found = try next("key after --")
+        if key != nil { throw error("unexpected argument '\(found)': the key was already given") }
+        try expectEnd()
+        return found
+    }
+
+    /// `argument` as the key: the first argument that is not an option. One that starts with `-` is
+    /// refused as an unknown option (a key like that goes after `--`).
+    func positionalKey(_ argument: String, replacing key: String?) throws(CommandLineError) -> String {
+        if argument.hasPrefix("-") {
+            throw error("unknown option '\(argument)' (a key that starts with '-' goes after '--')")
+        }
+        guard key == nil else { throw error("unexpected argument '\(argument)'") }
+        return argument
+    }
+
     /// A point of a history, as typed after `option`: an entry's number (`42`, `#42`), a moment in
     /// ISO 8601 (`2026-12-03T17:00:00Z`, `2026-12-03`), or a time ago (`90s`, `15m`, `2h`, `7d`).
     mutating func historyPoint(after option: String) throws(CommandLineError) -> DefaultsHistoryPoint {

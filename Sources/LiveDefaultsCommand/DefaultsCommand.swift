@@ -163,8 +163,15 @@ extension DefaultsCommand {
         }
         var arguments = Array(remaining)
         // A secret is printed in full only when asked for, after a verb that prints values.
-        let showsSecrets = CommandVerb.printingValues.contains(verb.name) && arguments.contains("--show-secrets")
-        if showsSecrets { arguments.removeAll { $0 == "--show-secrets" } }
+        let showsSecrets =
+            CommandVerb.printingValues.contains(verb.name)
+            && arguments.prefix { !verb.endsOptionsAtDoubleDash || $0 != "--" }.contains("--show-secrets")
+        if showsSecrets {
+            // After `--`, which ends the history verbs' options, `--show-secrets` would be the key.
+            let optionsEnd =
+                verb.endsOptionsAtDoubleDash ? arguments.firstIndex(of: "--") ?? arguments.count : arguments.count
+            arguments = arguments[..<optionsEnd].filter { $0 != "--show-secrets" } + arguments[optionsEnd...]
+        }
         var cursor = ArgumentCursor(arguments: arguments, usage: verb.usage)
         let command = try verb.parse(&cursor)
         return showsSecrets ? .showingSecrets(command) : command

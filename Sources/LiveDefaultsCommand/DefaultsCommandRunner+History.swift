@@ -8,37 +8,33 @@ extension DefaultsCommandRunner {
     func performHistoryVerb(_ command: DefaultsCommand) throws {
         switch command {
         case .history(let domain, let key, let since, let limit, let json):
-            let history = try readHistory(of: domain)
-            var entries = history.filtered(key: key, since: nil, limit: nil)
-            switch since {
-            case .entry(let id)?: entries.removeAll { $0.id < id }
-            case .date(let date)?: entries.removeAll { $0.date < date }
-            case nil: break
-            }
-            if let limit, entries.count > limit { entries.removeFirst(entries.count - limit) }
-            let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: [:])
-            if json {
-                var last: (writer: DefaultsHistoryEntry.Writer?, json: String)?
-                var items: [String] = []
-                items.reserveCapacity(entries.count)
-                for entry in entries {
-                    if last == nil || last?.writer != entry.writer {
-                        last = (entry.writer, Self.json(entry.writer))
-                    }
-                    items.append(Self.json(entry, schema, writer: last?.json ?? "null"))
+            let entries = try domains.historyEntries(
+                of: domain, HistoryQuery(key: key, since: since, limit: limit), revealingSecrets: revealsSecrets)
+            // Written 64 KiB at a time: the buffers are reused, where the whole output's (and
+            // its copies on the way out) were fresh pages.
+            var printer = HistoryPrinter(capacity: 68 * 1024)
+            // Consecutive entries mostly share a writer: its words are made once.
+            var writer: DefaultsHistoryEntry.Writer?
+            var words = ""
+            if json { printer.append(UInt8(ascii: "[")) }
+            for index in entries.indices {
+                if index == 0 || entries[index].writer != writer {
+                    writer = entries[index].writer
+                    words = json ? Self.json(writer) : DefaultsHistoryEntry.Writer.words(writer)
                 }
-                io.standardOutput("[" + items.joined(separator: ",\n ") + "]\n")
-            } else {
-                // Consecutive entries mostly share a writer: its words are made once.
-                var last: (writer: DefaultsHistoryEntry.Writer?, words: String)?
-                var output = ""
-                for entry in entries {
-                    if last == nil || last?.writer != entry.writer { last = (entry.writer, Self.who(entry.writer)) }
-                    output += Self.line(entry, schema, who: last?.words ?? "")
-                    output += "\n"
+                if json {
+                    if index > 0 { printer.append(",\n ") }
+                    printer.json(entries[index], writer: words)
+                } else {
+                    printer.line(entries[index], who: words)
                 }
-                io.standardOutput(output)
+                if printer.bytes.count >= 64 * 1024 {
+                    io.writeStandardOutputData(Data(printer.bytes))
+                    printer.bytes.removeAll(keepingCapacity: true)
+                }
             }
+            if json { printer.append("]\n") }
+            if !printer.bytes.isEmpty { io.writeStandardOutputData(Data(printer.bytes)) }
 
         case .diff(let domain, let since, let json):
             let history = try readHistory(of: domain)
@@ -86,30 +82,7 @@ extension DefaultsCommandRunner {
 
     /// The history of a local domain, read from its log without opening the store.
     private func readHistory(of domain: DomainReference) throws -> SuiteHistory {
-        let location: SuiteLocation
-        switch domain {
-        case .global: location = try SuiteLocation(suiteName: Defaults.globalDomain, directory: domains.directoryPath)
-        case .named(let name): location = try SuiteLocation(suiteName: name, directory: domains.directoryPath)
-        case .path(let path): location = SuiteLocation(filePath: path + ".plist")
-        case .remote:
-            throw CommandFailure(
-                "defaults: the history of a fleet suite is not available yet: its audit keys come next.\n")
-        }
-        return try HistoryLog(suitePath: location.path, suite: location.name).readHistory()
-    }
-
-    /// A time as `2026-12-03T17:14:36.348Z` (UTC, milliseconds), made with `gmtime_r`: Foundation's
-    /// formatter costs a 10,000-entry history more than the rest of it.
-    static func timestamp(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
-        let fraction = Int(milliseconds % 1000)
-        let millis = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
-            + "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
+        try domains.historySource(of: domain).readHistory()
     }
 
     /// A value as a line shows it: old-style text, `(none)` for no value.
@@ -117,29 +90,6 @@ extension DefaultsCommandRunner {
         guard let value else { return "(none)" }
         if case .integer(let number) = value { return String(number) }
         return OpenStepWriter.singleLineString(for: value)
-    }
-
-    /// Who made a change, in words.
-    static func who(_ writer: DefaultsHistoryEntry.Writer?) -> String {
-        guard let writer else { return "unknown writer (outside LiveDefaults)" }
-        let user = writer.userName.isEmpty ? "uid \(writer.userID)" : writer.userName
-        let what = writer.command.isEmpty ? writer.executable : "defaults " + writer.command.joined(separator: " ")
-        return "\(user)@\(writer.hostName) pid \(writer.processID): \(what)"
-    }
-
-    static func line(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?, who: String) -> String {
-        let old = schema?.shown(entry.oldValue, forKey: entry.key) ?? entry.oldValue
-        let new = schema?.shown(entry.newValue, forKey: entry.key) ?? entry.newValue
-        let date = Self.timestamp(entry.date)
-        return "\(entry.id)\t\(date)\t\(entry.key): \(text(old)) → \(text(new))\t\(entry.origin.rawValue)\t" + who
-    }
-
-    static func json(_ entry: DefaultsHistoryEntry, _ schema: CommandSchema?, writer: String) -> String {
-        let old = schema?.shown(entry.oldValue, forKey: entry.key) ?? entry.oldValue
-        let new = schema?.shown(entry.newValue, forKey: entry.key) ?? entry.newValue
-        return "{\"id\":\(entry.id),\"date\":\"\(timestamp(entry.date))\",\"suite\":\(WatchReport.json(entry.suite)),"
-            + "\"key\":\(WatchReport.json(entry.key)),\"old\":\(WatchReport.json(old)),\"new\":\(WatchReport.json(new)),"
-            + "\"origin\":\"\(entry.origin.rawValue)\",\"writer\":\(writer)}"
     }
 
     /// A writer as JSON; `null` for none.

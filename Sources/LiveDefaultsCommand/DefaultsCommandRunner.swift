@@ -130,12 +130,24 @@ package struct DefaultsCommandRunner: Sendable {
     /// scalar is a string), and the elements of `-array`, `-dict`, `-array-add` and `-dict-add` — unless the
     /// value is XML, which says its types, or `-string` is given, which always means a string.
     private static func valueIsUntyped(_ operation: WriteOperation, arguments: [String]) -> Bool {
-        if case .set(.string(let text)) = operation, arguments.count >= 2, arguments.last == text {
-            return arguments[arguments.count - 2] != "-string"
+        // The value's arguments only: a key named `-string` says nothing of the value.
+        let value = Array(valueArguments(ofWrite: arguments))
+        if case .set(.string(let text)) = operation, value.last == text {
+            return value.count < 2 || value[value.count - 2] != "-string"
         }
-        guard !arguments.contains("-string") else { return false }
-        if case .set = operation, let text = arguments.last { return !ValueArguments.looksLikeXML(text) }
+        guard !value.contains("-string") else { return false }
+        if case .set = operation, let text = value.last { return !ValueArguments.looksLikeXML(text) }
         return true
+    }
+
+    /// The arguments of `write <domain> <key> <value…>` after the key: past the host option, the
+    /// verb, the domain (`-app <name>` is two) and the key.
+    static func valueArguments(ofWrite arguments: [String]) -> ArraySlice<String> {
+        var index = arguments.first == "-currentHost" ? 1 : arguments.first == "-host" ? 2 : 0
+        index += 1
+        if index < arguments.count, arguments[index] == "-app" { index += 1 }
+        index += 2
+        return arguments[min(index, arguments.count)...]
     }
 
     /// Runs a parsed command.

@@ -489,7 +489,7 @@ package enum ConsoleAssets {
 
           // The key's newest changes from `defaults history`, each with a button that rolls the key back to it
           // (`defaults rollback <domain> <key> --to <entry>`). Drawn again with the row, so each change refreshes it.
-          function historySection(key, row) {
+          function historySection(key, row, report) {
             const note = el("p", { class: "hint", text: "loading…" });
             const list = el("ol", { class: "history" });
             const error = el("p", { class: "error", role: "alert" });
@@ -497,7 +497,7 @@ package enum ConsoleAssets {
               el("h3", { text: "History (newest first)" }), note, list, error);
             function fill(history) {
               if (history.unavailable) { note.textContent = history.unavailable; return; }
-              note.textContent = history.entries.length === 0 ? "No change of this key is in the history." : "";
+              note.textContent = history.entries.length === 0 ? "No change of this key is in the history." : report || "";
               for (const entry of history.entries) {
                 const item = el("li", { "data-entry": String(entry.id) },
                   el("span", { class: "when", text: "#" + entry.id + " " + entry.date }), " ",
@@ -510,7 +510,12 @@ package enum ConsoleAssets {
                     error.textContent = "";
                     try {
                       const answer = await post("/api/rollback", { domain: state.current, key, entry: entry.id });
-                      note.textContent = answer.report;
+                      // Read again now that the rollback's record is in the log: the redraw its change event
+                      // made (which replaced this section) may have read the log between the file's rename and
+                      // the record's append.
+                      const shown = [...document.querySelectorAll("section.history")]
+                        .find((node) => node.dataset.history === key);
+                      if (shown) shown.replaceWith(historySection(key, row, answer.report));
                     } catch (problem) { error.textContent = problem.message; }
                   });
                   item.append(" ", button);

@@ -407,57 +407,40 @@ package final class ConsoleModel: Sendable {
     /// How many of a key's changes the page shows, the newest.
     package static let historyLimit = 20
 
-    /// The newest ``historyLimit`` changes of `key`, newest first, as `defaults history <domain> <key> --json`
-    /// reads them (secret values redacted as it redacts them, unless `revealing`): each `{"id", "date", "old",
-    /// "new", "origin", "who"}`, the values as text. A domain that keeps no history (a fleet suite, for now)
-    /// gives `{"unavailable": what the command says}`.
+    /// The newest ``historyLimit`` changes of `key`, newest first, as `defaults history` reads them
+    /// (``CommandDomains/historyEntries(of:_:revealingSecrets:)``: secret values redacted unless `revealing`):
+    /// each `{"id", "date", "old", "new", "origin", "who"}`, the values as text. A domain that keeps no history
+    /// (a fleet suite, for now) gives `{"unavailable": why}`.
     ///
     /// - Returns: nil when no such domain is open.
     package func history(domain id: String, key: String, revealing: Bool = false) -> ConsoleJSON? {
         guard let reference = open.withLock({ $0[id]?.reference }) else { return nil }
-        var arguments = ["history", Self.argument(reference), key, "--limit", String(Self.historyLimit), "--json"]
-        if revealing { arguments.append("--show-secrets") }
-        let (output, problem) = runCommandPrinting(arguments)
-        if let problem { return ["unavailable": .string(problem)] }
-        guard let entries = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] else {
-            return ["unavailable": "defaults history printed no list of changes."]
-        }
-        return ["entries": .array(entries.reversed().map(Self.historyEntry))]
-    }
-
-    private static func historyEntry(_ entry: [String: Any]) -> ConsoleJSON {
-        func text(_ value: Any?) -> String {
-            switch value {
-            case nil, is NSNull: return "(none)"
-            case let string as String: return string
-            case let value?:
-                let data = try? JSONSerialization.data(
-                    withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys])
-                return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-            }
+        let entries: [DefaultsHistoryEntry]
+        do {
+            entries = try domains.historyEntries(
+                of: reference, HistoryQuery(key: key, limit: Self.historyLimit), revealingSecrets: revealing)
+        } catch let error as DefaultsError {
+            return ["unavailable": .string(error.message.prefix(1).uppercased() + error.message.dropFirst())]
+        } catch {
+            return ["unavailable": .string("\(error)")]
         }
         return [
-            "id": .integer((entry["id"] as? NSNumber)?.int64Value ?? -1),
-            "date": .string(entry["date"] as? String ?? ""), "old": .string(text(entry["old"])),
-            "new": .string(text(entry["new"])), "origin": .string(entry["origin"] as? String ?? ""),
-            "who": .string(who(entry["writer"] as? [String: Any])),
+            "entries": .array(
+                entries.reversed().map { entry in
+                    [
+                        "id": .integer(Int64(clamping: entry.id)),
+                        "date": .string(DefaultsHistoryEntry.timestamp(entry.date)),
+                        "old": .string(DefaultsHistoryEntry.text(entry.oldValue)),
+                        "new": .string(DefaultsHistoryEntry.text(entry.newValue)),
+                        "origin": .string(entry.origin.rawValue),
+                        "who": .string(DefaultsHistoryEntry.Writer.words(entry.writer)),
+                    ]
+                })
         ]
     }
 
-    /// Who made a change, in the words `defaults history` prints.
-    private static func who(_ writer: [String: Any]?) -> String {
-        guard let writer else { return "unknown writer (outside LiveDefaults)" }
-        let name = writer["user"] as? String ?? ""
-        let user = name.isEmpty ? "uid \((writer["uid"] as? NSNumber)?.int64Value ?? -1)" : name
-        let command = writer["command"] as? [String] ?? []
-        let what =
-            command.isEmpty ? writer["executable"] as? String ?? "" : "defaults " + command.joined(separator: " ")
-        let pid = (writer["pid"] as? NSNumber)?.int64Value ?? -1
-        return "\(user)@\(writer["host"] as? String ?? "") pid \(pid): \(what)"
-    }
-
-    /// Restores `key` to its value right after history entry `entry` with `defaults rollback <domain> <key> --to
-    /// <entry>` (its forced-key refusal, the domain's schema, the library's `rollBack`): every later change of the
+    /// Restores `key` to its value right after history entry `entry` with `defaults rollback <domain> --to <entry>
+    /// -- <key>` (its forced-key refusal, the domain's schema, the library's `rollBack`): every later change of the
     /// key is undone by a new change. A refusal (a forced key, a pruned entry, a value the schema refuses)
     /// changes nothing.
     ///
@@ -469,8 +452,9 @@ package final class ConsoleModel: Sendable {
             return .failure(
                 ConsoleError("The key \(key) is forced by the administrator in \(forcing); nothing was rolled back."))
         }
+        // The key after `--`: a key that starts with `-` is not an option.
         let (output, problem) = runCommandPrinting([
-            "rollback", Self.argument(domain.reference), key, "--to", String(entry),
+            "rollback", Self.argument(domain.reference), "--to", String(entry), "--", key,
         ])
         if let problem { return .failure(ConsoleError(problem)) }
         return .success(output.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -5,6 +5,9 @@ import Foundation
 package protocol SuiteHistorySource: Sendable {
     /// Every entry kept, oldest first, and whether older ones were pruned.
     func readHistory() throws(DefaultsError) -> SuiteHistory
+    /// The entries `query` selects, oldest first (by default, ``readHistory()`` filtered; a source
+    /// may read less).
+    func entries(_ query: HistoryQuery) throws(DefaultsError) -> [DefaultsHistoryEntry]
 }
 
 /// A suite's history as a source gives it.
@@ -20,15 +23,6 @@ package struct SuiteHistory: Sendable {
         self.entries = entries
         self.isPruned = isPruned
         self.nextID = nextID
-    }
-
-    /// The entries of `key` (all when nil) written after `since`, the newest `limit`, oldest first.
-    package func filtered(key: String?, since: Date?, limit: Int?) -> [DefaultsHistoryEntry] {
-        var found = entries.filter { entry in
-            (key == nil || entry.key == key) && (since.map { entry.date >= $0 } ?? true)
-        }
-        if let limit, found.count > limit { found.removeFirst(found.count - max(0, limit)) }
-        return found
     }
 
     /// What rolling `key` (every key when nil) back to `point` sets, each key at most once, in the
@@ -129,7 +123,7 @@ extension Defaults {
         -> [DefaultsHistoryEntry]
     {
         try suite.flush()
-        return try historySource().readHistory().filtered(key: key, since: since, limit: limit)
+        return try historySource().entries(HistoryQuery(key: key, since: since.map { .date($0) }, limit: limit))
     }
 
     /// Rolls `key` (every key when nil) back to `point`: each change written after it is undone,
