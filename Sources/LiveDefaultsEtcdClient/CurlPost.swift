@@ -83,6 +83,18 @@ final class CurlPost: @unchecked Sendable {
         detail.deallocate()
     }
 
+    /// Where the call goes when it is over TLS (`https://host:port`), else nil: the transfers to one
+    /// TLS origin share one HTTP/2 connection (``CurlTransferLoop``).
+    var tlsOrigin: String? {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
+            let host = components.host
+        else { return nil }
+        return "https://\(host.lowercased()):\(components.port ?? 443)"
+    }
+
+    /// The response's status once its headers arrived, else 0 (on the thread running the transfer).
+    var receivedStatus: Int { status }
+
     /// Ends the call from another thread, soon.
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
