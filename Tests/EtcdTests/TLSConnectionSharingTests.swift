@@ -53,8 +53,8 @@ struct TLSConnectionSharingTests {
     }
 
     /// Fifty fleet suites of one process on a member over TLS: each comes live and gets its change,
-    /// and the process holds one connection for their watches plus the few its blocking calls use
-    /// (at most ``BlockingCalls/width`` at once), not one per suite.
+    /// and the process holds one connection for their watches plus the few its unary calls keep
+    /// (one per pooled handle, at most ``CurlHandlePool/capacity``), not one per suite.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
     func fiftyFleetSuitesOverTLSUseABoundedNumberOfConnectionsAndEachGetsItsChange() async throws {
         let certificates = try EtcdTLSTests.Certificates()
@@ -90,6 +90,6 @@ struct TLSConnectionSharingTests {
         )
         let opened = SharedThreadsTests.connections(toPort: port).subtracting(before)
         #expect(
-            opened.count <= 1 + BlockingCalls.width, "\(opened.count) connections for \(Self.count) fleet suites")
+            opened.count <= 1 + CurlHandlePool.capacity, "\(opened.count) connections for \(Self.count) fleet suites")
     }
 }
