@@ -92,4 +92,42 @@ struct TLSConnectionSharingTests {
         #expect(
             opened.count <= 1 + CurlHandlePool.capacity, "\(opened.count) connections for \(Self.count) fleet suites")
     }
+
+    /// A watch held while the first watch's TLS connection to a member is being set up (the member
+    /// frozen: the kernel accepts the connection, the handshake waits) is let go once that
+    /// connection answers, and both get their events on it. (Held for ever, the second watch gets
+    /// nothing; that the hold saves connections is the fifty watches' test above.)
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
+    func aWatchHeldWhileTheFirstTLSConnectionIsSetUpGetsItsEventsOnIt() async throws {
+        let certificates = try EtcdTLSTests.Certificates()
+        let (server, secure) = try await EtcdTLSTests.serve(certificates)
+        defer { server.stop() }
+        let port = try #require(secure.port)
+        let client = EtcdClient(endpoints: [secure], certificateAuthorities: certificates.authority)
+        let prefix = SharedThreadsTests.prefix(500)
+        let events = Locked<[Int: Int]>([:])
+        @Sendable func count(_ index: Int) -> @Sendable (EtcdWatchResult) -> Bool {
+            { message in
+                if let count = message.events?.count, count > 0 { events.withLock { $0[index, default: 0] += count } }
+                return true
+            }
+        }
+        let before = SharedThreadsTests.connections(toPort: port)
+        try #require(await server.freeze(), "the member did not stop")
+        let first = try client.watch(prefix: prefix, fromRevision: 1, onMessage: count(0))
+        defer { first.cancel() }
+        try #require(
+            await eventually { !SharedThreadsTests.connections(toPort: port).subtracting(before).isEmpty },
+            "the first watch did not connect")
+        let second = try client.watch(prefix: prefix, fromRevision: 1, onMessage: count(1))
+        defer { second.cancel() }
+        server.send(SIGCONT)
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        _ = try writer.commit(
+            puts: [(EtcdMirror.etcdKey("stamp", prefix: prefix), try EtcdMirror.encode(.integer(1)))], deletes: [])
+        #expect(await eventually(within: 10) { events.withLock { $0[0] ?? 0 } > 0 }, "the first watch got no event")
+        #expect(await eventually(within: 10) { events.withLock { $0[1] ?? 0 } > 0 }, "the second watch got no event")
+        #expect(!first.hasEnded && !second.hasEnded)
+        #expect(SharedThreadsTests.connections(toPort: port).subtracting(before).count == 1)
+    }
 }
