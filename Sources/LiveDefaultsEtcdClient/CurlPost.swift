@@ -68,6 +68,11 @@ final class CurlPost: @unchecked Sendable {
         onData: @escaping (Data, Int) -> Void
     ) {
         self.url = url.absoluteString
+        if url.scheme?.lowercased() == "https", let host = url.host {
+            tlsOrigin = "https://\(host.lowercased()):\(url.port ?? 443)"
+        } else {
+            tlsOrigin = nil
+        }
         self.body = body
         self.headers = headers.map { "\($0.key): \($0.value)" } + ["Content-Type: application/json", "Expect:"]
         self.timeout = timeout
@@ -85,12 +90,7 @@ final class CurlPost: @unchecked Sendable {
 
     /// Where the call goes when it is over TLS (`https://host:port`), else nil: the transfers to one
     /// TLS origin share one HTTP/2 connection (``CurlTransferLoop``).
-    var tlsOrigin: String? {
-        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
-            let host = components.host
-        else { return nil }
-        return "https://\(host.lowercased()):\(components.port ?? 443)"
-    }
+    let tlsOrigin: String?
 
     /// The response's status once its headers arrived, else 0 (on the thread running the transfer).
     var receivedStatus: Int { status }

@@ -142,24 +142,24 @@ final class CurlTransferLoop: @unchecked Sendable {
         if let easy = launch(added), !answered { connecting[origin] = easy }
     }
 
-    /// Lets the held transfers of each origin go once its connecting transfer has an answer (all
-    /// of them, onto its connection), or has ended (the next one goes alone).
+    /// Lets the held transfers of each origin go, onto its connection, once its connecting
+    /// transfer has an answer.
     private func releaseAnswered() {
-        for (origin, easy) in connecting {
-            let transfer = running[easy]
-            guard transfer == nil || transfer?.post.receivedStatus != 0 else { continue }
+        for (origin, easy) in connecting where (running[easy]?.post.receivedStatus ?? 0) != 0 {
             connecting[origin] = nil
-            var waiting = held.removeValue(forKey: origin) ?? []
-            if transfer == nil, let next = waiting.first {
-                // No connection came of it: the next one tries alone.
-                waiting.removeFirst()
-                if let started = launch(next) {
-                    connecting[origin] = started
-                    if !waiting.isEmpty { held[origin] = waiting }
-                    continue
-                }
+            for next in held.removeValue(forKey: origin) ?? [] { launch(next) }
+        }
+    }
+
+    /// The connecting transfer to `origin` ended without an answer: the next held one tries alone.
+    private func promoteNext(_ origin: String) {
+        guard var waiting = held.removeValue(forKey: origin) else { return }
+        while !waiting.isEmpty {
+            if let started = launch(waiting.removeFirst()) {
+                connecting[origin] = started
+                if !waiting.isEmpty { held[origin] = waiting }
+                return
             }
-            for next in waiting { launch(next) }
         }
     }
 
@@ -181,6 +181,11 @@ final class CurlTransferLoop: @unchecked Sendable {
         ldcurl_multi_remove(multi, easy)
         let outcome = transfer.post.finish(easy, result: result)
         ldcurl_easy_cleanup(easy)
+        // Forgotten before its handle's address can be reused by another transfer.
+        if let origin = transfer.post.tlsOrigin, connecting[origin] == easy {
+            connecting[origin] = nil
+            promoteNext(origin)
+        }
         transfer.onEnd(outcome)
     }
 }

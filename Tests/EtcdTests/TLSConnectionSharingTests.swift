@@ -130,4 +130,36 @@ struct TLSConnectionSharingTests {
         #expect(!first.hasEnded && !second.hasEnded)
         #expect(SharedThreadsTests.connections(toPort: port).subtracting(before).count == 1)
     }
+
+    /// When the watch a member's first TLS connection was set up for ends before an answer (here
+    /// cancelled while the member is frozen), the watch held behind it goes on alone and gets its
+    /// events.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
+    func aHeldWatchGoesOnAloneWhenTheFirstEndsBeforeAnAnswer() async throws {
+        let certificates = try EtcdTLSTests.Certificates()
+        let (server, secure) = try await EtcdTLSTests.serve(certificates)
+        defer { server.stop() }
+        let port = try #require(secure.port)
+        let client = EtcdClient(endpoints: [secure], certificateAuthorities: certificates.authority)
+        let prefix = SharedThreadsTests.prefix(600)
+        let events = Locked(0)
+        let before = SharedThreadsTests.connections(toPort: port)
+        try #require(await server.freeze(), "the member did not stop")
+        let first = try client.watch(prefix: prefix, fromRevision: 1) { _ in true }
+        try #require(
+            await eventually { !SharedThreadsTests.connections(toPort: port).subtracting(before).isEmpty },
+            "the first watch did not connect")
+        let second = try client.watch(prefix: prefix, fromRevision: 1) { message in
+            if let count = message.events?.count, count > 0 { events.withLock { $0 += count } }
+            return true
+        }
+        defer { second.cancel() }
+        first.cancel()
+        server.send(SIGCONT)
+        let writer = EtcdClient(endpoints: [server.endpoint])
+        _ = try writer.commit(
+            puts: [(EtcdMirror.etcdKey("stamp", prefix: prefix), try EtcdMirror.encode(.integer(1)))], deletes: [])
+        #expect(await eventually(within: 10) { events.withLock { $0 } > 0 }, "the held watch got no event")
+        #expect(!second.hasEnded)
+    }
 }
