@@ -98,7 +98,8 @@ let package = Package(
         // The benchmark (`swift run -c release livedefaults-bench`): LiveDefaults beside Foundation's UserDefaults
         // and dconf, whose side is a C program the benchmark compiles when libdconf-dev is there (DconfPeer.swift).
         .executableTarget(
-            name: "livedefaults-bench", dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd"],
+            name: "livedefaults-bench",
+            dependencies: ["LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsEtcd", "LiveDefaultsEtcdClient"],
             path: "Benchmarks", exclude: ["DconfPeer"]),
         // A small program the end-to-end tests start as a second process (writers, crash victims, Foundation peers).
         // (It links LiveDefaultsEtcd for the fleet migration raced across processes, and LiveDefaultsWatching to

@@ -4,8 +4,9 @@ import LiveDefaultsPropertyList
 /// The scale rows (docs/performance.md, "Fleet suites at scale"):
 ///
 /// - N fleet suites in one process (1, 10, 100; 1 and 10 with `--quick`): its threads and sockets
-///   (more than before it opened any), resident memory, and CPU time per change delivered, each N
-///   in a fresh process (`--child etcd-scale`);
+///   (more than before it opened any), its TCP connections, resident memory, and CPU time per
+///   change delivered, each N in a fresh process (`--child etcd-scale`); over `http://`, then over
+///   `https://` (the shared member serves both);
 /// - 1,000 watchers: a 3-member cluster on loopback, 10 processes × 100 fleet suites, every change
 ///   (one transaction that sets the 100 suites' "stamp") delivered to every watcher; put → the
 ///   last watcher has it, p50 and p99, and CPU time per change per watcher, against raw
@@ -18,50 +19,105 @@ extension EtcdBenchmark {
             report.notes.append("etcd scale: \(error)")
             return
         }
-        for suites in options.quick ? [1, 10] : [1, 10, 100] {
-            let base = "bench.etcd.scale\(suites)"
-            let group: WatcherGroup
-            do {
-                group = try WatcherGroup(
-                    count: 1, arguments: ["--child", "etcd-scale", member.endpoint, String(suites), base, "1"],
-                    workspace: workspace)
-            } catch {
-                report.notes.append("etcd scale: \(error)")
-                return
-            }
-            defer { group.stop() }
-            guard group.waitUntilReady(within: 120), let stats = group.stats.first, stats.count == 5 else {
-                report.notes.append("etcd scale: \(suites) suites did not all come live within 120 s")
-                return
-            }
-            // Changes spread over the suites, one at a time: CPU per change delivered.
-            let changes = options.quick ? 10 : 200
-            for index in 1...changes {
-                let key = BenchFleet.prefix("\(base).\(index % suites)") + "stamp"
-                do {
-                    _ = try connection.post(
-                        "/v3/kv/put", ["key": RawEtcd.base64(key), "value": RawEtcd.base64(Self.encoded(index))])
-                } catch {
-                    report.notes.append("etcd scale: a put failed: \(error)")
-                    return
-                }
-                if group.lastArrival(of: index, within: 10) == nil {
-                    report.notes.append("etcd scale: change \(index) did not reach its suite within 10 s")
-                    return
-                }
-            }
-            let name = "\(suites) fleet suite\(suites == 1 ? "" : "s") in one process"
-            report.add(
-                "etcd scale", "\(name): threads (more than before the first suite)", Double(stats[1]),
-                limit: Double(stats[1] - stats[0]), unit: "count")
-            report.add(
-                "etcd scale", "\(name): sockets (more than before the first suite)", Double(stats[3]),
-                limit: Double(stats[3] - stats[2]), unit: "count")
-            report.add("etcd scale", "\(name): resident memory", Double(stats[4]) / 1024, unit: "MB")
-            if let cpu = group.cpuPerValue() {
-                report.add("etcd scale", "\(name): CPU time per change delivered", cpu)
+        // Over plain HTTP (etcd's JSON gateway is HTTP/1.1 there: a connection per watch), then over
+        // TLS (HTTP/2 by ALPN: every watch on one connection) — docs/fleet.md, "Limits".
+        var schemes: [(endpoint: String, environment: [String: String], label: String)] = [
+            (member.endpoint, [:], "")
+        ]
+        if let secure = member.secureEndpoint, let certificates = member.certificates {
+            schemes.append((secure, ["LIVEDEFAULTS_BENCH_CA": certificates.authority], " over https"))
+        } else {
+            report.notes.append(
+                "etcd scale over https: the member serves no TLS (openssl could not make a certificate)")
+        }
+        for scheme in schemes {
+            for suites in options.quick ? [1, 10] : [1, 10, 100] {
+                guard
+                    measureScale(
+                        suites: suites, endpoint: scheme.endpoint, environment: scheme.environment,
+                        label: scheme.label, through: connection, into: &report)
+                else { return }
             }
         }
+    }
+
+    /// One scale row set: `suites` fleet suites in a fresh process on `endpoint`; false when it
+    /// could not be measured (a note says why).
+    private func measureScale(
+        suites: Int, endpoint: String, environment: [String: String], label: String,
+        through connection: RawEtcdConnection, into report: inout Report
+    ) -> Bool {
+        let base = "bench.etcd.scale\(suites)\(label.isEmpty ? "" : "s")"
+        let group: WatcherGroup
+        do {
+            group = try WatcherGroup(
+                count: 1, arguments: ["--child", "etcd-scale", endpoint, String(suites), base, "1"],
+                workspace: workspace, environment: environment)
+        } catch {
+            report.notes.append("etcd scale\(label): \(error)")
+            return false
+        }
+        defer { group.stop() }
+        guard group.waitUntilReady(within: 120), let stats = group.stats.first, stats.count == 5,
+            let pid = group.processIdentifiers.first
+        else {
+            report.notes.append("etcd scale\(label): \(suites) suites did not all come live within 120 s")
+            return false
+        }
+        let connections = Self.tcpConnections(of: pid)
+        // Changes spread over the suites, one at a time: CPU per change delivered.
+        let changes = options.quick ? 10 : 200
+        for index in 1...changes {
+            let key = BenchFleet.prefix("\(base).\(index % suites)") + "stamp"
+            do {
+                _ = try connection.post(
+                    "/v3/kv/put", ["key": RawEtcd.base64(key), "value": RawEtcd.base64(Self.encoded(index))])
+            } catch {
+                report.notes.append("etcd scale\(label): a put failed: \(error)")
+                return false
+            }
+            if group.lastArrival(of: index, within: 10) == nil {
+                report.notes.append("etcd scale\(label): change \(index) did not reach its suite within 10 s")
+                return false
+            }
+        }
+        let name = "\(suites) fleet suite\(suites == 1 ? "" : "s") in one process\(label)"
+        report.add(
+            "etcd scale", "\(name): threads (more than before the first suite)", Double(stats[1]),
+            limit: Double(stats[1] - stats[0]), unit: "count")
+        report.add(
+            "etcd scale", "\(name): sockets (more than before the first suite)", Double(stats[3]),
+            limit: Double(stats[3] - stats[2]), unit: "count")
+        report.add("etcd scale", "\(name): TCP connections", Double(connections), unit: "count")
+        report.add("etcd scale", "\(name): resident memory", Double(stats[4]) / 1024, unit: "MB")
+        if let cpu = group.cpuPerValue() {
+            report.add("etcd scale", "\(name): CPU time per change delivered", cpu)
+        }
+        return true
+    }
+
+    /// The established TCP connections process `pid` holds: its socket descriptors
+    /// (/proc/<pid>/fd) found in the namespace's table (/proc/<pid>/net/tcp, state 01).
+    static func tcpConnections(of pid: Int32) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let sockets = Set(
+            descriptors.compactMap { descriptor -> Substring? in
+                guard
+                    let target = try? FileManager.default.destinationOfSymbolicLink(
+                        atPath: directory + "/" + descriptor),
+                    target.hasPrefix("socket:[")
+                else { return nil }
+                return Substring(target.dropFirst("socket:[".count).dropLast())
+            })
+        // Read to the end: a proc file reports no size.
+        let table = String(
+            decoding: FileHandle(forReadingAtPath: "/proc/\(pid)/net/tcp")?.readDataToEndOfFile() ?? Data(),
+            as: UTF8.self)
+        return table.split(separator: "\n").dropFirst().filter { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 9 && fields[3] == "01" && sockets.contains(fields[9])
+        }.count
     }
 
     func measureThousandWatchers(into report: inout Report) {

@@ -20,7 +20,10 @@ struct EtcdBenchmark {
                 .init("etcd-server is not installed (apt-get install etcd-server, or scripts/setup.sh)"))
         }
         do {
-            let member = try EtcdMember(in: workspace.directory, name: "shared")
+            // TLS beside plain HTTP when openssl can make a certificate: the scale rows run over both
+            // (docs/performance.md, "Fleet suites at scale"); without it those rows say why.
+            let certificates = try? BenchCertificates(in: workspace.directory)
+            let member = try EtcdMember(in: workspace.directory, name: "shared", certificates: certificates)
             try member.start()
             return .success(EtcdBenchmark(options: options, workspace: workspace, member: member))
         } catch let failure as RawEtcdConnection.Failure {
@@ -416,16 +419,24 @@ final class WatcherGroup: @unchecked Sendable {
     /// The numbers of the `stats` line of each process that wrote one.
     var stats: [[Int]] { statistics.mutex.withLock { $0 }.sorted { $0.key < $1.key }.map(\.value) }
 
-    init(count: Int, arguments: [String], workspace: Workspace) throws {
+    /// - Parameters:
+    ///   - count: How many processes.
+    ///   - arguments: Their arguments (`--child …`).
+    ///   - workspace: Where their scratch directories go.
+    ///   - environment: More environment for the processes (LIVEDEFAULTS_BENCH_CA).
+    /// - Throws: When a process cannot be started.
+    init(count: Int, arguments: [String], workspace: Workspace, environment: [String: String] = [:]) throws {
         var processes: [Process] = []
         var inputs: [Pipe] = []
         for index in 0..<count {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging([
-                "XDG_CACHE_HOME": workspace.scratch().path
-            ]) { _, new in new }
+            process.environment = ProcessInfo.processInfo.environment.merging(
+                [
+                    "XDG_CACHE_HOME": workspace.scratch().path
+                ].merging(environment) { _, new in new }
+            ) { _, new in new }
             let input = Pipe()
             let output = Pipe()
             process.standardInput = input

@@ -261,11 +261,27 @@ final class EtcdMember {
 
     var endpoint: String { "http://127.0.0.1:\(clientPort)" }
 
-    init(in directory: URL, name: String) throws {
+    /// The certificate of the member's TLS listener, when it has one.
+    let certificates: BenchCertificates?
+    /// The port of the TLS listener (0 without one).
+    let secureClientPort: Int
+
+    /// The member's `https://` endpoint, when it serves TLS.
+    var secureEndpoint: String? { certificates == nil ? nil : "https://127.0.0.1:\(secureClientPort)" }
+
+    /// - Parameters:
+    ///   - directory: Where its data directory goes.
+    ///   - name: Its member name.
+    ///   - certificates: When given, the member also serves TLS with this certificate, on a port of
+    ///     its own, beside its plain listener.
+    /// - Throws: When no free port can be found.
+    init(in directory: URL, name: String, certificates: BenchCertificates? = nil) throws {
         self.name = name
         dataDirectory = directory.appendingPathComponent("etcd-\(name)")
         clientPort = try Self.freePort()
         peerPort = try Self.freePort()
+        self.certificates = certificates
+        secureClientPort = certificates == nil ? 0 : try Self.freePort()
     }
 
     var peerURL: String { "http://127.0.0.1:\(peerPort)" }
@@ -289,13 +305,17 @@ final class EtcdMember {
         process.executableURL = URL(fileURLWithPath: binary)
         let client = "http://127.0.0.1:\(clientPort)"
         let peer = "http://127.0.0.1:\(peerPort)"
+        let listen = secureEndpoint.map { "\(client),\($0)" } ?? client
         process.arguments = [
             "--name", name, "--data-dir", dataDirectory.path,
-            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-client-urls", listen, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", initialCluster ?? "\(name)=\(peer)", "--log-level", "error",
             "--experimental-watch-progress-notify-interval", "1s",
         ]
+        if let certificates {
+            process.arguments? += ["--cert-file", certificates.certificate, "--key-file", certificates.key]
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

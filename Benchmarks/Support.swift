@@ -28,8 +28,9 @@ struct BenchmarkOptions {
                 Swift.print(
                     "groups: read, write, flush, cold, codec, external, fanout, memory, command, console, history,")
                 Swift.print(
-                    "        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume, etcd-stall, etcd-scale, etcd-thousand)"
+                    "        etcd (= etcd-latency, etcd-cold, etcd-fanout, etcd-resume, etcd-stall, etcd-scale, etcd-thousand,"
                 )
+                Swift.print("        etcd-json)")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("livedefaults-bench: unknown option \(argument)\n".utf8))

@@ -70,6 +70,8 @@ let etcdGroups: [(String, (EtcdBenchmark) -> (inout Report) -> Void)] = [
     ("etcd-fanout", EtcdBenchmark.measureFanOut), ("etcd-resume", EtcdBenchmark.measureResume),
     ("etcd-stall", EtcdBenchmark.measureStall), ("etcd-scale", EtcdBenchmark.measureScale),
     ("etcd-thousand", EtcdBenchmark.measureThousandWatchers),
+    // A watch line's parser against JSONSerialization and json-c (EtcdJSON.swift).
+    ("etcd-json", EtcdBenchmark.measureWatchLineParsers),
 ]
 if etcdGroups.contains(where: { options.runs($0.0) }) {
     switch EtcdBenchmark.start(options: options, workspace: workspace) {

@@ -68,6 +68,11 @@ final class CurlPost: @unchecked Sendable {
         onData: @escaping (Data, Int) -> Void
     ) {
         self.url = url.absoluteString
+        if url.scheme?.lowercased() == "https", let host = url.host {
+            tlsOrigin = "https://\(host.lowercased()):\(url.port ?? 443)"
+        } else {
+            tlsOrigin = nil
+        }
         self.body = body
         self.headers = headers.map { "\($0.key): \($0.value)" } + ["Content-Type: application/json", "Expect:"]
         self.timeout = timeout
@@ -82,6 +87,13 @@ final class CurlPost: @unchecked Sendable {
         ldcurl_slist_free_all(headerList)
         detail.deallocate()
     }
+
+    /// Where the call goes when it is over TLS (`https://host:port`), else nil: the transfers to one
+    /// TLS origin share one HTTP/2 connection (``CurlTransferLoop``).
+    let tlsOrigin: String?
+
+    /// The response's status once its headers arrived, else 0 (on the thread running the transfer).
+    var receivedStatus: Int { status }
 
     /// Ends the call from another thread, soon.
     func cancel() { cancelled.store(true, ordering: .relaxed) }

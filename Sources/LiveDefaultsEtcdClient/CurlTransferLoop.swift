@@ -72,33 +72,37 @@ final class CurlTransferLoop: @unchecked Sendable {
         ldcurl_multi_wakeup(multi)
     }
 
+    /// Per TLS origin, the transfer whose connection is being set up (not yet answered), and the
+    /// transfers to that origin held back until it is (loop thread only).
+    private var connecting: [String: UnsafeMutableRawPointer] = [:]
+    private var held: [String: [Pending]] = [:]
+
+    /// The most streams libcurl puts on one HTTP/2 connection before it opens another (its default
+    /// is 100; etcd takes 2³²−1 on a stream by default, `--max-concurrent-streams`).
+    static let streamsPerConnection = 1_000
+
     private func run() {
         guard let multi else { return }
         let handle = multi
+        ldcurl_multi_setopt_long(handle, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.streamsPerConnection)
         while true {
             for added in pending.withLock({ state in
                 defer { state.added = [] }
                 return state.added
             }) {
-                guard let easy = ldcurl_easy_init() else {
-                    added.onEnd(.failed(CurlPost.unavailable, timedOut: false))
-                    continue
-                }
-                added.post.configure(easy)
-                // No CURLOPT_PIPEWAIT: libcurl 7.88 parks such a transfer while a connection to
-                // the member has not yet said whether it multiplexes, and takes it up again only
-                // when some transfer of this multi handle ends — a watch never does, so the watch
-                // started second waited for the first one's end (docs/design.md, "Threads and
-                // connections"). Once a member's HTTP/2 connection is up, libcurl adds each new
-                // watch to it as a stream without the option.
-                running[easy] = Running(post: added.post, onEnd: added.onEnd)
-                ldcurl_multi_add(handle, easy)
+                admit(added)
             }
             // Cancelled transfers end here, without waiting for their next byte.
             for (easy, transfer) in running where transfer.post.isCancelled {
                 end(easy, result: CURLE_ABORTED_BY_CALLBACK)
             }
-            runningCount.withLock { $0 = running.count }
+            for (origin, waiting) in held {
+                let (cancelled, kept) = (waiting.filter(\.post.isCancelled), waiting.filter { !$0.post.isCancelled })
+                held[origin] = kept.isEmpty ? nil : kept
+                for transfer in cancelled { transfer.onEnd(.cancelled) }
+            }
+            releaseAnswered()
+            runningCount.withLock { $0 = running.count + held.values.reduce(0) { $0 + $1.count } }
             var active: Int32 = 0
             ldcurl_multi_perform(handle, &active)
             var easy: UnsafeMutableRawPointer?
@@ -106,10 +110,70 @@ final class CurlTransferLoop: @unchecked Sendable {
             while ldcurl_multi_next_done(handle, &easy, &result) != 0, let done = easy {
                 end(done, result: result)
             }
+            releaseAnswered()
             // Woken by a new or cancelled transfer, by data, or by libcurl's own timers (the idle
             // timeout); at most a second, so that a cancellation is never left longer.
             ldcurl_multi_poll(handle, 1000)
         }
+    }
+
+    /// Starts `added` now, or holds it while a connection to its TLS origin is being set up.
+    ///
+    /// Over TLS, libcurl learns whether a connection multiplexes (HTTP/2, by ALPN) only at the end
+    /// of its handshake; a transfer added before then opens a connection of its own, so a process
+    /// whose suites all started watching at once (its start, a member's restart) held a connection
+    /// per watch. The first transfer to an origin goes alone; the others wait until it has an
+    /// answer (its connection is up and libcurl knows it multiplexes) or has ended, then join its
+    /// connection as streams. Not `CURLOPT_PIPEWAIT`: libcurl 7.88 parks such a transfer until
+    /// some transfer of the multi handle ends, and takes up one parked transfer at a time — a watch
+    /// never ends, so a waiting watch could wait for ever (docs/design.md, "Fleet settings: threads
+    /// and connections"). Plain `http://` transfers are never held: etcd's gateway serves only
+    /// HTTP/1.1 there, a connection per watch.
+    private func admit(_ added: Pending) {
+        guard let origin = added.post.tlsOrigin else {
+            launch(added)
+            return
+        }
+        if connecting[origin] != nil {
+            held[origin, default: []].append(added)
+            return
+        }
+        let answered = running.values.contains { $0.post.tlsOrigin == origin && $0.post.receivedStatus != 0 }
+        if let easy = launch(added), !answered { connecting[origin] = easy }
+    }
+
+    /// Lets the held transfers of each origin go, onto its connection, once its connecting
+    /// transfer has an answer.
+    private func releaseAnswered() {
+        for (origin, easy) in connecting where (running[easy]?.post.receivedStatus ?? 0) != 0 {
+            connecting[origin] = nil
+            for next in held.removeValue(forKey: origin) ?? [] { launch(next) }
+        }
+    }
+
+    /// The connecting transfer to `origin` ended without an answer: the next held one tries alone.
+    private func promoteNext(_ origin: String) {
+        guard var waiting = held.removeValue(forKey: origin) else { return }
+        while !waiting.isEmpty {
+            if let started = launch(waiting.removeFirst()) {
+                connecting[origin] = started
+                if !waiting.isEmpty { held[origin] = waiting }
+                return
+            }
+        }
+    }
+
+    /// Adds `added` to the multi handle; its easy handle, or nil when none could be made.
+    @discardableResult
+    private func launch(_ added: Pending) -> UnsafeMutableRawPointer? {
+        guard let multi, let easy = ldcurl_easy_init() else {
+            added.onEnd(.failed(CurlPost.unavailable, timedOut: false))
+            return nil
+        }
+        added.post.configure(easy)
+        running[easy] = Running(post: added.post, onEnd: added.onEnd)
+        ldcurl_multi_add(multi, easy)
+        return easy
     }
 
     private func end(_ easy: UnsafeMutableRawPointer, result: CURLcode) {
@@ -117,6 +181,11 @@ final class CurlTransferLoop: @unchecked Sendable {
         ldcurl_multi_remove(multi, easy)
         let outcome = transfer.post.finish(easy, result: result)
         ldcurl_easy_cleanup(easy)
+        // Forgotten before its handle's address can be reused by another transfer.
+        if let origin = transfer.post.tlsOrigin, connecting[origin] == easy {
+            connecting[origin] = nil
+            promoteNext(origin)
+        }
         transfer.onEnd(outcome)
     }
 }
