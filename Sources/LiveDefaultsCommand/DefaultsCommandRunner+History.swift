@@ -62,10 +62,6 @@ extension DefaultsCommandRunner {
             }
 
         case .rollback(let domain, let key, let point):
-            if case .remote = domain {
-                throw CommandFailure(
-                    "defaults: rollback of a fleet suite is not available yet: its audit keys come next.\n")
-            }
             let store = try openForWriting(domain, "rollback", keys: key.map { [$0] })
             let before = store.persistentValues()
             let schema = try domains.schema(of: domain, values: before)
@@ -84,7 +80,8 @@ extension DefaultsCommandRunner {
         }
     }
 
-    /// The history of a local domain, read from its log without opening the store.
+    /// The history of a local domain, read from its log without opening the store; of a fleet
+    /// suite, from its audit keys.
     private func readHistory(of domain: DomainReference) throws -> SuiteHistory {
         let location: SuiteLocation
         switch domain {
@@ -92,8 +89,10 @@ extension DefaultsCommandRunner {
         case .named(let name): location = try SuiteLocation(suiteName: name, directory: domains.directoryPath)
         case .path(let path): location = SuiteLocation(filePath: path + ".plist")
         case .remote:
-            throw CommandFailure(
-                "defaults: the history of a fleet suite is not available yet: its audit keys come next.\n")
+            guard let remote = try openForReading(domain) as? RemoteCommandDomain else {
+                throw CommandFailure("defaults: \(domain.displayName) keeps no history here.\n")
+            }
+            return try remote.history()
         }
         return try HistoryLog(suitePath: location.path, suite: location.name).readHistory()
     }
