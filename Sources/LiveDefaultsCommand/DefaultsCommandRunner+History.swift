@@ -16,7 +16,8 @@ extension DefaultsCommandRunner {
             case nil: break
             }
             if let limit, entries.count > limit { entries.removeFirst(entries.count - limit) }
-            let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: [:])
+            let schemaValues = revealsSecrets ? [:] : try schemaValues(of: domain)
+            let schema = revealsSecrets ? nil : try domains.schema(of: domain, values: schemaValues)
             if json {
                 var last: (writer: DefaultsHistoryEntry.Writer?, json: String)?
                 var items: [String] = []
@@ -160,10 +161,13 @@ extension DefaultsCommandRunner {
         let redaction = "<secret>"
         switch command {
         case .write(let domain, let key, _):
-            let secret = (try? domains.schema(of: domain, values: [:]))??.isSecret(key) ?? false
+            let secret =
+                (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:]))??.isSecret(key)
+                ?? false
             if secret, recorded.count > 3 { recorded.replaceSubrange(3..., with: [redaction]) }
         case .writeDomain(let domain, let values):
-            guard let schema = (try? domains.schema(of: domain, values: [:])) ?? nil else { break }
+            guard let schema = (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:])) ?? nil
+            else { break }
             if values.keys.contains(where: schema.isSecret), let last = recorded.indices.last {
                 recorded[last] = redaction
             }

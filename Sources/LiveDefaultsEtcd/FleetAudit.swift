@@ -11,8 +11,8 @@ import LiveDefaultsPropertyList
 ///   modification revision, so the entries are numbered 1, 2, 3… in the order of the changes.
 /// - `retention`: set by the operator (`etcdctl put`), the most entries kept, in decimal; absent:
 ///   ``defaultMaxEntries``.
-/// - `entries/<20-digit number>`: one change, an XML property list (date, key, old and new value,
-///   origin, writer).
+/// - `entries/<20-digit number>`: one change, an XML property list (the time in seconds since
+///   1970 — a plist date keeps whole seconds —, key, old and new value, origin, writer).
 ///
 /// None of them is a setting: the mirror leaves the whole namespace out of the values
 /// (``EtcdMirror``), and ranges of the suite leave the entries out.
@@ -82,7 +82,7 @@ enum FleetAudit {
         origin: DefaultsHistoryEntry.Origin, writer: DefaultsHistoryEntry.Writer
     ) throws -> Data {
         var entry: [String: PropertyListValue] = [
-            "date": .date(date), "key": .string(key), "origin": .string(origin.rawValue),
+            "time": .real(date.timeIntervalSince1970), "key": .string(key), "origin": .string(origin.rawValue),
             "writer": .dictionary([
                 "uid": .integer(Int64(writer.userID)), "user": .string(writer.userName),
                 "machine": .string(writer.machineID), "host": .string(writer.hostName),
@@ -98,8 +98,9 @@ enum FleetAudit {
     /// An entry read back; nil when the key does not hold one.
     static func decode(_ data: Data, id: UInt64, suite: String) -> DefaultsHistoryEntry? {
         guard case .dictionary(let entry)? = try? PropertyListCodec.decode(data).value,
-            case .date(let date)? = entry["date"], case .string(let key)? = entry["key"],
-            case .string(let originName)? = entry["origin"], let origin = DefaultsHistoryEntry.Origin(rawValue: originName)
+            case .real(let time)? = entry["time"], case .string(let key)? = entry["key"],
+            case .string(let originName)? = entry["origin"],
+            let origin = DefaultsHistoryEntry.Origin(rawValue: originName)
         else { return nil }
         var writer: DefaultsHistoryEntry.Writer?
         if case .dictionary(let who)? = entry["writer"] {
@@ -116,7 +117,8 @@ enum FleetAudit {
                 executable: text("executable"), command: command)
         }
         return DefaultsHistoryEntry(
-            id: id, date: date, suite: suite, key: key, oldValue: entry["old"], newValue: entry["new"], origin: origin,
+            id: id, date: Date(timeIntervalSince1970: time), suite: suite, key: key, oldValue: entry["old"],
+            newValue: entry["new"], origin: origin,
             writer: writer)
     }
 

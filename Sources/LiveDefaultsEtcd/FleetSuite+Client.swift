@@ -50,8 +50,11 @@ struct EtcdSuiteWrite {
     mutating func set(_ key: String, to value: PropertyListValue?) throws(EncodingFailure) {
         if key.hasPrefix(FleetAudit.namespace) {
             throw EncodingFailure(
-                key: key, problem: SendableDescription(
-                    EtcdError(kind: .rejected(code: nil), message: "keys under \(FleetAudit.namespace) hold the suite's history")))
+                key: key,
+                problem: SendableDescription(
+                    EtcdError(
+                        kind: .rejected(code: nil),
+                        message: "keys under \(FleetAudit.namespace) hold the suite's history")))
         }
         let etcdKey = EtcdMirror.etcdKey(key, prefix: prefix)
         guard let value else {
@@ -116,6 +119,8 @@ struct EtcdSuiteWrite {
         writer: DefaultsHistoryEntry.Writer, retrying: Bool = true
     ) throws -> (succeeded: Bool, revision: Int64) {
         let keys = FleetAudit.Keys(prefix: prefix)
+        // In key order: the entries of one transaction are numbered alike on every run.
+        let changes = changes.sorted { $0.key < $1.key }
         var base = base
         var revision: Int64 = 0
         var start = 0
