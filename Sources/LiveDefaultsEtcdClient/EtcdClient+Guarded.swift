@@ -93,6 +93,7 @@ extension EtcdClient {
     ///   - unchanged: The keys that must be as they were read.
     ///   - readOnFailure: The keys read when a compare fails.
     /// - Returns: Whether it applied, etcd's revision and, when it did not, the keys read.
+    /// - Throws: ``EtcdError`` when no member answered, or etcd refused.
     package func commit(
         puts: [(key: Data, value: Data)], deletes: [Data], deleteRanges: [(from: Data, to: Data)],
         unchanged: [(key: Data, modRevision: Int64)], readOnFailure: [Data]

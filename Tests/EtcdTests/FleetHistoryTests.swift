@@ -97,6 +97,47 @@ struct FleetHistoryTests {
         )
     }
 
+    @Test func theOldValueRecordedIsTheValueTheTransactionReplacedEvenWhenTheWriterWasBehind() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let remote = EtcdRemoteSuite(try scenario.suite())
+        try remote.commit(set: ["mode": "a"], remove: [])
+        // The writer read "a"; then another writer changed it to "b" (and etcdctl to "c", unaudited).
+        let stale = try remote.read()
+        try remote.commit(set: ["mode": "b"], remove: [])
+        try await scenario.put(["mode": "c"])
+        try remote.commit(set: ["mode": "d"], remove: [], over: stale)
+        let entries = try remote.history().entries
+        #expect(entries.map(\.oldValue) == [nil, "a", "c"], "\(entries)")
+        #expect(entries.map(\.newValue) == ["a", "b", "d"])
+        #expect(entries.map(\.id) == [1, 2, 3])
+        // A fleet store behind etcd writes the same way: many writers, one chain.
+        let first = try Defaults.fleet(scenario.suite())
+        let second = try Defaults.fleet(scenario.suite(variant: 1, sharesCache: false))
+        let connection = try #require(first.fleetConnection)
+        let secondConnection = try #require(second.fleetConnection)
+        #expect(connection.store !== secondConnection.store)
+        #expect(await eventually(within: 30) { connection.state.isLive && secondConnection.state.isLive })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (writer, connection) in [(first, connection), (second, secondConnection)] {
+                group.addTask {
+                    for round in 0..<15 {
+                        writer.set("\(round)-\(writer === first ? "first" : "second")", forKey: "mode")
+                        try await connection.synchronize()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let chain = try remote.history().entries.filter { $0.key == "mode" && $0.id >= 3 }
+        for (before, after) in zip(chain, chain.dropFirst()) {
+            #expect(after.oldValue == before.newValue, "\(before) → \(after)")
+            #expect(after.id == before.id + 1)
+        }
+        #expect(chain.count == 1 + 30)
+        #expect(chain.last?.newValue == (try await scenario.etcdValues())["mode"])
+    }
+
     @Test func afterEtcdctlCompactTheFleetHistoryIsStillComplete() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
