@@ -102,15 +102,18 @@ struct FleetHistoryTests {
         defer { scenario.server.stop() }
         let remote = EtcdRemoteSuite(try scenario.suite())
         try remote.commit(set: ["mode": "a"], remove: [])
-        // The writer read "a"; then another writer changed it to "b" (and etcdctl to "c", unaudited).
+        // The writer read "a"; then etcdctl changed it to "b" (unaudited), then another writer to "c".
         let stale = try remote.read()
-        try remote.commit(set: ["mode": "b"], remove: [])
-        try await scenario.put(["mode": "c"])
+        try await scenario.put(["mode": "b"])
         try remote.commit(set: ["mode": "d"], remove: [], over: stale)
+        let older = try remote.read()
+        try await scenario.put(["mode": "e"])
+        try remote.commit(set: ["mode": "f"], remove: [], over: stale)
+        try remote.commit(set: ["mode": "g"], remove: [], over: older)
         let entries = try remote.history().entries
-        #expect(entries.map(\.oldValue) == [nil, "a", "c"], "\(entries)")
-        #expect(entries.map(\.newValue) == ["a", "b", "d"])
-        #expect(entries.map(\.id) == [1, 2, 3])
+        #expect(entries.map(\.oldValue) == [nil, "b", "e", "f"], "\(entries)")
+        #expect(entries.map(\.newValue) == ["a", "d", "f", "g"])
+        #expect(entries.map(\.id) == [1, 2, 3, 4])
         // A fleet store behind etcd writes the same way: many writers, one chain.
         let first = try Defaults.fleet(scenario.suite())
         let second = try Defaults.fleet(scenario.suite(variant: 1, sharesCache: false))
@@ -129,7 +132,7 @@ struct FleetHistoryTests {
             }
             try await group.waitForAll()
         }
-        let chain = try remote.history().entries.filter { $0.key == "mode" && $0.id >= 3 }
+        let chain = try remote.history().entries.filter { $0.key == "mode" && $0.id >= 4 }
         for (before, after) in zip(chain, chain.dropFirst()) {
             #expect(after.oldValue == before.newValue, "\(before) → \(after)")
             #expect(after.id == before.id + 1)
