@@ -40,9 +40,10 @@ package struct EtcdTxnResult: Codable, Sendable {
 
 extension EtcdClient {
     /// Sends one transaction as it is, and gives etcd's whole answer (the ranges of the branch
-    /// taken included). Never tried again here, nor on another member when its outcome is unknown.
-    package func transaction(_ request: EtcdTxnRequest) throws -> EtcdTxnResult {
-        try call("/v3/kv/txn", request, idempotent: false)
+    /// taken included). Never tried again here; on another member when its outcome is unknown
+    /// only if `idempotent` (a second copy of one that applied changes nothing).
+    package func transaction(_ request: EtcdTxnRequest, idempotent: Bool = false) throws -> EtcdTxnResult {
+        try call("/v3/kv/txn", request, idempotent: idempotent)
     }
 
     /// Every key under `prefix` except those under `excluded` (itself under `prefix`), at one
@@ -83,8 +84,9 @@ extension EtcdClient {
     /// Puts, deletes and deletions of key ranges in one transaction that applies only if each of
     /// `unchanged`'s keys still has its modification revision (0: still absent); when one does
     /// not, the same transaction reads `readOnFailure` instead, so the caller can try again at
-    /// once with what it found. Never tried again here, nor on another member when its outcome is
-    /// unknown.
+    /// once with what it found. Never tried again here; on another member when its outcome is
+    /// unknown, as plain puts are: a second copy of one that applied fails its compares (the keys
+    /// moved) and changes nothing.
     ///
     /// - Parameters:
     ///   - puts: The keys to set, with their values.
@@ -114,7 +116,8 @@ extension EtcdClient {
                     request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0.from), range_end: EtcdBytes($0.to)))
             }
         let reads = readOnFailure.map { EtcdRequestOp(request_range: EtcdRangeRequest(key: EtcdBytes($0))) }
-        let answer = try transaction(EtcdTxnRequest(compare: compares, success: operations, failure: reads))
+        let answer = try transaction(
+            EtcdTxnRequest(compare: compares, success: operations, failure: reads), idempotent: true)
         var current: [Data: EtcdKeyValue] = [:]
         if answer.succeeded != true {
             for response in answer.responses ?? [] {
