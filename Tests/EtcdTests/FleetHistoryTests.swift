@@ -262,7 +262,8 @@ struct FleetHistoryTests {
         let line = "{\"domain\":\"\(remote)\",\"key\":\"size\",\"old\":\"big\",\"new\":12,\"origin\":\"external\"}"
         #expect(
             await eventually { EtcdDefaultsBinaryTests.text(directory, "watch.out").contains(line) },
-            "\(EtcdDefaultsBinaryTests.text(directory, "watch.out")) \(EtcdDefaultsBinaryTests.text(directory, "watch.err"))")
+            "\(EtcdDefaultsBinaryTests.text(directory, "watch.out")) \(EtcdDefaultsBinaryTests.text(directory, "watch.err"))"
+        )
 
         // The command rolls back too: a new change, recorded as a rollback by the command.
         let rolled = try Self.runBinary(["rollback", remote, "size", "--to", "2"], machineID: "c0ffee", in: directory)
