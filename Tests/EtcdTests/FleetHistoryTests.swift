@@ -141,6 +141,35 @@ struct FleetHistoryTests {
         #expect(chain.last?.newValue == (try await scenario.etcdValues())["mode"])
     }
 
+    @Test func compareAndSetUpdatesAndMigrationsAreRecordedWithTheirOrigin() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        for _ in 0..<3 {
+            try await connection.update("launches") { old in
+                if case .integer(let count)? = old { .integer(count + 1) } else { 1 }
+            }
+        }
+        // Another writer moves the head first: the update starts from a head the mirror may not have yet.
+        let other = EtcdRemoteSuite(try scenario.suite())
+        try other.commit(set: ["theme": "dark"], remove: [])
+        try await connection.update("launches") { old in
+            if case .integer(let count)? = old { .integer(count + 1) } else { 1 }
+        }
+        try scenario.suite().migrate(to: 1) { step in step.rename("launches", to: "launchCount") }
+        let entries = try defaults.history()
+        let launches = entries.filter { $0.key == "launches" }
+        #expect(launches.map(\.newValue) == [1, 2, 3, 4, nil], "\(entries)")
+        #expect(launches.map(\.oldValue) == [nil, 1, 2, 3, 4])
+        #expect(launches.prefix(4).allSatisfy { $0.origin == .program })
+        #expect(launches.last?.origin == .migration)
+        let renamed = try #require(entries.first { $0.key == "launchCount" })
+        #expect(renamed.origin == .migration && renamed.oldValue == nil && renamed.newValue == 4)
+        #expect(entries.map(\.id) == Array(1...UInt64(entries.count)))
+    }
+
     @Test func afterEtcdctlCompactTheFleetHistoryIsStillComplete() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }
