@@ -198,7 +198,7 @@ final class FleetBackend: SuiteBackend {
             // key goes in its transaction, from the mirror's revisions (docs/design.md, "History:
             // a fleet suite's audit keys").
             committed = try write.commitAudited(
-                with: client, base: follower.auditBase(for: changes.keys), origin: origin, writer: .current
+                with: client, base: follower.auditBase(for: write.keys), origin: origin, writer: .current
             ).revision
             if !marked.isEmpty {
                 state.withLock { state in

@@ -46,6 +46,9 @@ struct EtcdSuiteWrite {
     /// Whether the write changes nothing.
     var isEmpty: Bool { puts.isEmpty && deletes.isEmpty }
 
+    /// The keys the write sets or removes.
+    var keys: [String] { changes.map(\.key) }
+
     /// Sets `key` to `value`; nil removes it.
     mutating func set(_ key: String, to value: PropertyListValue?) throws(EncodingFailure) {
         if key.hasPrefix(FleetAudit.namespace) {
