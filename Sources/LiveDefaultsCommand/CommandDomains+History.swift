@@ -13,8 +13,9 @@ extension CommandDomains {
     package func historyEntries(of domain: DomainReference, _ query: HistoryQuery, revealingSecrets: Bool) throws
         -> [DefaultsHistoryEntry]
     {
-        var entries = try historySource(of: domain).entries(query)
-        guard !revealingSecrets, let schema = try schema(of: domain, values: [:]) else { return entries }
+        let (source, values) = try historyReading(of: domain)
+        var entries = try source.entries(query)
+        guard !revealingSecrets, let schema = try schema(of: domain, values: values) else { return entries }
         for index in entries.indices where schema.isSecret(entries[index].key) {
             entries[index].oldValue = schema.shown(entries[index].oldValue, forKey: entries[index].key)
             entries[index].newValue = schema.shown(entries[index].newValue, forKey: entries[index].key)
@@ -22,19 +23,39 @@ extension CommandDomains {
         return entries
     }
 
-    /// Where `domain`'s history is read: a local domain's log.
+    /// Where `domain`'s history is read: a local domain's log; a fleet suite's audit keys.
     package func historySource(of domain: DomainReference) throws -> any SuiteHistorySource {
+        try historyReading(of: domain).source
+    }
+
+    /// `domain`'s history source, and the values its schema is found among: a fleet suite keeps
+    /// its schema in etcd beside its values (read with its history); a local domain's schema is a
+    /// file of its own, so none are read.
+    private func historyReading(of domain: DomainReference) throws
+        -> (source: any SuiteHistorySource, values: [String: PropertyListValue])
+    {
         let location: SuiteLocation
         switch domain {
         case .global: location = try SuiteLocation(suiteName: Defaults.globalDomain, directory: directoryPath)
         case .named(let name): location = try SuiteLocation(suiteName: name, directory: directoryPath)
         case .path(let path): location = SuiteLocation(filePath: path + ".plist")
         case .remote:
-            throw DefaultsError(
-                .historyUnavailable, "the history of a fleet suite is not available yet: its audit keys come next.")
+            let store = try open(domain, directoryPath, false)
+            try store.prepare(for: .read)
+            guard let remote = store as? RemoteCommandDomain else {
+                throw DefaultsError(.historyUnavailable, "\(domain.displayName) keeps no history here.")
+            }
+            return (ReadHistory(history: try remote.history()), remote.persistentValues())
         }
-        return HistoryLog(suitePath: location.path, suite: location.name)
+        return (HistoryLog(suitePath: location.path, suite: location.name), [:])
     }
+}
+
+/// A history already read (a fleet suite's audit keys, read in one range).
+private struct ReadHistory: SuiteHistorySource {
+    let history: SuiteHistory
+
+    func readHistory() -> SuiteHistory { history }
 }
 
 extension DefaultsHistoryEntry.Writer {

@@ -58,10 +58,6 @@ extension DefaultsCommandRunner {
             }
 
         case .rollback(let domain, let key, let point):
-            if case .remote = domain {
-                throw CommandFailure(
-                    "defaults: rollback of a fleet suite is not available yet: its audit keys come next.\n")
-            }
             let store = try openForWriting(domain, "rollback", keys: key.map { [$0] })
             let before = store.persistentValues()
             let schema = try domains.schema(of: domain, values: before)
@@ -80,7 +76,8 @@ extension DefaultsCommandRunner {
         }
     }
 
-    /// The history of a local domain, read from its log without opening the store.
+    /// The history of a local domain, read from its log without opening the store; of a fleet
+    /// suite, from its audit keys.
     private func readHistory(of domain: DomainReference) throws -> SuiteHistory {
         try domains.historySource(of: domain).readHistory()
     }
@@ -111,10 +108,13 @@ extension DefaultsCommandRunner {
         let redaction = "<secret>"
         switch command {
         case .write(let domain, let key, _):
-            let secret = (try? domains.schema(of: domain, values: [:]))??.isSecret(key) ?? false
+            let secret =
+                (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:]))??.isSecret(key)
+                ?? false
             if secret, recorded.count > 3 { recorded.replaceSubrange(3..., with: [redaction]) }
         case .writeDomain(let domain, let values):
-            guard let schema = (try? domains.schema(of: domain, values: [:])) ?? nil else { break }
+            guard let schema = (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:])) ?? nil
+            else { break }
             if values.keys.contains(where: schema.isSecret), let last = recorded.indices.last {
                 recorded[last] = redaction
             }

@@ -151,7 +151,9 @@ package final class RemoteCommandDomain: CommandDomain {
     }
 
     private let suite: EtcdRemoteSuite
-    private let address: RemoteSuiteAddress
+    let address: RemoteSuiteAddress
+    /// The suite in etcd.
+    var remoteSuite: EtcdRemoteSuite { suite }
     private let state: Locked<State>
     private let onProblem: @Sendable (String) -> Void
 
@@ -289,18 +291,39 @@ package final class RemoteCommandDomain: CommandDomain {
     ///
     /// - Throws: ``DefaultsError`` (`writeFailed`): unreachable, permission denied, … in a sentence.
     package func synchronize() throws {
-        let (pending, action) = state.withLock { ($0.pending, $0.action) }
+        let (pending, action, snapshot) = state.withLock { ($0.pending, $0.action, $0.snapshot) }
         guard !pending.isEmpty else { return }
         let sets = pending.compactMapValues { $0 }
         let removals = pending.filter { $0.value == nil }.map(\.key)
         do {
-            try suite.commit(set: sets, remove: removals, verb: action.verb)
+            // From the suite as read: the audit keys record the values replaced.
+            try suite.commit(set: sets, remove: removals, verb: action.verb, over: snapshot)
         } catch {
             throw DefaultsError(.writeFailed, error.message, suite: address.suite)
         }
         state.withLock { state in
             for (key, value) in pending { state.snapshot?.values[key] = value }
             state.pending = [:]
+        }
+    }
+
+    /// Writes `changes` now, with `origin` in the history (a rollback), pending changes apart.
+    ///
+    /// - Throws: ``DefaultsError`` (`writeFailed`) in a sentence.
+    func commit(_ changes: [(key: String, value: PropertyListValue?)], origin: DefaultsHistoryEntry.Origin) throws {
+        let (action, snapshot) = state.withLock { ($0.action, $0.snapshot) }
+        var sets: [String: PropertyListValue] = [:]
+        var removals: [String] = []
+        for (key, value) in changes {
+            if let value { sets[key] = value } else { removals.append(key) }
+        }
+        do {
+            try suite.commit(set: sets, remove: removals, verb: action.verb, origin: origin, over: snapshot)
+        } catch {
+            throw DefaultsError(.writeFailed, error.message, suite: address.suite)
+        }
+        state.withLock { state in
+            for (key, value) in changes { state.snapshot?.values[key] = value }
         }
     }
 

@@ -10,7 +10,8 @@ import LiveDefaultsPropertyList
 /// a property-list document holding that one value, so types stay exact. etcd compares bytes and
 /// `String` compares canonical equivalence, so a key is normalised to NFC: two etcd keys that
 /// normalise alike are one defaults key, and the one written last (the higher modification
-/// revision) gives its value.
+/// revision) gives its value. The keys under `<prefix>LiveDefaults.history/` are the suite's
+/// history (``FleetAudit``), never values.
 struct EtcdMirror: Sendable {
     /// One key's change, with the values before and after it.
     struct Change: Sendable, Equatable {
@@ -33,13 +34,48 @@ struct EtcdMirror: Sendable {
     }
 
     let prefix: Data
+    /// The suite's audit keys (``FleetAudit``): never values. The mirror keeps the head and the
+    /// retention, which writers start from.
+    let auditKeys: FleetAudit.Keys
+    private var audit = FleetAudit.Base()
     private var entries: [String: Entry] = [:]
     /// The revision the mirror is at (a range's header, then each applied event's).
     private(set) var revision: Int64 = 0
     /// The cluster the revision belongs to; 0 before the first range.
     private(set) var clusterID: UInt64 = 0
 
-    init(prefix: Data) { self.prefix = prefix }
+    init(prefix: Data) {
+        self.prefix = prefix
+        self.auditKeys = FleetAudit.Keys(prefix: prefix)
+    }
+
+    /// What an audited write of `keys` starts from: the head and retention, and each key's
+    /// modification revision and value, as the mirror holds them.
+    func auditBase(for keys: some Sequence<String>) -> FleetAudit.Base {
+        var base = audit
+        for key in keys {
+            let etcdKey = Self.etcdKey(key, prefix: prefix)
+            if let entry = entries[key.precomposedStringWithCanonicalMapping], entry.rawKey == etcdKey {
+                base.keys[key] = (entry.modRevision, entry.value)
+            } else {
+                base.keys[key] = (0, nil)
+            }
+        }
+        return base
+    }
+
+    /// Notes an audit key's news (the head, the retention); true for any key of the history's
+    /// namespace, which is no value.
+    private mutating func noteAudit(_ kv: EtcdKeyValue, deleted: Bool) -> Bool {
+        guard let raw = kv.key?.data, raw.starts(with: auditKeys.namespace) else { return false }
+        if raw == auditKeys.head {
+            audit.headRevision = deleted ? 0 : kv.mod_revision?.value ?? 0
+            audit.next = deleted ? 1 : FleetAudit.next(fromHead: kv.value?.data)
+        } else if raw == auditKeys.retention {
+            audit.maxEntries = FleetAudit.maxEntries(fromRetention: deleted ? nil : kv.value?.data)
+        }
+        return true
+    }
 
     /// The values, as reads see them.
     var values: [String: PropertyListValue] { entries.compactMapValues(\.value) }
@@ -68,7 +104,9 @@ struct EtcdMirror: Sendable {
     ) {
         var fresh: [String: Entry] = [:]
         var unreadable: [UnreadableValue] = []
+        audit = FleetAudit.Base()
         for kv in kvs {
+            if noteAudit(kv, deleted: false) { continue }
             guard let (key, entry, problem) = entry(of: kv) else { continue }
             if let problem { unreadable.append(problem) }
             if let existing = fresh[key], existing.modRevision > entry.modRevision { continue }
@@ -93,6 +131,10 @@ struct EtcdMirror: Sendable {
         var order: [String] = []
         var unreadable: [UnreadableValue] = []
         for event in events {
+            if let kv = event.kv, noteAudit(kv, deleted: event.type == "DELETE") {
+                revision = max(revision, kv.mod_revision?.value ?? 0)
+                continue
+            }
             guard let kv = event.kv, let (key, entry, problem) = entry(of: kv) else { continue }
             if before[key] == nil {
                 before[key] = .some(entries[key]?.value)

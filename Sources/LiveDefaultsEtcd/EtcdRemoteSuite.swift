@@ -74,6 +74,8 @@ package final class EtcdRemoteSuite: Sendable {
     private let client: EtcdClient
     private let user: String?
     package let prefix: Data
+    /// The suite's name.
+    private let name: String
 
     /// The suite `suite` describes, reached with the suite's own client (``FleetSuite`` makes
     /// it: endpoints, credentials, authorities, client certificate, request timeout).
@@ -81,6 +83,7 @@ package final class EtcdRemoteSuite: Sendable {
         client = suite.makeClient()
         user = suite.credentials?.user
         prefix = suite.prefix
+        name = suite.name
     }
 
     /// `<root>/<suite>/`, with one `/` between the parts.
@@ -98,7 +101,9 @@ package final class EtcdRemoteSuite: Sendable {
     /// - Returns: The values, their revision, and the values that are not property lists.
     /// - Throws: ``Failure``, a sentence with the action's verb, the endpoints and the keys.
     package func read(for action: Action = .read) throws(Failure) -> Snapshot {
-        let (header, kvs) = try attempt(action) { try client.range(prefix: prefix) }
+        let (header, kvs) = try attempt(action) {
+            try client.range(prefix: prefix, excluding: FleetAudit.Keys(prefix: prefix).entries)
+        }
         var mirror = EtcdMirror(prefix: prefix)
         let result = mirror.resync(header: header, kvs: kvs)
         return Snapshot(
@@ -114,18 +119,24 @@ package final class EtcdRemoteSuite: Sendable {
         Snapshot(values: [:], revision: 0, unreadable: [:], mirror: EtcdMirror(prefix: prefix))
     }
 
-    /// Sets and removes keys in one transaction (split past etcd's 128 operations).
+    /// Sets and removes keys in one transaction (split past etcd's 128 operations), each change
+    /// with its audit key (docs/design.md, "History: a fleet suite's audit keys").
     ///
     /// - Parameters:
     ///   - set: The keys to set, with their values.
     ///   - remove: The keys to remove.
     ///   - verb: The operation, as a failure names it ("write", "delete", …).
+    ///   - origin: The changes' origin in the history; nil for this process's own (`command` when
+    ///     it named its command).
+    ///   - snapshot: The suite as read before (where the audited write starts); nil: etcd is read
+    ///     by the write itself.
     /// - Returns: The revision of the (last) transaction.
     /// - Throws: ``Failure``, a sentence with the verb, the endpoints and the keys.
     @discardableResult
-    package func commit(set: [String: PropertyListValue], remove: [String], verb: String = "write") throws(Failure)
-        -> Int64
-    {
+    package func commit(
+        set: [String: PropertyListValue], remove: [String], verb: String = "write",
+        origin: DefaultsHistoryEntry.Origin? = nil, over snapshot: Snapshot? = nil
+    ) throws(Failure) -> Int64 {
         var write = EtcdSuiteWrite(prefix: prefix)
         do throws(EtcdSuiteWrite.EncodingFailure) {
             for (key, value) in set.sorted(by: { $0.key < $1.key }) { try write.set(key, to: value) }
@@ -134,7 +145,18 @@ package final class EtcdRemoteSuite: Sendable {
             throw Failure(message: "\(error)", problem: .failed(error))
         }
         let action = Action.change(verb: verb, keys: Array(set.keys) + remove)
-        return try attempt(action) { try write.commit(with: client) }
+        let base = (snapshot?.mirror ?? EtcdMirror(prefix: prefix)).auditBase(for: Array(set.keys) + remove)
+        let origin = origin ?? HistoryIdentity.defaultOrigin
+        return try attempt(action) {
+            try write.commitAudited(with: client, base: base, origin: { _ in origin }, writer: .current).revision
+        }
+    }
+
+    /// The suite's history: its audit keys, oldest first.
+    ///
+    /// - Throws: ``Failure``, a sentence naming the endpoints.
+    package func history() throws(Failure) -> SuiteHistory {
+        try attempt(.read) { try FleetAudit.read(client: client, prefix: prefix, suite: name) }
     }
 
     /// Follows the suite from `snapshot` on: `onChange` gets each burst's per-key changes since,

@@ -177,6 +177,11 @@ final class EtcdSuiteFollower: Sendable {
         }
     }
 
+    /// What an audited write of `keys` starts from, as the mirror holds it (``FleetAudit/Base``).
+    func auditBase(for keys: some Sequence<String>) -> FleetAudit.Base {
+        state.withLock { $0.mirror.auditBase(for: keys) }
+    }
+
     /// The mirror's revision and cluster, how many ranges filled it and the number of the range it
     /// was last filled from, read together: ``snapshot`` without a copy of the values.
     var position: (revision: Int64, clusterID: UInt64, resyncs: Int, range: Int) {
@@ -377,13 +382,15 @@ final class EtcdSuiteFollower: Sendable {
         var reportedOffline = false
         while isCurrent(run) {
             do {
-                let (prefix, rangeNumber) = state.withLock { state in
+                let (prefix, entries, rangeNumber) = state.withLock { state in
                     state.rangesSent += 1
-                    return (state.mirror.prefix, state.rangesSent)
+                    return (state.mirror.prefix, state.mirror.auditKeys.entries, state.rangesSent)
                 }
                 let (client, timeout) = (self.client, policy.rangeTimeout)
+                // The suite without its history's entries (docs/design.md, "History: a fleet
+                // suite's audit keys"): a start reads the settings, not ten thousand entries.
                 let (header, kvs) = try await BlockingCalls.shared.run {
-                    try client.range(prefix: prefix, timeout: timeout)
+                    try client.range(prefix: prefix, excluding: entries, timeout: timeout)
                 }
                 policy.rangeSucceeded()
                 guard isCurrent(run) else { return }

@@ -56,6 +56,9 @@ final class FleetBackend: SuiteBackend {
         var cacheReplacedBecause: String?
         /// What this backend reported, oldest first (the last 100; for tests).
         var reported: [DefaultsError] = []
+        /// Keys whose pending change comes from another origin than the process's own (a
+        /// rollback), with the change's generation (``journalOrigin(_:forKey:generation:)``).
+        var origins: [String: (origin: DefaultsHistoryEntry.Origin, generation: UInt64)] = [:]
     }
 
     init(suite: FleetSuite) {
@@ -138,6 +141,10 @@ final class FleetBackend: SuiteBackend {
         pendingJournal.mark()
     }
 
+    func journalOrigin(_ origin: DefaultsHistoryEntry.Origin, forKey key: String, generation: UInt64) {
+        state.withLock { $0.origins[key] = (origin, generation) }
+    }
+
     func startWatching(_ onChange: @escaping @Sendable (SuiteChange) -> Void) {
         state.withLock { $0.onChange = onChange }
         follower.start()
@@ -172,11 +179,34 @@ final class FleetBackend: SuiteBackend {
                 .encodingFailed, "A value of fleet suite \"\(suite.name)\" could not be encoded: \(error)",
                 suite: suite.name, underlying: error)
         }
+        // Each change's origin: a rollback's, marked for the change's generation, else the process's own.
+        let marked = state.withLock { $0.origins }
+        let ownOrigin = HistoryIdentity.defaultOrigin
+        let origin: (String) -> DefaultsHistoryEntry.Origin
+        if case .changes(let pending) = changes, !marked.isEmpty {
+            origin = { key in
+                guard let mark = marked[key], mark.generation == pending[key]?.generation else { return ownOrigin }
+                return mark.origin
+            }
+        } else {
+            origin = { _ in ownOrigin }
+        }
         let committed: Int64
         do {
             // On this thread, as the store's flush runs: each transaction, and the authentication
-            // before it, ends within the request timeout on every endpoint.
-            committed = try write.commit(with: client)
+            // before it, ends within the request timeout on every endpoint. Each change's audit
+            // key goes in its transaction, from the mirror's revisions (docs/design.md, "History:
+            // a fleet suite's audit keys").
+            committed = try write.commitAudited(
+                with: client, base: follower.auditBase(for: write.keys), origin: origin, writer: .current
+            ).revision
+            if !marked.isEmpty {
+                state.withLock { state in
+                    for (key, mark) in marked where state.origins[key]?.generation == mark.generation {
+                        state.origins[key] = nil
+                    }
+                }
+            }
         } catch {
             let problem = RemoteProblem(error)
             guard problem.isRefusal else {

@@ -140,6 +140,9 @@ public final class FleetConnection: Sendable {
         // The client's calls block: each on a Dispatch thread, not a thread of the cooperative pool.
         let client = backend.client
         let etcdKey = EtcdMirror.etcdKey(key, prefix: suite.prefix)
+        // The history's head, as the mirror knows it: the update's audit key goes in its transaction.
+        var base = backend.follower.auditBase(for: [])
+        let headKey = FleetAudit.Keys(prefix: suite.prefix).head
         for _ in 0..<100 {
             let current: EtcdKeyValue?
             do { current = try await onDispatch { try client.get(key: etcdKey).kv } } catch {
@@ -157,18 +160,24 @@ public final class FleetConnection: Sendable {
             }
             let new = try transform(old)
             if new == old { return old }
-            let encoded = try new.map { value in
-                do { return try EtcdMirror.encode(value) } catch {
-                    throw DefaultsError(
-                        .encodingFailed, "The new value of \"\(key)\" could not be encoded: \(error)",
-                        suite: suite.name,
-                        underlying: error)
-                }
+            var write = EtcdSuiteWrite(prefix: suite.prefix)
+            do throws(EtcdSuiteWrite.EncodingFailure) {
+                try write.set(key, to: new)
+            } catch {
+                throw DefaultsError(
+                    .encodingFailed, "The new value of \"\(key)\" could not be encoded: \(error.problem)",
+                    suite: suite.name, underlying: error)
             }
+            // Compare-and-set through the one builder of etcd writes: the key's revision as read
+            // (and the head's), with the change's audit key (docs/design.md, "History: a fleet
+            // suite's audit keys").
+            base.keys[key] = (modRevision, old)
             let outcome: (succeeded: Bool, revision: Int64)
             do {
-                outcome = try await onDispatch {
-                    try client.compareAndSet(key: etcdKey, modRevision: modRevision, value: encoded)
+                outcome = try await onDispatch { [write, base] in
+                    try write.commitAudited(
+                        with: client, base: base, origin: { _ in HistoryIdentity.defaultOrigin }, writer: .current,
+                        retrying: false)
                 }
             } catch {
                 let problem = RemoteProblem(error)
@@ -186,7 +195,17 @@ public final class FleetConnection: Sendable {
                         + "made. It was not tried again, so that it cannot count twice.",
                     suite: suite.name, underlying: problem)
             }
-            guard outcome.succeeded else { continue }
+            guard outcome.succeeded else {
+                // The key or the head moved: read the head again with the key.
+                if let head = try? await onDispatch({ try client.get(key: headKey).kv }) {
+                    base.headRevision = head.mod_revision?.value ?? 0
+                    base.next = FleetAudit.next(fromHead: head.value?.data)
+                } else {
+                    base.headRevision = 0
+                    base.next = 1
+                }
+                continue
+            }
             let revision = outcome.revision
             try? await onDispatch { [self] in showRevision(revision, key: key) }
             return new

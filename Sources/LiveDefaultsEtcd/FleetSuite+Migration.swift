@@ -39,7 +39,7 @@ extension FleetSuite {
         while true {
             let (header, kvs): (EtcdResponseHeader, [EtcdKeyValue])
             do {
-                (header, kvs) = try client.range(prefix: prefix)
+                (header, kvs) = try client.range(prefix: prefix, excluding: FleetAudit.Keys(prefix: prefix).entries)
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable, "The migration of fleet suite \"\(name)\" could not read etcd: \(error)",
@@ -72,7 +72,8 @@ extension FleetSuite {
             let next = MigrationRecord(version: version, commit: commit).stored(in: migrated)
             let number = record.version + 1
             let changed = Set(next.keys).union(values.keys).filter { next[$0] != values[$0] }.sorted()
-            guard changed.count <= EtcdClient.maximumOperationsPerTransaction / 2 else {
+            // One transaction: the changes, their audit keys, the head and the pruning.
+            guard changed.count <= FleetAudit.changesPerTransaction else {
                 throw failure(
                     step: version, after: record.version,
                     "makes steps \(number) to \(version) change \(changed.count) keys, more than one etcd transaction takes",
@@ -95,7 +96,9 @@ extension FleetSuite {
             defer { MigrationMarks.forget(commit: commit) }
             let committed: (succeeded: Bool, revision: Int64)
             do {
-                committed = try write.commitIfUnchanged(with: client)
+                committed = try write.commitAudited(
+                    with: client, base: mirror.auditBase(for: changed), origin: { _ in .migration }, writer: .current,
+                    retrying: false)
             } catch {
                 throw DefaultsError(
                     .remoteUnavailable,

@@ -54,6 +54,8 @@ struct EtcdDefaultsCommandTests {
 
     static let suite = "com.example.fleet-command"
     static let prefix = Data("/livedefaults/v1/\(suite)/".utf8)
+    /// The suite's history (its audit keys), beside its settings under the prefix.
+    static let history = FleetAudit.Keys(prefix: prefix).namespace
 
     static func address(_ server: EtcdServer) -> String { "etcd://127.0.0.1:\(server.clientPort)/\(suite)" }
 
@@ -120,14 +122,15 @@ struct EtcdDefaultsCommandTests {
         let command = Command(directory: directory.url)
         let decomposed = "the\u{0300}me"  // "thème" with a combining grave accent
         #expect(await command.run(["write", Self.address(server), decomposed, "dark"]).status == 0)
-        let (_, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (_, kvs) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix, excluding: Self.history)
         #expect(kvs.map { $0.key?.data } == [Self.prefix + Data("thème".precomposedStringWithCanonicalMapping.utf8)])
         #expect(await command.run(["read", Self.address(server), "thème"]).standardOutput == "dark\n")
 
         let revisionBefore = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).header
             .revisionValue
         #expect(await command.run(["write", Self.address(server), "{ a = 1; b = 2; }"]).status == 0)
-        let (header, after) = try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix)
+        let (header, after) = try EtcdClient(endpoints: [server.endpoint]).range(
+            prefix: Self.prefix, excluding: Self.history)
         #expect(try await Self.mirrored(server) == ["a": "1", "b": "2"])
         // Replacing the domain (two puts, one delete) was one transaction: one revision.
         #expect(header.revisionValue == revisionBefore + 1)
@@ -152,7 +155,9 @@ struct EtcdDefaultsCommandTests {
         #expect(read.standardError.contains("(\(remote), a) does not exist"), "\(read)")
         #expect(await command.run(["delete", remote]).status == 0)
         #expect(try await Self.mirrored(server).isEmpty)
-        #expect(try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix).kvs.isEmpty)
+        #expect(
+            try EtcdClient(endpoints: [server.endpoint]).range(prefix: Self.prefix, excluding: Self.history).kvs.isEmpty
+        )
         #expect(await command.run(["read", remote]).standardError.contains("Domain \(remote) does not exist"))
     }
 
@@ -280,7 +285,7 @@ struct EtcdDefaultsCommandTests {
         _ = try raw.commit(puts: [(bad, Data("this is not a plist".utf8))], deletes: [])
         let emptied = await command.run(["delete", remote])
         #expect(emptied.status == 0, "\(emptied)")
-        #expect(try raw.range(prefix: Self.prefix).kvs.isEmpty)
+        #expect(try raw.range(prefix: Self.prefix, excluding: Self.history).kvs.isEmpty)
     }
 
     /// Each operation on an unreachable etcd, and what its failure must say: its own verb, what it was
@@ -421,7 +426,7 @@ struct EtcdDefaultsCommandTests {
         #expect(wrong.standardError.contains("wrong name or password"), "\(wrong)")
         #expect(
             try EtcdClient(endpoints: [server.endpoint], credentials: ("root", "rootpw")).range(
-                prefix: Self.prefix
+                prefix: Self.prefix, excluding: Self.history
             ).kvs.count == 1)
     }
 }

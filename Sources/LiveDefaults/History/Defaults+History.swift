@@ -91,7 +91,7 @@ extension SuiteStore {
     }
 }
 
-/// A backend that keeps its suite's history (files; a fleet suite's backend, later).
+/// A backend that keeps its suite's history (files; a fleet suite's, in its audit keys).
 package protocol HistoryKeepingBackend: SuiteBackend {
     var historySource: (any SuiteHistorySource)? { get }
 }
@@ -102,8 +102,8 @@ extension Defaults {
     /// The suite's history: the changes LiveDefaults wrote to it, oldest first (the newest last).
     ///
     /// This process's pending changes are written first, so they are in it. Only suites kept in
-    /// files have a history; the log keeps the last 10,000 entries or 4 MiB by default
-    /// (``historyRetention``).
+    /// files or in etcd have a history; the log keeps the last 10,000 entries or 4 MiB by default
+    /// (``historyRetention``), a fleet suite the number its operator sets.
     ///
     /// ```swift
     /// let defaults = try Defaults(suiteName: "com.example.app")
@@ -184,7 +184,8 @@ extension Defaults {
     private func historySource() throws(DefaultsError) -> any SuiteHistorySource {
         guard let source = suite.historySource else {
             throw DefaultsError(
-                .historyUnavailable, "Suite \"\(suiteName)\" keeps no history (only suites kept in files do).",
+                .historyUnavailable,
+                "Suite \"\(suiteName)\" keeps no history (only suites kept in files or in etcd do).",
                 suite: suiteName)
         }
         return source
