@@ -301,9 +301,13 @@ public final class Defaults: Sendable {
     ///   - suiteValue: The suite's value of `key` when the caller knows it (the suite's change
     ///     being applied gives it), so that the suite is not asked again; nil to ask it.
     /// - Returns: The value of the first layer that has the key, nil when none has it.
+    ///
+    /// `state` is `inout` though only read: a caller holding the state lock passes it in place. Passed
+    /// by value from inside the lock's closure, the whole `State` was copied and destroyed on every
+    /// `set` (its outlined copy retains each layer: about 800 instructions, a sixth of a `set`).
     @inline(__always)
     static func resolve(
-        _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
+        _ key: String, _ state: inout State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
         var lookup = SearchListLookup(key: key, suiteValue: suiteValue)

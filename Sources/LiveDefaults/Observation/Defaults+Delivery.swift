@@ -42,7 +42,7 @@ extension Defaults {
     /// What a change leaves to do once the change lock is released.
     struct Delivery {
         /// Changes this thread claimed to deliver (another thread delivering leaves it nil).
-        var batch: [(observer: Observer, change: UntypedChange)]?
+        var batch: [QueuedChange]?
         /// Whether to schedule the change notification.
         var notifies: Bool
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
@@ -80,7 +80,7 @@ extension Defaults {
             var changed = false
             if let keys {
                 keys.forEach { key in
-                    let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: suiteValue)
+                    let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
                     guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
                     changed = true
                     if change.isObserved || state.observers.observesEveryKey {
@@ -143,13 +143,20 @@ extension Defaults {
     }
 
     /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: [(observer: Observer, change: UntypedChange)]) {
+    private func deliver(_ first: [QueuedChange]) {
         var batch = first
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
             if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
             for item in batch { item.observer.deliver(item.change) }
-            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else {
+            // Emptied here, outside the lock; its buffer goes back for the next queue.
+            batch.removeAll(keepingCapacity: true)
+            guard
+                let next = state.withLock({ state in
+                    state.observers.putBack(&batch)
+                    return state.observers.takeBatch(claiming: false)
+                })
+            else {
                 backlogGate.wake()
                 return
             }
@@ -162,7 +169,7 @@ extension Defaults {
     func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
             let old = state.effective[HashedKey(key)]
-            let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: .some(suiteValue))
+            let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: .some(suiteValue))
             if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
@@ -196,14 +203,32 @@ extension Defaults {
 /// released: empty (and free) when no one observes. It holds the `Defaults` strongly, so that none
 /// is deinitialised under the change lock.
 struct Deliveries {
-    private var items: [(defaults: Defaults, delivery: Defaults.Delivery)] = []
+    /// A `Defaults` and its delivery. A struct, not a tuple: an optional tuple is tested and
+    /// destroyed through the runtime's generic tuple witnesses, on every `set`.
+    private struct Item {
+        let defaults: Defaults
+        let delivery: Defaults.Delivery
+    }
 
+    /// The first, kept inline: a suite read by one `Defaults` (the usual case) allocates no array.
+    private var first: Item?
+    private var rest: [Item] = []
+
+    @inline(__always)
     mutating func append(_ defaults: Defaults, _ delivery: Defaults.Delivery?) {
-        if let delivery { items.append((defaults, delivery)) }
+        guard let delivery else { return }
+        if first == nil {
+            first = Item(defaults: defaults, delivery: delivery)
+        } else {
+            rest.append(Item(defaults: defaults, delivery: delivery))
+        }
     }
 
     /// Delivers them; call with no lock held. `postingNow`: see ``Defaults/perform(_:postingNow:)``.
+    @inline(__always)
     func run(postingNow: Bool = false) {
-        for item in items { item.defaults.perform(item.delivery, postingNow: postingNow) }
+        guard let first else { return }
+        first.defaults.perform(first.delivery, postingNow: postingNow)
+        for item in rest { item.defaults.perform(item.delivery, postingNow: postingNow) }
     }
 }
