@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsPropertyList
+import Synchronization
 
 /// The other process of two measurements: it replaces a suite file from outside, or opens a suite
 /// cold (both libraries cache suites in-process, so a cold load needs a fresh process).
@@ -96,7 +97,10 @@ enum ChildProcess {
             }
             defaults = suite
         }
-        let observation = what == "set-observed" ? defaults?.observe("counter") { blackHole($0.newValue) } : nil
+        // As the write rows' observer: a count, nothing else.
+        let observed = Atomic<Int>(0)
+        let observation =
+            what == "set-observed" ? defaults?.observe("counter") { _ in observed.add(1, ordering: .relaxed) } : nil
         var setFloor: SetFloor? = nil
         if what == "set-floor" {
             must("creating \(directory.path)") {

@@ -57,8 +57,11 @@ extension Defaults {
     /// With `postingNow`, the change notification is posted on this thread after the observers,
     /// rather than 5 ms later by a Dispatch worker: for a remote follower's news, delivered on its
     /// own reading thread, where one message is one burst (docs/design.md, "The change notification").
-    func perform(_ delivery: Delivery, postingNow: Bool = false) {
-        if let batch = delivery.batch { deliver(batch) }
+    ///
+    /// The delivery is consumed, its batch moved on: delivered, the batch's buffer is then the only
+    /// reference to it and goes back to the queue (``ObserverTable/putBack(_:)``) without a copy.
+    func perform(_ delivery: consuming Delivery, postingNow: Bool = false) {
+        if let batch = delivery.batch.take() { deliver(batch) }
         if delivery.notifies {
             if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
         }
@@ -81,10 +84,11 @@ extension Defaults {
             if let keys {
                 keys.forEach { key in
                     let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
-                    guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
+                    let hashed = HashedKey(key)
+                    guard let change = state.effective.set(new, for: hashed) else { return }
                     changed = true
                     if change.isObserved || state.observers.observesEveryKey {
-                        state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+                        state.observers.enqueue(key: hashed, old: change.old, new: new, origin: origin)
                     }
                 }
             } else {
@@ -94,7 +98,7 @@ extension Defaults {
                     changed = true
                     if all.isObserved(change.key) || state.observers.observesEveryKey {
                         state.observers.enqueue(
-                            key: change.key.string, old: change.old, new: change.new, origin: origin)
+                            key: change.key, old: change.old, new: change.new, origin: origin)
                     }
                 }
                 state.effective = all
@@ -143,8 +147,8 @@ extension Defaults {
     }
 
     /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: [QueuedChange]) {
-        var batch = first
+    private func deliver(_ first: consuming [QueuedChange]) {
+        var batch = consume first
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
             if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
@@ -168,9 +172,10 @@ extension Defaults {
     /// to `suiteValue` would change the effective value. Called under the ``ChangeLock``.
     func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
-            let old = state.effective[HashedKey(key)]
+            let hashed = HashedKey(key)
+            let old = state.effective[hashed]
             let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: .some(suiteValue))
-            if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
+            if old != new { state.observers.enqueue(key: hashed, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
 
@@ -226,8 +231,8 @@ struct Deliveries {
 
     /// Delivers them; call with no lock held. `postingNow`: see ``Defaults/perform(_:postingNow:)``.
     @inline(__always)
-    func run(postingNow: Bool = false) {
-        guard let first else { return }
+    consuming func run(postingNow: Bool = false) {
+        guard let first = first.take() else { return }
         first.defaults.perform(first.delivery, postingNow: postingNow)
         for item in rest { item.defaults.perform(item.delivery, postingNow: postingNow) }
     }

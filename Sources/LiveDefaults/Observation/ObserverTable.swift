@@ -58,7 +58,17 @@ struct ObserverTable {
     mutating func enqueue(
         key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false
     ) {
-        for observer in byKey[HashedKey(key)]?.values ?? [:].values {
+        enqueue(key: HashedKey(key), old: old, new: new, origin: origin, isPrior: isPrior)
+    }
+
+    /// ``enqueue(key:old:new:origin:isPrior:)`` with the key already hashed (a `set` hashed it for
+    /// the effective values).
+    mutating func enqueue(
+        key hashed: HashedKey, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin,
+        isPrior: Bool = false
+    ) {
+        let key = hashed.string
+        for observer in byKey[hashed]?.values ?? [:].values {
             if isPrior && !observer.options.contains(.prior) { continue }
             queue.append(
                 QueuedChange(
