@@ -316,6 +316,15 @@ public final class Defaults: Sendable {
         return lookup.found
     }
 
+    /// ``resolve(_:_:suite:global:suiteValue:)`` for a caller with a copy of the state (tests).
+    static func resolve(
+        _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
+        suiteValue: PropertyListValue?? = nil
+    ) -> PropertyListValue? {
+        var state = state
+        return resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
+    }
+
     /// Every key's effective value, built from the bottom of the search list up. Called under the
     /// ``ChangeLock``.
     static func resolveAll(_ state: State, suite: SuiteStore, global: SuiteStore?) -> [String: PropertyListValue] {
