@@ -104,6 +104,7 @@ struct BenchmarkRunner {
 
     func measureWrites(into report: inout Report) {
         let defaults = open("bench.write")
+        let observedDefaults = open("bench.write.observed")
         let foundation = required(
             UserDefaults(suiteName: "bench.write.foundation"), "UserDefaults bench.write.foundation")
         let calls = options.calls / 4
@@ -112,25 +113,46 @@ struct BenchmarkRunner {
             counter += 1
             foundation.set(counter, forKey: "counter")
         }
-        let ours = nanosecondsPerCall(calls) {
-            counter += 1
-            defaults.set(counter, forKey: "counter")
-        }
-        // dconf_client_write_fast: what GSettings does on a set (the change goes to dconf-service later).
-        let dconfWrite = dconf?.number("write-fast \(calls)")
-        report.add(
-            "write", "set, no observers", ours, foundation: theirs, target: "≥15× Foundation", met: theirs / ours >= 15,
-            dconf: dconfWrite, dconfTarget: "≥1.5× write_fast", dconfMet: { $0 / ours >= 1.5 })
+        // The floor of a durable `set` (issue 40): a dictionary write under the same kind of lock
+        // (`Mutex`), plus the same journal record appended under it, so that the records are in
+        // the order of the writes (SetFloor).
+        let floor = SetFloor(suitePath: directory.appendingPathComponent("bench.write.floor.plist").path)
         let observed = Atomic<Int>(0)
-        let token = defaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
-        let withObserver = nanosecondsPerCall(calls) {
-            counter += 1
-            defaults.set(counter, forKey: "counter")
+        let token = observedDefaults.observe("counter") { _ in observed.add(1, ordering: .relaxed) }
+        // Each variant in turn, three passes, each keeping its best (as the reads do): the observed
+        // `set` is judged against the plain one, and the plain one against the floor, in the same block.
+        var best: [String: Double] = [:]
+        func measure(_ name: String, _ body: () -> Void) {
+            best[name] = min(best[name] ?? .infinity, nanosecondsPerCall(calls, body))
+        }
+        for _ in 0..<3 {
+            measure("floor") {
+                counter += 1
+                floor.set(.integer(Int64(counter)), forKey: "counter")
+            }
+            measure("ours") {
+                counter += 1
+                defaults.set(counter, forKey: "counter")
+            }
+            measure("observed") {
+                counter += 1
+                observedDefaults.set(counter, forKey: "counter")
+            }
         }
         token.cancel()
+        let ours = required(best["ours"], "the set time")
+        let floorTime = required(best["floor"], "the set floor's time")
+        let withObserver = required(best["observed"], "the observed set time")
+        // dconf_client_write_fast: what GSettings does on a set (the change goes to dconf-service later).
+        let dconfWrite = dconf?.number("write-fast \(calls)")
+        report.add("write", "set floor: dictionary write under a Mutex + journal append", floorTime)
         report.add(
-            "write", "set, 1 observer of the key", withObserver, foundation: theirs, target: "≥10× Foundation",
-            met: theirs / withObserver >= 10)
+            "write", "set, no observers", ours, foundation: theirs, limit: floorTime,
+            target: "≥15× Foundation, ≤2× the floor", met: theirs / ours >= 15 && ours / floorTime <= 2,
+            dconf: dconfWrite, dconfTarget: "≥1.5× write_fast", dconfMet: { $0 / ours >= 1.5 })
+        report.add(
+            "write", "set, 1 observer of the key", withObserver, foundation: theirs, limit: ours,
+            target: "≥10× Foundation, ≤1.3× set", met: theirs / withObserver >= 10 && withObserver / ours <= 1.3)
         measureConcurrentObservedWrites(defaults, calls: calls, into: &report)
         measureJournal(calls: calls, into: &report)
     }
@@ -323,10 +345,20 @@ struct BenchmarkRunner {
             let theirsMedian = theirs.sorted()[rounds / 2]
             let floorMedian = floor.sorted()[rounds / 2]
             report.add("cold load", "read the file and decode it alone, \(size) keys (floor)", floorMedian)
+            // Issue 40: 10 keys ≤ 1.5× the floor, 1,000 keys ≤ 1.3× (and ≥ 5× Foundation, the older target).
+            let target: (text: String, met: Bool)? =
+                switch size {
+                case 10: ("≤1.5× the floor", oursMedian / floorMedian <= 1.5)
+                case 1_000:
+                    (
+                        "≥5× Foundation, ≤1.3× the floor",
+                        theirsMedian / oursMedian >= 5 && oursMedian / floorMedian <= 1.3
+                    )
+                default: nil
+                }
             report.add(
                 "cold load", "open \(size) keys, read one", oursMedian, foundation: theirsMedian, limit: floorMedian,
-                target: size == 1_000 ? "≥5× Foundation, ≤2× the floor" : nil,
-                met: size == 1_000 ? theirsMedian / oursMedian >= 5 && oursMedian / floorMedian <= 2 : nil)
+                target: target?.text, met: target?.met)
         }
         // And a whole fresh process, for scale: both pay their start-up costs there.
         let name = "bench.cold.process"
@@ -503,11 +535,13 @@ struct BenchmarkRunner {
         // The limit column holds the floor: a bare inotify watch that reads and decodes the file on
         // its rename, then calls back (OutsideChangeFloor), timed from the same writer.
         let floorP50 = floorAt(0.5)
+        // Back to back, issue 40 asks for 1.3× (the hand-off to a worker is what remained).
+        let p50Target = spacing == 0 ? 1.3 : 1.5
         let floorP99 = floorAt(0.99)
         report.add(
             "external change",
             "\(label): p50 (\(ours.count) changes\(theirs.isEmpty ? "" : ", dconf \(theirs.count)"))",
-            p50, limit: floorP50, target: "≤1.5× the floor", met: floorP50.map { p50 / $0 <= 1.5 },
+            p50, limit: floorP50, target: "≤\(p50Target)× the floor", met: floorP50.map { p50 / $0 <= p50Target },
             dconf: dconfAt(0.5), dconfTarget: "lower", dconfMet: { p50 < $0 })
         report.add(
             "external change", "\(label): p99", p99, limit: floorP99, target: "< 15 ms, ≤2× the floor",

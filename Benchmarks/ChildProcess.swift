@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsPropertyList
+import Synchronization
 
 /// The other process of two measurements: it replaces a suite file from outside, or opens a suite
 /// cold (both libraries cache suites in-process, so a cold load needs a fresh process).
@@ -58,7 +59,8 @@ enum ChildProcess {
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
     /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
     /// a suite file not opened before, in XML, and reading one key, cold-watch: the same, watching the file;
-    /// set: one `set` of an integer; flush-cold: the flush after writing to every cache line of
+    /// set: one `set` of an integer; set-observed: the same with one observer of the key; set-floor:
+    /// the `set` floor's (`SetFloor`); flush-cold: the flush after writing to every cache line of
     /// 64 MiB, so that it finds its code and data out of the caches).
     ///
     /// With flush-cold, `valgrind --tool=callgrind --cache-sim=yes --LL=2097152,16,64
@@ -82,7 +84,7 @@ enum ChildProcess {
         }
         // The suite `set` and `flush` work on, filled and written once before the repetitions.
         var defaults: Defaults? = nil
-        if what == "flush" || what == "set" || what == "flush-cold" {
+        if what == "flush" || what == "set" || what == "set-observed" || what == "flush-cold" {
             let suite = must("opening suite bench.repeat") {
                 try Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
             }
@@ -95,6 +97,17 @@ enum ChildProcess {
             }
             defaults = suite
         }
+        // As the write rows' observer: a count, nothing else.
+        let observed = Atomic<Int>(0)
+        let observation =
+            what == "set-observed" ? defaults?.observe("counter") { _ in observed.add(1, ordering: .relaxed) } : nil
+        var setFloor: SetFloor? = nil
+        if what == "set-floor" {
+            must("creating \(directory.path)") {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            }
+            setFloor = SetFloor(suitePath: directory.appendingPathComponent("floor.plist").path)
+        }
         for index in 0..<times {
             switch (what, defaults) {
             case ("floor", _): blackHole(floor.build())
@@ -106,8 +119,10 @@ enum ChildProcess {
                 let suite = try? Defaults(
                     suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: what == "cold-watch")
                 blackHole(suite?.string(forKey: "key-0"))
-            case ("set", let defaults?):
+            case ("set", let defaults?), ("set-observed", let defaults?):
                 defaults.set(index, forKey: "counter")
+            case ("set-floor", _):
+                setFloor?.set(.integer(Int64(index)), forKey: "counter")
             case ("flush-cold", let defaults?):
                 evictCaches()
                 coldFlush(defaults, index)
@@ -117,7 +132,10 @@ enum ChildProcess {
             default: exit(2)
             }
         }
-        if defaults != nil || what.hasPrefix("cold") { try? FileManager.default.removeItem(at: directory) }
+        observation?.cancel()
+        if defaults != nil || setFloor != nil || what.hasPrefix("cold") {
+            try? FileManager.default.removeItem(at: directory)
+        }
         exit(0)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsPropertyList
+import Synchronization
 
 /// The journal (docs/design.md, "The journal"): what it adds to a `set`, and what a dead process's
 /// journal costs the next process that opens the suite.
@@ -39,5 +40,31 @@ extension BenchmarkRunner {
         times.sort()
         report.add(
             "cold load", "open after a dead process's 1,000-change journal (replay + write)", times[times.count / 2])
+    }
+}
+
+/// The floor of a durable `set` (issue 40): what any store that keeps a `set` through the death of
+/// its process must do, and nothing else. The value goes into a dictionary under a `Mutex` (the
+/// library's lock), and the same journal record the library appends (``SuiteJournal``) is appended
+/// under that lock, so that the records are in the order of the writes.
+///
+/// No observers, no search list, no flush scheduling: the `set` row is measured against it.
+final class SetFloor: Sendable {
+    private let values = Mutex<[String: PropertyListValue]>([:])
+    private let journal: SuiteJournal
+    /// Appends since the records were last released (as a flush releases them every 20 ms).
+    private let appended = Atomic<Int>(0)
+
+    init(suitePath: String) {
+        journal = must("making the set floor's journal beside \(suitePath)") { try SuiteJournal(suitePath: suitePath) }
+    }
+
+    func set(_ value: PropertyListValue, forKey key: String) {
+        values.withLock { values in
+            values[key] = value
+            _ = journal.append(.set, key: key, value: value)
+        }
+        // A flush releases the records every 20 ms; here, every 4,096 appends.
+        if appended.add(1, ordering: .relaxed).newValue & 4095 == 0 { journal.release(upTo: journal.mark()) }
     }
 }

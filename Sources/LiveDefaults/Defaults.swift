@@ -301,15 +301,28 @@ public final class Defaults: Sendable {
     ///   - suiteValue: The suite's value of `key` when the caller knows it (the suite's change
     ///     being applied gives it), so that the suite is not asked again; nil to ask it.
     /// - Returns: The value of the first layer that has the key, nil when none has it.
+    ///
+    /// `state` is `inout` though only read: a caller holding the state lock passes it in place. Passed
+    /// by value from inside the lock's closure, the whole `State` was copied and destroyed on every
+    /// `set` (its outlined copy retains each layer: about 800 instructions, a sixth of a `set`).
     @inline(__always)
     static func resolve(
-        _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
+        _ key: String, _ state: inout State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
         var lookup = SearchListLookup(key: key, suiteValue: suiteValue)
         state.walkSearchList(suite: suite, global: global, &lookup)
         if lookup.stoppedAtKnownSuiteValue, case .some(let known) = suiteValue { return known }
         return lookup.found
+    }
+
+    /// ``resolve(_:_:suite:global:suiteValue:)`` for a caller with a copy of the state (tests).
+    static func resolve(
+        _ key: String, _ state: State, suite: SuiteStore, global: SuiteStore?,
+        suiteValue: PropertyListValue?? = nil
+    ) -> PropertyListValue? {
+        var state = state
+        return resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
     }
 
     /// Every key's effective value, built from the bottom of the search list up. Called under the

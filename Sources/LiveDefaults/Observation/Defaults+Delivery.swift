@@ -42,7 +42,7 @@ extension Defaults {
     /// What a change leaves to do once the change lock is released.
     struct Delivery {
         /// Changes this thread claimed to deliver (another thread delivering leaves it nil).
-        var batch: [(observer: Observer, change: UntypedChange)]?
+        var batch: [QueuedChange]?
         /// Whether to schedule the change notification.
         var notifies: Bool
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
@@ -57,8 +57,11 @@ extension Defaults {
     /// With `postingNow`, the change notification is posted on this thread after the observers,
     /// rather than 5 ms later by a Dispatch worker: for a remote follower's news, delivered on its
     /// own reading thread, where one message is one burst (docs/design.md, "The change notification").
-    func perform(_ delivery: Delivery, postingNow: Bool = false) {
-        if let batch = delivery.batch { deliver(batch) }
+    ///
+    /// The delivery is consumed, its batch moved on: delivered, the batch's buffer is then the only
+    /// reference to it and goes back to the queue (``ObserverTable/putBack(_:)``) without a copy.
+    func perform(_ delivery: consuming Delivery, postingNow: Bool = false) {
+        if let batch = delivery.batch.take() { deliver(batch) }
         if delivery.notifies {
             if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
         }
@@ -80,11 +83,12 @@ extension Defaults {
             var changed = false
             if let keys {
                 keys.forEach { key in
-                    let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: suiteValue)
-                    guard let change = state.effective.set(new, for: HashedKey(key)) else { return }
+                    let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
+                    let hashed = HashedKey(key)
+                    guard let change = state.effective.set(new, for: hashed) else { return }
                     changed = true
                     if change.isObserved || state.observers.observesEveryKey {
-                        state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+                        state.observers.enqueue(key: hashed, old: change.old, new: new, origin: origin)
                     }
                 }
             } else {
@@ -94,7 +98,7 @@ extension Defaults {
                     changed = true
                     if all.isObserved(change.key) || state.observers.observesEveryKey {
                         state.observers.enqueue(
-                            key: change.key.string, old: change.old, new: change.new, origin: origin)
+                            key: change.key, old: change.old, new: change.new, origin: origin)
                     }
                 }
                 state.effective = all
@@ -143,13 +147,20 @@ extension Defaults {
     }
 
     /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: [(observer: Observer, change: UntypedChange)]) {
-        var batch = first
+    private func deliver(_ first: consuming [QueuedChange]) {
+        var batch = consume first
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
             if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
             for item in batch { item.observer.deliver(item.change) }
-            guard let next = state.withLock({ $0.observers.takeBatch(claiming: false) }) else {
+            // Emptied here, outside the lock; its buffer goes back for the next queue.
+            batch.removeAll(keepingCapacity: true)
+            guard
+                let next = state.withLock({ state in
+                    state.observers.putBack(&batch)
+                    return state.observers.takeBatch(claiming: false)
+                })
+            else {
                 backlogGate.wake()
                 return
             }
@@ -161,9 +172,10 @@ extension Defaults {
     /// to `suiteValue` would change the effective value. Called under the ``ChangeLock``.
     func queuePrior(of key: String, suiteValue: PropertyListValue?) {
         state.withLock { state in
-            let old = state.effective[HashedKey(key)]
-            let new = Self.resolve(key, state, suite: suite, global: global, suiteValue: .some(suiteValue))
-            if old != new { state.observers.enqueue(key: key, old: old, new: new, origin: .local, isPrior: true) }
+            let hashed = HashedKey(key)
+            let old = state.effective[hashed]
+            let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: .some(suiteValue))
+            if old != new { state.observers.enqueue(key: hashed, old: old, new: new, origin: .local, isPrior: true) }
         }
     }
 
@@ -196,14 +208,32 @@ extension Defaults {
 /// released: empty (and free) when no one observes. It holds the `Defaults` strongly, so that none
 /// is deinitialised under the change lock.
 struct Deliveries {
-    private var items: [(defaults: Defaults, delivery: Defaults.Delivery)] = []
+    /// A `Defaults` and its delivery. A struct, not a tuple: an optional tuple is tested and
+    /// destroyed through the runtime's generic tuple witnesses, on every `set`.
+    private struct Item {
+        let defaults: Defaults
+        let delivery: Defaults.Delivery
+    }
 
+    /// The first, kept inline: a suite read by one `Defaults` (the usual case) allocates no array.
+    private var first: Item?
+    private var rest: [Item] = []
+
+    @inline(__always)
     mutating func append(_ defaults: Defaults, _ delivery: Defaults.Delivery?) {
-        if let delivery { items.append((defaults, delivery)) }
+        guard let delivery else { return }
+        if first == nil {
+            first = Item(defaults: defaults, delivery: delivery)
+        } else {
+            rest.append(Item(defaults: defaults, delivery: delivery))
+        }
     }
 
     /// Delivers them; call with no lock held. `postingNow`: see ``Defaults/perform(_:postingNow:)``.
-    func run(postingNow: Bool = false) {
-        for item in items { item.defaults.perform(item.delivery, postingNow: postingNow) }
+    @inline(__always)
+    consuming func run(postingNow: Bool = false) {
+        guard let first = first.take() else { return }
+        first.defaults.perform(first.delivery, postingNow: postingNow)
+        for item in rest { item.defaults.perform(item.delivery, postingNow: postingNow) }
     }
 }

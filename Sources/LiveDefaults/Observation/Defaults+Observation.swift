@@ -163,10 +163,10 @@ extension Defaults {
             if options.contains(.initial), let key = observer.key {
                 let current = state.effective[HashedKey(key)]
                 state.observers.queue.append(
-                    (
-                        observer,
-                        DefaultsChange(key: key, oldValue: current, newValue: current, origin: .local, isInitial: true)
-                    ))
+                    QueuedChange(
+                        observer: observer,
+                        change: DefaultsChange(
+                            key: key, oldValue: current, newValue: current, origin: .local, isInitial: true)))
             }
         }
         deliverQueuedChanges()

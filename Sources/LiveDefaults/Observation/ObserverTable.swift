@@ -6,7 +6,10 @@ struct ObserverTable {
     private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
-    var queue: [(observer: Observer, change: UntypedChange)] = []
+    var queue: [QueuedChange] = []
+    /// An emptied batch whose buffer the next queue reuses (``putBack(_:)``): a `set` with an
+    /// observer otherwise allocated and freed a queue every time.
+    private var spare: [QueuedChange] = []
     /// Whether some thread is delivering the queue now.
     var isDelivering = false
 
@@ -55,26 +58,42 @@ struct ObserverTable {
     mutating func enqueue(
         key: String, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin, isPrior: Bool = false
     ) {
-        for observer in byKey[HashedKey(key)]?.values ?? [:].values {
+        enqueue(key: HashedKey(key), old: old, new: new, origin: origin, isPrior: isPrior)
+    }
+
+    /// ``enqueue(key:old:new:origin:isPrior:)`` with the key already hashed (a `set` hashed it for
+    /// the effective values).
+    mutating func enqueue(
+        key hashed: HashedKey, old: PropertyListValue?, new: PropertyListValue?, origin: ChangeOrigin,
+        isPrior: Bool = false
+    ) {
+        let key = hashed.string
+        for observer in byKey[hashed]?.values ?? [:].values {
             if isPrior && !observer.options.contains(.prior) { continue }
-            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            queue.append(
+                QueuedChange(
+                    observer: observer,
+                    change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
         }
         for observer in everyKey.values {
             if isPrior && !observer.options.contains(.prior) { continue }
-            queue.append((observer, observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            queue.append(
+                QueuedChange(
+                    observer: observer,
+                    change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
         }
     }
 
     /// Takes the queue for delivery when there is something to deliver and no other thread is
     /// delivering, marking this thread as the deliverer (to be called under the same lock that
     /// queued the changes, saving a second acquisition).
-    mutating func claimBatch() -> [(observer: Observer, change: UntypedChange)]? {
+    mutating func claimBatch() -> [QueuedChange]? {
         takeBatch(claiming: true)
     }
 
     /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
     /// deliverer. Returns nil (and clears the mark) when there is nothing left.
-    mutating func takeBatch(claiming: Bool) -> [(observer: Observer, change: UntypedChange)]? {
+    mutating func takeBatch(claiming: Bool) -> [QueuedChange]? {
         if claiming {
             if isDelivering || queue.isEmpty { return nil }
             isDelivering = true
@@ -83,7 +102,23 @@ struct ObserverTable {
             isDelivering = false
             return nil
         }
-        defer { queue = [] }
-        return queue
+        var batch = spare
+        spare = []
+        swap(&batch, &queue)
+        return batch
     }
+
+    /// Keeps a delivered batch's buffer, emptied outside the lock, for the next queue; not a large
+    /// one (a burst's), which would hold its memory for good.
+    mutating func putBack(_ emptied: inout [QueuedChange]) {
+        if spare.capacity < emptied.capacity, emptied.capacity <= 64 { swap(&spare, &emptied) }
+    }
+}
+
+/// A change waiting for delivery to one observer. A struct rather than a tuple: an array of tuples
+/// is destroyed through the runtime's generic tuple witness, a few hundred instructions per `set`
+/// with an observer.
+struct QueuedChange {
+    let observer: Observer
+    let change: UntypedChange
 }
