@@ -122,11 +122,42 @@ struct EtcdMirror: Sendable {
         return (changes.sorted { $0.key < $1.key }, unreadable)
     }
 
+    /// One transaction's net change per key, at the revision it committed at.
+    struct Burst: Sendable, Equatable {
+        var revision: Int64
+        var changes: [Change]
+    }
+
     /// Applies one watch message's events, in order.
     ///
-    /// - Returns: The net change per key over the message (one transaction is one message), and
-    ///   the values that could not be read.
-    mutating func apply(_ events: [EtcdEvent]) -> (changes: [Change], unreadable: [UnreadableValue]) {
+    /// A message is not always one transaction: a watch that starts behind etcd's revision (a write
+    /// between the range and the watch's creation) gets every revision since in one message. Each
+    /// revision is one transaction, so each gives its own burst: a value changed and changed back
+    /// within the message is two changes, not none (docs/design.md, "Fleet settings: the mirror").
+    ///
+    /// - Returns: The net change per key of each transaction (revision) in the message that changed
+    ///   a value, in order, and the values that could not be read.
+    mutating func apply(_ events: [EtcdEvent]) -> (bursts: [Burst], unreadable: [UnreadableValue]) {
+        var bursts: [Burst] = []
+        var unreadable: [UnreadableValue] = []
+        var start = events.startIndex
+        while start < events.endIndex {
+            // Events are in revision order: the run at the first one's revision is one transaction.
+            let burstRevision = events[start].kv?.mod_revision?.value ?? 0
+            var end = start + 1
+            while end < events.endIndex, (events[end].kv?.mod_revision?.value ?? 0) == burstRevision { end += 1 }
+            let (changes, problems) = applyTransaction(events[start..<end])
+            unreadable += problems
+            if !changes.isEmpty { bursts.append(Burst(revision: revision, changes: changes)) }
+            start = end
+        }
+        return (bursts, unreadable)
+    }
+
+    /// Applies one transaction's events: its net change per key.
+    private mutating func applyTransaction(_ events: ArraySlice<EtcdEvent>) -> (
+        changes: [Change], unreadable: [UnreadableValue]
+    ) {
         var before: [String: PropertyListValue?] = [:]
         var order: [String] = []
         var unreadable: [UnreadableValue] = []

@@ -288,7 +288,7 @@ final class EtcdSuiteFollower: Sendable {
     private func handle(_ message: EtcdWatchResult, generation: Int) -> Bool {
         enum Outcome {
             case stale, otherEtcd, progress
-            case applied([EtcdMirror.Change], [EtcdMirror.UnreadableValue], Int64)
+            case applied([EtcdMirror.Burst], [EtcdMirror.UnreadableValue], Int64)
         }
         let outcome = state.withLock { state -> Outcome in
             guard state.watchGeneration == generation else { return .stale }
@@ -304,19 +304,21 @@ final class EtcdSuiteFollower: Sendable {
             }
             let result = state.mirror.apply(events)
             state.status = .live(revision: state.mirror.revision)
-            return .applied(result.changes, result.unreadable, state.mirror.revision)
+            return .applied(result.bursts, result.unreadable, state.mirror.revision)
         }
         switch outcome {
         case .stale, .otherEtcd:
             return false
         case .progress:
             return true
-        case .applied(let changes, let unreadable, let revision):
+        case .applied(let bursts, let unreadable, let revision):
             mirrorMoved(to: revision)
             for value in unreadable {
                 onProblem(.unreadableValue(key: value.key, revision: value.revision, problem: value.problem))
             }
-            if !changes.isEmpty { onChange(changes, revision) }
+            // One call per transaction: a message that caught up on several revisions holds
+            // several, and their net change together could be none.
+            for burst in bursts { onChange(burst.changes, burst.revision) }
             return true
         }
     }

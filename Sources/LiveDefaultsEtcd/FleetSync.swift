@@ -91,7 +91,8 @@ struct FleetSync: Sendable, Equatable {
         return version
     }
 
-    /// One watch message's per-key changes at `revision`, the mirror now at `position`.
+    /// One transaction's per-key changes at `revision` (a watch message may hold several), the mirror
+    /// now at `position`.
     mutating func watchBatch(_ changes: [EtcdMirror.Change], revision: Int64, at position: Position) -> Apply {
         if isBehindOwnCommit(revision: revision, at: position) {
             changesBase = nil

@@ -35,18 +35,52 @@ import Testing
         #expect(mirror.clusterID == 42)
     }
 
-    @Test func eventsOfOneMessageGiveOneNetChangePerKey() throws {
+    @Test func eventsOfOneTransactionGiveOneNetChangePerKey() throws {
         var mirror = EtcdMirror(prefix: Self.prefix)
         _ = mirror.resync(header: Self.header(1), kvs: [try Self.kv("a", 1, revision: 1)])
         let events = [
             EtcdEvent(kv: try Self.kv("a", 2, revision: 4)), EtcdEvent(kv: try Self.kv("b", "new", revision: 4)),
-            EtcdEvent(type: "DELETE", kv: try Self.kv("a", nil, revision: 5)),
+            EtcdEvent(type: "DELETE", kv: try Self.kv("c", nil, revision: 4)),
         ]
-        let (changes, _) = mirror.apply(events)
-        #expect(changes == [.init(key: "a", old: 1, new: nil), .init(key: "b", old: nil, new: "new")])
-        #expect(mirror.revision == 5)
+        let (bursts, _) = mirror.apply(events)
+        #expect(
+            bursts == [
+                .init(revision: 4, changes: [.init(key: "a", old: 1, new: 2), .init(key: "b", old: nil, new: "new")])
+            ])
+        #expect(mirror.revision == 4)
         // A put of an equal value changes nothing.
-        #expect(mirror.apply([EtcdEvent(kv: try Self.kv("b", "new", revision: 6))]).changes.isEmpty)
+        #expect(mirror.apply([EtcdEvent(kv: try Self.kv("b", "new", revision: 6))]).bursts.isEmpty)
+    }
+
+    /// A watch that starts behind etcd gets every revision since in one message: each revision is a
+    /// transaction of its own, and a value changed and changed back is two changes, not none.
+    @Test func aMessageOfSeveralRevisionsGivesOneBurstPerRevision() throws {
+        var mirror = EtcdMirror(prefix: Self.prefix)
+        _ = mirror.resync(header: Self.header(2), kvs: [try Self.kv("size", 12, revision: 2)])
+        let history = Self.prefix + Data("LiveDefaults.history/head".utf8)
+        let events = [
+            EtcdEvent(kv: try Self.kv("size", "big", revision: 3)),
+            EtcdEvent(
+                kv: EtcdKeyValue(key: EtcdBytes(history), value: EtcdBytes(Data("3".utf8)), mod_revision: EtcdInt64(3))),
+            EtcdEvent(kv: try Self.kv("list", "a", revision: 4)),
+            EtcdEvent(
+                kv: EtcdKeyValue(key: EtcdBytes(history), value: EtcdBytes(Data("4".utf8)), mod_revision: EtcdInt64(4))),
+            EtcdEvent(kv: try Self.kv("size", 12, revision: 5)),
+            EtcdEvent(type: "DELETE", kv: try Self.kv("list", nil, revision: 5)),
+            EtcdEvent(
+                kv: EtcdKeyValue(key: EtcdBytes(history), value: EtcdBytes(Data("6".utf8)), mod_revision: EtcdInt64(5))),
+        ]
+        let (bursts, _) = mirror.apply(events)
+        #expect(
+            bursts == [
+                .init(revision: 3, changes: [.init(key: "size", old: 12, new: "big")]),
+                .init(revision: 4, changes: [.init(key: "list", old: nil, new: "a")]),
+                .init(
+                    revision: 5,
+                    changes: [.init(key: "size", old: "big", new: 12), .init(key: "list", old: "a", new: nil)]),
+            ])
+        #expect(mirror.values == ["size": 12])
+        #expect(mirror.revision == 5)
     }
 
     @Test func keysAreNormalisedAndTheLaterSpellingWins() throws {
@@ -62,8 +96,8 @@ import Testing
             ])
         #expect(mirror.values == [composed: "later"])
         // Deleting the spelling that does not give the value changes nothing.
-        let (changes, _) = mirror.apply([EtcdEvent(type: "DELETE", kv: try Self.kv(composed, nil, revision: 10))])
-        #expect(changes.isEmpty)
+        let (bursts, _) = mirror.apply([EtcdEvent(type: "DELETE", kv: try Self.kv(composed, nil, revision: 10))])
+        #expect(bursts.isEmpty)
         #expect(mirror.values == [composed: "later"])
     }
 
