@@ -95,6 +95,9 @@ final class FleetBackend: SuiteBackend {
     /// The etcd revision of the values installed, nil before any came from etcd.
     var installedRevision: Int64? { state.withLock { $0.sync.installedRevision } }
 
+    /// The revision of this process's last write that etcd took, nil before any.
+    var lastCommitRevision: Int64? { state.withLock { $0.sync.lastCommit?.revision } }
+
     /// Calls `action` each time etcd answers again after an outage this backend reported, on the
     /// follower's thread (do the work elsewhere). Set by the code that assembles a fleet suite.
     func onRecovery(_ action: @escaping @Sendable () -> Void) {

@@ -119,8 +119,18 @@ extension FleetSuite {
     /// origin `.migration`. A watch later than that brings it as `.external`.
     private func showCommitted(at revision: Int64) {
         guard let store = FleetStores.existing(self), let backend = store.backend as? FleetBackend else { return }
-        _ = backend.follower.waitForRevision(revision, until: ContinuousClock.now + FleetConnection.updateVisibleWithin)
-        store.reload()
+        let deadline = ContinuousClock.now + FleetConnection.updateVisibleWithin
+        var target = revision
+        while true {
+            _ = backend.follower.waitForRevision(target, until: deadline)
+            store.reload()
+            // A flush of this process's own that etcd took after the migration's commit (a
+            // mirrored key, say) makes the store refuse a mirror behind that flush
+            // (`FleetSync.isBehindOwnCommit`), so the reload above may have installed nothing:
+            // wait for that commit too, and reload again.
+            guard let own = backend.lastCommitRevision, own > target, ContinuousClock.now < deadline else { return }
+            target = own
+        }
     }
 
     /// The pending steps are committed together, so a failure commits none of them: the record is
