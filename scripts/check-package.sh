@@ -138,7 +138,7 @@ scripts/check-man-page.py
 
 step "build: the package, and an older build of it (revision 0) to upgrade from"
 deb=$(scripts/package-deb.sh)
-old=$(scripts/package-deb.sh --revision 0 --output "$scratch/old")
+old=$(scripts/package-deb.sh --revision 0 --fast --output "$scratch/old")
 version=$(dpkg-deb -f "$deb" Version)
 upstream=${version%-*}
 echo "$deb ($version)"
