@@ -109,8 +109,10 @@ let package = Package(
             path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        // Helpers shared by the test targets that need the library's types (the observation log).
-        .target(name: "LiveDefaultsTestHelpers", dependencies: ["LiveDefaults"], path: "Tests/LiveDefaultsTestHelpers"),
+        // Helpers shared by the test targets that need the library's types (the observation log, the command's fixture).
+        .target(
+            name: "LiveDefaultsTestHelpers", dependencies: ["LiveDefaults", "TestSupport"],
+            path: "Tests/LiveDefaultsTestHelpers"),
         // The property-list codec's tests: readers, writers, round trips and malformed input.
         .testTarget(
             name: "LiveDefaultsPropertyListTests",
@@ -129,7 +131,10 @@ let package = Package(
         // The `defaults` command's tests, in process through its seam.
         .testTarget(
             name: "LiveDefaultsCommandTests",
-            dependencies: ["LiveDefaultsCommand", "LiveDefaults", "LiveDefaultsPropertyList", "TestSupport"],
+            dependencies: [
+                "LiveDefaultsCommand", "LiveDefaults", "LiveDefaultsPropertyList", "LiveDefaultsTestHelpers",
+                "TestSupport",
+            ],
             path: "Tests/LiveDefaultsCommandTests"),
         // The onboarding demo's tests, in process.
         .testTarget(

@@ -94,7 +94,7 @@ fail() {
     echo "check-package: $*" >&2
     exit 1
 }
-step() { echo "== $*"; }
+step() { echo "== $* (at ${SECONDS} s)"; }
 
 # GNUstep's package, when it is installed: the check runs first without it, so it is removed for a
 # while (on its own, its configuration kept), and the cleanup installs it again.
@@ -125,8 +125,9 @@ need() {
     local missing=() package
     for package in "$@"; do is_installed "$package" || missing+=("$package"); done
     [ ${#missing[@]} -gt 0 ] || return 0
-    apt_update_once
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    # From the package lists as they are; only when that fails (a list too old for the mirror, a package
+    # it does not know), after an update.
+    apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || { apt_update_once && apt-get install -y -qq "${missing[@]}" >/dev/null; }
 }
 
 step "tools: dpkg-dev (dpkg-shlibdeps), binutils, lintian, mandoc, groff-base, man-db, zsh, fish, bash-completion"
@@ -137,7 +138,7 @@ scripts/check-man-page.py
 
 step "build: the package, and an older build of it (revision 0) to upgrade from"
 deb=$(scripts/package-deb.sh)
-old=$(scripts/package-deb.sh --revision 0 --output "$scratch/old")
+old=$(scripts/package-deb.sh --revision 0 --fast --output "$scratch/old")
 version=$(dpkg-deb -f "$deb" Version)
 upstream=${version%-*}
 echo "$deb ($version)"

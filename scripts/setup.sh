@@ -12,14 +12,21 @@
 #                              library, dconf-service, a private session bus, a C compiler;
 #                              dconf-cli and eatmydata for the command rows). Only the benchmark
 #                              uses them; the library and its tests never do.
+#   scripts/setup.sh --package also the tools scripts/check-package.sh uses (dpkg-dev, lintian,
+#                              groff, man-db, and zsh, fish and bash-completion to try the
+#                              completions in). The check installs what is missing itself, and
+#                              purges it again when it ends; CI installs them once, here, so that
+#                              each run does not install and purge about 120 packages.
 set -euo pipefail
 
 bench=false
+package=false
 for argument in "$@"; do
     case "$argument" in
     --bench) bench=true ;;
+    --package) package=true ;;
     *)
-        echo "usage: scripts/setup.sh [--bench]" >&2
+        echo "usage: scripts/setup.sh [--bench] [--package]" >&2
         exit 2
         ;;
     esac
@@ -51,6 +58,11 @@ if $bench; then
     command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus-daemon)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
+fi
+if $package; then
+    for package_name in dpkg-dev lintian groff-base man-db zsh fish bash-completion; do
+        dpkg -s "$package_name" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package_name")
+    done
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -9,7 +9,7 @@ import Testing
     private let queue = DispatchQueue(label: "session-test")
 
     private func session(
-        _ defaults: Defaults, _ recorder: Recorder, options: DemoOptions = DemoOptions()
+        _ defaults: Defaults, _ recorder: SessionRecorder, options: DemoOptions = DemoOptions()
     ) -> DemoSession {
         DemoSession(
             defaults: defaults, options: options, interactive: false,
@@ -26,7 +26,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder)
         queue.sync { session.start() }
         // The end of input arrives right behind the last answer, before the flag comes back.
@@ -51,7 +51,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder, options: DemoOptions(live: true))
         queue.sync { session.start() }
         feed(session, ["Anna", "light", "no"], thenEnd: false)
@@ -71,7 +71,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder)
         queue.sync { session.start() }
         feed(session, ["Anna", "dark"], thenEnd: true)
@@ -90,7 +90,7 @@ import Testing
         #expect(defaults[.lastVersion] == "1.0.0")
 
         // The next launch counts too, and asks again from the start.
-        let next = Recorder()
+        let next = SessionRecorder()
         let again = self.session(defaults, next)
         queue.sync { again.start() }
         feed(again, ["Anna", "dark", "yes"], thenEnd: true)
@@ -107,7 +107,7 @@ import Testing
         defaults[.hasSeenOnboarding] = true
         defaults[.username] = "Anna"
         defaults[.launchCount] = 1
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder)
         queue.sync { session.start() }
 
@@ -123,7 +123,7 @@ import Testing
         defer { try? defaults.synchronize() }
         defaults[.hasSeenOnboarding] = true
         defaults[.username] = "Anna"
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder, options: DemoOptions(reset: true))
         queue.sync { session.start() }
 
@@ -137,7 +137,7 @@ import Testing
         defer { try? writer.synchronize() }
         writer[.hasSeenOnboarding] = true
         writer[.username] = "Anna"
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(try openSuite(in: directory), recorder, options: DemoOptions(live: true))
         queue.sync { session.start() }
         feed(session, [], thenEnd: true)  // with --live the end of input does not end the main screen
@@ -155,7 +155,7 @@ import Testing
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
         defaults[.hasSeenOnboarding] = true
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let session = session(defaults, recorder, options: DemoOptions(live: true))
         queue.sync { session.start() }
         #expect(recorder.exitStatus == nil)

@@ -11,7 +11,7 @@ func openSuite(in directory: borrowing TemporaryDirectory) throws -> Defaults {
 }
 
 /// Collects what a model or a session hands out: screens, text, the exit status.
-final class Recorder: Sendable {
+final class SessionRecorder: Sendable {
     private let state = Locked<(screens: [Screen], text: String, errors: [String], exitStatus: Int32?)>(
         ([], "", [], nil))
 

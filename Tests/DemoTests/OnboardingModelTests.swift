@@ -17,7 +17,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let defaults = try openSuite(in: directory)
         defer { try? defaults.synchronize() }
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let model = OnboardingModel(defaults: defaults) { recorder.record($0) }
 
         #expect(model.answer("") == .accepted)  // the welcome screen: Enter continues
@@ -49,7 +49,7 @@ import Testing
 
     @Test func aRefusedAnswerAsksAgainEachTime() throws {
         let directory = try TemporaryDirectory()
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let model = OnboardingModel(defaults: try openSuite(in: directory)) { recorder.record($0) }
         model.continuePastWelcome()
         model.answer("Anna")
@@ -69,7 +69,7 @@ import Testing
         defer { try? writer.synchronize() }
         writer[.hasSeenOnboarding] = true
         writer[.username] = "Anna"
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let model = OnboardingModel(defaults: try openSuite(in: directory)) { recorder.record($0) }
         #expect(model.settings.theme == .system)
 
@@ -121,7 +121,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let writer = try openSuite(in: directory)
         defer { try? writer.synchronize() }
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let model = OnboardingModel(defaults: try openSuite(in: directory)) { recorder.record($0) }
         model.cancel()
         writer[.hasSeenOnboarding] = true
@@ -135,7 +135,7 @@ import Testing
         defer { try? writer.synchronize() }
         writer[.hasSeenOnboarding] = true
         let queue = DispatchQueue(label: "model-test")
-        let recorder = Recorder()
+        let recorder = SessionRecorder()
         let model = OnboardingModel(defaults: try openSuite(in: directory), queue: queue) { screen in
             dispatchPrecondition(condition: .onQueue(queue))
             recorder.record(screen)

@@ -2,46 +2,20 @@ import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
 /// One test's world: a temporary `XDG_CONFIG_HOME` and the built `defaults` binary pointed at it.
-private struct DefaultsFixture: ~Copyable {
-    let directory: TemporaryDirectory
-    let runner: CommandRunner
+private typealias DefaultsFixture = LiveDefaultsTestHelpers.DefaultsFixture<CommandRunner>
 
+extension LiveDefaultsTestHelpers.DefaultsFixture where Runner == CommandRunner {
     init() throws {
-        directory = try TemporaryDirectory()
-        runner = CommandRunner(
-            executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
-            environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path])
-    }
-
-    @discardableResult
-    func defaults(_ arguments: String..., input: Data? = nil) throws -> CommandResult {
-        try runner.run(arguments, standardInput: input)
-    }
-
-    /// Runs and requires success with no error output.
-    @discardableResult
-    func succeed(_ arguments: String..., input: Data? = nil) throws -> String {
-        let result = try runner.run(arguments, standardInput: input)
-        #expect(result.status == 0, "\(arguments): \(result)")
-        #expect(result.standardError.isEmpty, "\(arguments): \(result)")
-        return result.standardOutput
-    }
-
-    func file(_ domain: String) -> URL { directory.file(domain + ".plist") }
-
-    /// The domain's file, decoded.
-    func values(_ domain: String) throws -> [String: PropertyListValue] {
-        let data = try Data(contentsOf: file(domain))
-        return try #require(try PropertyListCodec.decode(data).value.dictionaryValue)
-    }
-
-    /// Writes a domain file directly (binary, as the store writes new files).
-    func seed(_ domain: String, _ values: [String: PropertyListValue]) throws {
-        try PropertyListCodec.encode(.dictionary(values), format: .binary).write(to: file(domain))
+        try self.init { directory in
+            CommandRunner(
+                executable: ProductRunner.productsDirectory.appendingPathComponent("defaults"),
+                environment: ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path])
+        }
     }
 }
 
@@ -175,12 +149,5 @@ extension Defaults.Keys {
         try watcher.waitForLine(on: .output, where: { $0.contains("(none)") }, describedAs: "the deletion")
         let lines = watcher.text(of: .output).split(separator: "\n")
         #expect(lines == [#"theme: light → (a, "b c") (external)"#, #"theme: (a, "b c") → (none) (external)"#])
-    }
-}
-
-extension CommandResult {
-    func expectSuccess(sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(status == 0, "\(self)", sourceLocation: sourceLocation)
-        #expect(standardError.isEmpty, "\(self)", sourceLocation: sourceLocation)
     }
 }

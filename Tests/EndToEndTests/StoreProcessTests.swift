@@ -129,16 +129,54 @@ import Testing
     }
 
     @Test func processKilledWhileFlushingLeavesACompleteEarlierState() async throws {
-        // 1,000 kills in CI (about 100 s here); 50 in a quick run.
+        // 1,000 kills in CI; 50 in a quick run. Two victims at a time, each lane of kills on a suite
+        // of its own: a round mostly waits (the victim's start, the random moment of its death), so
+        // two lanes take about half the time, and each lane checks what one did alone.
         let kills =
             Int(ProcessInfo.processInfo.environment["LIVEDEFAULTS_KILLS"] ?? "") ?? Stress.scaled(1_000, quick: 50)
+        let lanes = kills > 1 ? 2 : 1
+        let outcomes = try await withThrowingTaskGroup(of: KillLane.self) { group in
+            for lane in 0..<lanes {
+                group.addTask { try await Self.killLane(rounds: kills / lanes + (lane < kills % lanes ? 1 : 0)) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.map(\.rounds).reduce(0, +) == kills)
+        for outcome in outcomes {
+            #expect(
+                outcome.survived == outcome.rounds,
+                "\(outcome.survived) of \(outcome.rounds) kills left a complete state")
+            #expect(outcome.lastAcknowledged > 0, "the victims got as far as acknowledged writes")
+            // Orphaned temporary files from killed writers are cleaned up by the next writer (the last
+            // victim's may remain; no later writer ran).
+            #expect(outcome.leftovers.count <= 1, "orphans left: \(outcome.leftovers)")
+        }
+        Attachment.record(
+            "\(outcomes.map(\.survived).reduce(0, +)) of \(kills) kills left a complete earlier state; "
+                + "\(outcomes.map(\.orphansSeen).reduce(0, +)) orphaned temporary files found and removed by the next "
+                + "writer; last acknowledged generations \(outcomes.map(\.lastAcknowledged))",
+            named: "kills.txt")
+    }
+
+    /// What one lane of kills saw.
+    struct KillLane: Sendable {
+        var rounds: Int
+        var survived = 0
+        var lastAcknowledged = 0
+        var orphansSeen = 0
+        var leftovers: [String] = []
+    }
+
+    /// `rounds` victims, one after another, each killed at a random moment while it flushes a suite of
+    /// its own directory; after each, the file holds a state the writer had, with every write it
+    /// acknowledged.
+    static func killLane(rounds: Int) async throws -> KillLane {
         let keys = 2000  // about 250 KB of suite
         let directory = try TemporaryDirectory()
         let path = directory.file("com.example.crash.plist")
-        var survived = 0
-        var lastAcknowledged = 0
+        var lane = KillLane(rounds: rounds)
         var orphansSeen = Set<String>()
-        for round in 0..<kills {
+        for round in 0..<rounds {
             let victim = try ProductRunner.start(
                 "TestHelper", ["flush-forever", directory.path, "com.example.crash", "\(keys)"])
             // Every eighth victim is killed only once it has acknowledged a write, so that some kills
@@ -158,7 +196,7 @@ import Testing
                 return victim.waitForExit().standardOutput
             }
             if let last = output.split(separator: "\n").last(where: { $0.hasPrefix("acked ") }) {
-                lastAcknowledged = Int(last.dropFirst(6)) ?? lastAcknowledged
+                lane.lastAcknowledged = Int(last.dropFirst(6)) ?? lane.lastAcknowledged
             }
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.contains(".tmp-")
             {
@@ -166,8 +204,8 @@ import Testing
             }
             guard FileManager.default.fileExists(atPath: path.path) else {
                 // Killed before its first write: no file is the complete earlier state.
-                #expect(lastAcknowledged == 0, "an acknowledged suite file vanished")
-                if lastAcknowledged == 0 { survived += 1 }
+                #expect(lane.lastAcknowledged == 0, "an acknowledged suite file vanished")
+                if lane.lastAcknowledged == 0 { lane.survived += 1 }
                 continue
             }
             let bytes = try Data(contentsOf: path)
@@ -191,21 +229,14 @@ import Testing
                 && values.count == (generation == 0 ? advanced : keys + 1)
             #expect(
                 complete, "the file holds a state the writer had (generation \(generation), \(advanced) keys ahead)")
-            #expect(generation >= lastAcknowledged, "every acknowledged write is present")
-            if complete { survived += 1 }
+            #expect(generation >= lane.lastAcknowledged, "every acknowledged write is present")
+            if complete { lane.survived += 1 }
         }
-        #expect(survived == kills, "\(survived) of \(kills) kills left a complete state")
-        #expect(lastAcknowledged > 0, "the victims got as far as acknowledged writes")
-        // Orphaned temporary files from killed writers are cleaned up by the next writer (the last
-        // victim's may remain; no later writer ran).
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+        lane.orphansSeen = orphansSeen.count
+        lane.leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
             $0.contains(".tmp-")
         }
-        #expect(leftovers.count <= 1, "orphans left: \(leftovers)")
-        Attachment.record(
-            "\(survived) of \(kills) kills left a complete earlier state; \(orphansSeen.count) orphaned temporary files "
-                + "found and removed by the next writer; last acknowledged generation \(lastAcknowledged)",
-            named: "kills.txt")
+        return lane
     }
 
     @Test func fileSizeLimitMakesSynchronizeThrowKeepingOldFileAndValues() throws {

@@ -2,72 +2,33 @@ import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
 /// Runs the `defaults` command in this process through its seam: ``DefaultsCommandRunner`` with the domains in
 /// `directory` (as `XDG_CONFIG_HOME` gives them to the binary) and its standard streams captured.
-struct InProcessCommand: Sendable {
+struct InProcessCommand: DefaultsCommandRunning {
     /// A run that started `watch` instead of finishing: watching is tested with the binary.
     struct NotFinished: Error {}
 
     var directory: URL
 
     func run(_ arguments: [String], standardInput: Data? = nil) throws -> CommandResult {
-        // One byte stream for standard output, text and data alike, as a process has.
-        let output = Locked(Data())
-        let errors = Locked(Data())
-        let io = CommandIO(
-            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
-            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
-            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
-            readStandardInput: { standardInput ?? Data() })
         // No schema directories: these are the command without a schema (SchemaCommandTests has them).
         let domains = CommandDomains(directory: directory, schemaDirectories: [])
-        let runner = DefaultsCommandRunner(domains: domains, io: io)
-        guard case .exit(let status) = runner.run(arguments) else { throw NotFinished() }
-        return CommandResult(
-            status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
-            standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        guard let result = runInProcess(arguments, domains: domains, standardInput: standardInput ?? Data()) else {
+            throw NotFinished()
+        }
+        return result
     }
 }
 
 /// One test's world: a temporary domain directory and the command run in process against it.
-private struct DefaultsFixture: ~Copyable {
-    let directory: TemporaryDirectory
-    let runner: InProcessCommand
+private typealias DefaultsFixture = LiveDefaultsTestHelpers.DefaultsFixture<InProcessCommand>
 
-    init() throws {
-        directory = try TemporaryDirectory()
-        runner = InProcessCommand(directory: directory.url)
-    }
-
-    @discardableResult
-    func defaults(_ arguments: String..., input: Data? = nil) throws -> CommandResult {
-        try runner.run(arguments, standardInput: input)
-    }
-
-    /// Runs and requires success with no error output.
-    @discardableResult
-    func succeed(_ arguments: String..., input: Data? = nil) throws -> String {
-        let result = try runner.run(arguments, standardInput: input)
-        #expect(result.status == 0, "\(arguments): \(result)")
-        #expect(result.standardError.isEmpty, "\(arguments): \(result)")
-        return result.standardOutput
-    }
-
-    func file(_ domain: String) -> URL { directory.file(domain + ".plist") }
-
-    /// The domain's file, decoded.
-    func values(_ domain: String) throws -> [String: PropertyListValue] {
-        let data = try Data(contentsOf: file(domain))
-        return try #require(try PropertyListCodec.decode(data).value.dictionaryValue)
-    }
-
-    /// Writes a domain file directly (binary, as the store writes new files).
-    func seed(_ domain: String, _ values: [String: PropertyListValue]) throws {
-        try PropertyListCodec.encode(.dictionary(values), format: .binary).write(to: file(domain))
-    }
+extension LiveDefaultsTestHelpers.DefaultsFixture where Runner == InProcessCommand {
+    init() throws { try self.init { InProcessCommand(directory: $0.url) } }
 }
 
 @Suite struct DefaultsCommandTests {
@@ -629,12 +590,5 @@ private struct DefaultsFixture: ~Copyable {
         #expect(result.status == 1, "\(result)")
         #expect(result.standardError.contains("com.x"), "\(result)")
         #expect(try Data(contentsOf: fixture.file("com.x")) == garbage)
-    }
-}
-
-extension CommandResult {
-    func expectSuccess(sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(status == 0, "\(self)", sourceLocation: sourceLocation)
-        #expect(standardError.isEmpty, "\(self)", sourceLocation: sourceLocation)
     }
 }

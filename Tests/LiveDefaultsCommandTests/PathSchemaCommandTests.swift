@@ -40,23 +40,12 @@ private struct PathFixture: ~Copyable {
     var schemas: URL { directory.file("schemas") }
 
     func run(_ arguments: [String], input: Data = Data()) -> CommandResult {
-        let output = Locked(Data())
-        let errors = Locked(Data())
-        let io = CommandIO(
-            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
-            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
-            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
-            readStandardInput: { input })
         let domains = CommandDomains(
             directory: directory.file("config"), schemaDirectories: [schemas],
             administeredSettings: AdministeredSettings(
                 systemDirectories: [directory.file("xdg")], managedDirectory: directory.file("managed")))
-        guard case .exit(let status) = DefaultsCommandRunner(domains: domains, io: io).run(arguments) else {
-            return CommandResult(status: -1, standardOutput: "", standardError: "")
-        }
-        return CommandResult(
-            status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
-            standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        return runInProcess(arguments, domains: domains, standardInput: input)
+            ?? CommandResult(status: -1, standardOutput: "", standardError: "")
     }
 
     func succeed(_ arguments: String...) {

@@ -38,22 +38,10 @@ struct SchemaFixture: ~Copyable {
     func succeed(_ arguments: String...) -> String { succeed(arguments) }
 
     func run(_ arguments: [String]) -> CommandResult {
-        let output = Locked(Data())
-        let errors = Locked(Data())
-        let io = CommandIO(
-            standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
-            standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
-            writeStandardOutputData: { data in output.withLock { $0.append(data) } },
-            readStandardInput: { Data() })
         let domains = CommandDomains(
             directory: directory.file("config"), schemaDirectories: [userSchemas, systemSchemas])
-        let outcome = DefaultsCommandRunner(domains: domains, io: io).run(arguments)
-        guard case .exit(let status) = outcome else {
-            return CommandResult(status: -1, standardOutput: "", standardError: "")
-        }
-        return CommandResult(
-            status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
-            standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        return runInProcess(arguments, domains: domains)
+            ?? CommandResult(status: -1, standardOutput: "", standardError: "")
     }
 
     @discardableResult

@@ -1,17 +1,10 @@
 import Foundation
+import LiveDefaultsTestHelpers
 import Observation
 import TestSupport
 import Testing
 
 @testable import LiveDefaults
-
-/// Collects what an observer receives, from any thread.
-final class Recorder<Value: Sendable>: Sendable {
-    private let changes = Locked<[DefaultsChange<Value>]>([])
-    var all: [DefaultsChange<Value>] { changes.withLock { $0 } }
-    var count: Int { all.count }
-    func record(_ change: DefaultsChange<Value>) { changes.withLock { $0.append(change) } }
-}
 
 @Suite struct ObservationTests {
     func makeDefaults(_ directory: borrowing TemporaryDirectory, _ name: String = "com.example.observe") throws

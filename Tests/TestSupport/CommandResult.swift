@@ -1,3 +1,5 @@
+import Testing
+
 /// What a run of the `defaults` command printed and how it exited: in this process through its
 /// seam, or as the built binary.
 public struct CommandResult: Sendable, CustomStringConvertible {
@@ -13,5 +15,13 @@ public struct CommandResult: Sendable, CustomStringConvertible {
 
     public var description: String {
         "exit \(status)\n--- stdout ---\n\(standardOutput)--- stderr ---\n\(standardError)"
+    }
+}
+
+extension CommandResult {
+    /// Expects a run that succeeded: exit status 0 and nothing on standard error.
+    public func expectSuccess(sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(status == 0, "\(self)", sourceLocation: sourceLocation)
+        #expect(standardError.isEmpty, "\(self)", sourceLocation: sourceLocation)
     }
 }

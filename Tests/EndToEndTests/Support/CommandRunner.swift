@@ -1,12 +1,13 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsTestHelpers
 import TestSupport
 
 /// Runs built executables as separate processes, with their own environment, and collects their output.
 ///
 /// `run` waits for the process to finish; `start` returns a ``RunningCommand`` whose output can be awaited
 /// line by line with a deadline (for long-running commands such as `defaults watch`).
-struct CommandRunner: Sendable {
+struct CommandRunner: DefaultsCommandRunning {
     var executable: URL
     var environment: [String: String]
 
