@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 
@@ -267,5 +268,13 @@ import Testing
             return reader.value()
         }
         #expect(read == .some(value))
+        // A value with no references is its one binary-plist object, byte for byte as the binary
+        // writer makes it (the fast path for Booleans and integers included).
+        if let object = BinaryPropertyListWriter.objectBytes(value) {
+            var expected = HistoryBytes()
+            expected.u8(2)
+            expected.data(object)
+            #expect(bytes.bytes == expected.bytes)
+        }
     }
 }

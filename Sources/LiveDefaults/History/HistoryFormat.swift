@@ -53,8 +53,14 @@ struct HistoryBytes {
     var bytes: [UInt8] = []
 
     mutating func u8(_ value: UInt8) { bytes.append(value) }
-    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
-    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    // Byte by byte: appending a buffer of the value's bytes went through the generic
+    // `append(contentsOf:)`, several times per record (docs/design.md, "History: the log", cost).
+    mutating func u32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
+    mutating func u64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
     mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
     mutating func string(_ value: String) {
         var value = value
@@ -98,7 +104,26 @@ struct HistoryBytes {
             return
         }
         // A value that holds no references as its one binary object (as the journal keeps it), a
-        // container as a whole binary property list.
+        // container as a whole binary property list. A Boolean and an integer are written here as
+        // the binary writer writes them, without a buffer of their own.
+        switch value {
+        case .bool(let flag):
+            u8(2)
+            u32(1)
+            u8(flag ? 0x09 : 0x08)
+            return
+        case .integer(let number):
+            u8(2)
+            let size = number < 0 ? 8 : BinaryPropertyListWriter.byteCount(for: UInt64(number))
+            u32(UInt32(1 + size))
+            u8(number < 0 ? 0x13 : 0x10 | UInt8(truncatingIfNeeded: size.trailingZeroBitCount))
+            let bits = UInt64(bitPattern: number)
+            for index in stride(from: size - 1, through: 0, by: -1) {
+                u8(UInt8(truncatingIfNeeded: bits >> (8 * index)))
+            }
+            return
+        default: break
+        }
         if let object = BinaryPropertyListWriter.objectBytes(value) {
             u8(2)
             data(object)
@@ -291,11 +316,13 @@ package enum HistoryFormat {
     private static let encodedWriter = Locked<(writer: DefaultsHistoryEntry.Writer, bytes: [UInt8])?>(nil)
 
     private static func writerBytes(_ writer: DefaultsHistoryEntry.Writer) -> [UInt8] {
-        if let cached = encodedWriter.withLock({ $0 }), cached.writer == writer { return cached.bytes }
-        var bytes = HistoryBytes()
-        bytes.writer(writer)
-        encodedWriter.withLock { $0 = (writer, bytes.bytes) }
-        return bytes.bytes
+        encodedWriter.withLock { cached in
+            if let cached, cached.writer == writer { return cached.bytes }
+            var bytes = HistoryBytes()
+            bytes.writer(writer)
+            cached = (writer, bytes.bytes)
+            return bytes.bytes
+        }
     }
 
     static func encode(_ batch: HistoryBatch) -> [UInt8] {
