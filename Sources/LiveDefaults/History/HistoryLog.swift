@@ -77,6 +77,20 @@ package struct HistoryLog: Sendable {
         return contents
     }
 
+    /// Waits until no writer holds the suite's lock, taking it shared for a moment (docs/design.md,
+    /// "History: reading"). A writer renames the suite file before it appends the change's record,
+    /// so a reader told of the change (the console's redraw) could read the log between the two.
+    /// Returns at once when there is no lock file (no write was made) or it cannot be opened.
+    package func waitForWriter() {
+        let target = SuiteFile(location: SuiteLocation(filePath: suitePath)).resolvedPath()
+        let base = SidecarPlacement.current.base(forSuiteFile: suitePath, target: target)
+        let descriptor = open(
+            SuiteFile.sidecar(of: base, prefix: "", suffix: ".lock"), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }  // closing releases the lock
+        while flock(descriptor, LOCK_SH) != 0, errno == EINTR {}
+    }
+
     /// Opens the log for appending; call under the suite's lock. Nil when it cannot be opened
     /// (reported once per path). The log this value opened last is reused while its path names it.
     package func openForAppending() -> Appender? {
@@ -100,7 +114,7 @@ package struct HistoryLog: Sendable {
             }
         }
         let appender = Appender(path: path, suitePath: suitePath, descriptor: descriptor)
-        kept.withLock { $0 = appender }
+        if HistoryHooks.keepsOpen(forSuiteFile: suitePath) { kept.withLock { $0 = appender } }
         return appender
     }
 
@@ -268,7 +282,9 @@ package struct HistoryLog: Sendable {
             guard output >= 0 else { return }
             var keepsOutput = false
             defer { if !keepsOutput { close(output) } }
-            if !SidecarPlacement.current.isRelocated(suitePath), let owner = FileOwner.forSidecars(ofSuiteFile: suitePath) {
+            if !SidecarPlacement.current.isRelocated(suitePath),
+                let owner = FileOwner.forSidecars(ofSuiteFile: suitePath)
+            {
                 do throws(SystemError) { try owner.give(output, using: SystemFileOperations()) } catch {
                     unlink(temporary)
                     return
