@@ -72,7 +72,12 @@ enum ChildProcess {
         let floor = DecodeFloor(dictionary)
         let binary = must("encoding the binary sample") { try PropertyListCodec.encode(value, format: .binary) }
         let xml = must("encoding the XML sample") { try PropertyListCodec.encode(value, format: .xml) }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
+        // `$LIVEDEFAULTS_REPEAT_DIRECTORY` names the directory instead, so that a measurement can put
+        // something beside the suite first (a directory at the history log's path: the flush without
+        // its history record, docs/performance.md, "History").
+        let directory =
+            ProcessInfo.processInfo.environment["LIVEDEFAULTS_REPEAT_DIRECTORY"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("livedefaults-repeat-\(getpid())")
         if what == "cold" || what == "cold-watch" {
             must("creating \(directory.path)") {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

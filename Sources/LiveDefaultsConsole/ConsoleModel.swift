@@ -415,6 +415,10 @@ package final class ConsoleModel: Sendable {
     /// - Returns: nil when no such domain is open.
     package func history(domain id: String, key: String, revealing: Bool = false) -> ConsoleJSON? {
         guard let reference = open.withLock({ $0[id]?.reference }) else { return nil }
+        // A change event's redraw asks for the history at once, and a writer renames the suite file
+        // before it appends its record: waiting for the writer that holds the suite's lock shows
+        // the change that was announced (docs/design.md, "History: reading").
+        if let log = try? domains.historySource(of: reference) as? HistoryLog { log.waitForWriter() }
         let entries: [DefaultsHistoryEntry]
         do {
             entries = try domains.historyEntries(

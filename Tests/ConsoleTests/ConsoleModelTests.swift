@@ -121,6 +121,42 @@ struct ConsoleModelTests {
         return try #require(history["entries"]?.arrayValue, "history: \(history.text)")
     }
 
+    /// A writer renames the suite file before it appends the change's record, under the suite's lock;
+    /// the page redraws a key's history as soon as it is told of the change: the console's read waits
+    /// for the lock's holder, so it shows the change.
+    @Test func aKeysHistoryWaitsForTheWriterThatHoldsTheSuitesLock() async throws {
+        let fixture = try Fixture()
+        // The test is the writer, between its rename and its append: it holds the suite's lock.
+        let lock = open(fixture.file.path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+        var info = stat()
+        #expect(fstat(lock, &info) == 0)
+        let model = fixture.model
+        let read = Task.detached { model.history(domain: "com.example.app", key: "fontSize") }
+        // The read waits on the lock: /proc/locks lists it as blocked (`->`) on the lock file.
+        func waiting() -> Bool {
+            let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+            return locks.split(separator: "\n").contains { $0.contains("->") && $0.contains(":\(info.st_ino) ") }
+        }
+        let blocked = await eventually(within: 20) { waiting() }
+        #expect(blocked, "the history was read without waiting for the suite's lock")
+        let log = HistoryLog(suitePath: fixture.file.path, suite: "com.example.app")
+        let appender = try #require(log.openForAppending())
+        appender.append(
+            [
+                HistoryBatch(
+                    time: 1, writer: nil, marker: nil,
+                    changes: [
+                        HistoryChange(key: "fontSize", oldValue: .integer(14), newValue: .integer(30), origin: .outside)
+                    ])
+            ], retention: .standard)
+        #expect(flock(lock, LOCK_UN) == 0)
+        close(lock)
+        let history = try #require(await read.value)
+        let first = try #require(history["entries"]?.arrayValue?.first)
+        #expect(first["new"] == "30", "\(history.text)")
+    }
+
     @Test func aKeysHistoryIsNewestFirstWithWhoWroteIt() throws {
         let fixture = try Fixture()
         let edit = ConsoleModel.Edit(kind: "text", text: "20")

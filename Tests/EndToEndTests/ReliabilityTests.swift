@@ -205,6 +205,9 @@ import Testing
         // A journal open for writing would keep the file system busy (no read-only remount).
         JournalHooks.unmappableDirectories.withLock { _ = $0.insert(disk.path) }
         defer { JournalHooks.unmappableDirectories.withLock { _ = $0.remove(disk.path) } }
+        // Nor may the history's log stay open between flushes.
+        HistoryHooks.closedLogDirectories.withLock { _ = $0.insert(disk.path) }
+        defer { HistoryHooks.closedLogDirectories.withLock { _ = $0.remove(disk.path) } }
         let defaults = try Defaults(
             suiteName: "com.example.readonly", directory: URL(fileURLWithPath: disk.path), watchesFiles: false)
         defaults.set("small", forKey: "before")

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsPropertyList
 import TestSupport
 import Testing
 
@@ -80,6 +81,51 @@ import Testing
         var info = stat()
         #expect(stat(Self.logPath(directory), &info) == 0 && info.st_size <= 16 * 1024 * 5 / 4 + 4096)
         #expect(try defaults.history(forKey: "text").last?.newValue?.stringValue?.hasSuffix("59") == true)
+    }
+
+    /// The log stays open between flushes (docs/design.md, "History: the log"): two appenders of
+    /// one log, as two processes hold it, each see the other's records and the file the other's
+    /// prune renamed over the log.
+    @Test func twoWritersThatKeepTheLogOpenSeeEachOthersAppendsAndPrunes() throws {
+        let directory = try TemporaryDirectory()
+        let suitePath = directory.url.path + "/com.example.history.plist"
+        let logs = [HistoryLog(suitePath: suitePath, suite: "s"), HistoryLog(suitePath: suitePath, suite: "s")]
+        let retention = DefaultsHistoryRetention(maxEntries: 8, maxBytes: 1 << 20)
+        // How often the log's path named a new file (a prune); a freed inode may be reused later.
+        var previous: UInt64 = 0
+        var replacements = 0
+        for round in 0..<40 {
+            let appender = try #require(logs[round % 2].openForAppending())
+            let change = HistoryChange(
+                key: "n", oldValue: round == 0 ? nil : .integer(Int64(round - 1)), newValue: .integer(Int64(round)),
+                origin: .program)
+            appender.append(
+                [HistoryBatch(time: Int64(round), writer: HistoryIdentity.current, marker: nil, changes: [change])],
+                retention: retention)
+            var info = stat()
+            #expect(stat(logs[0].path, &info) == 0)
+            if previous != 0, UInt64(info.st_ino) != previous { replacements += 1 }
+            previous = UInt64(info.st_ino)
+        }
+        #expect(replacements >= 2, "the log was not pruned by both writers")
+        let entries = logs[0].read().entries(suite: "s")
+        #expect(entries.count >= 8 && entries.count <= 10, "\(entries.count)")
+        #expect(entries.map(\.id) == Array(UInt64(41 - entries.count)...40))
+        #expect(entries.map(\.newValue) == ((40 - entries.count)..<40).map { .integer(Int64($0)) })
+    }
+
+    @Test func aLogRemovedBetweenFlushesIsMadeAgain() throws {
+        let directory = try TemporaryDirectory()
+        let defaults = try Self.open(directory)
+        defaults.set(.integer(1), forKey: "n")
+        try defaults.synchronize()
+        #expect(unlink(Self.logPath(directory)) == 0)
+        defaults.set(.integer(2), forKey: "n")
+        try defaults.synchronize()
+        let entries = try defaults.history()
+        #expect(entries.map(\.newValue) == [.integer(2)])
+        var info = stat()
+        #expect(stat(Self.logPath(directory), &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
     @Test func aTornTailIsIgnoredAndTheNextAppendKeepsEveryWholeEntry() throws {
@@ -225,5 +271,13 @@ import Testing
             return reader.value()
         }
         #expect(read == .some(value))
+        // A value with no references is its one binary-plist object, byte for byte as the binary
+        // writer makes it (the fast path for Booleans and integers included).
+        if let object = BinaryPropertyListWriter.objectBytes(value) {
+            var expected = HistoryBytes()
+            expected.u8(2)
+            expected.data(object)
+            #expect(bytes.bytes == expected.bytes)
+        }
     }
 }

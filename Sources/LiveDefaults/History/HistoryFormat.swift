@@ -53,8 +53,14 @@ struct HistoryBytes {
     var bytes: [UInt8] = []
 
     mutating func u8(_ value: UInt8) { bytes.append(value) }
-    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
-    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    // Byte by byte: appending a buffer of the value's bytes went through the generic
+    // `append(contentsOf:)`, several times per record (docs/design.md, "History: the log", cost).
+    mutating func u32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
+    mutating func u64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
     mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
     mutating func string(_ value: String) {
         var value = value
@@ -66,6 +72,19 @@ struct HistoryBytes {
     mutating func data(_ value: [UInt8]) {
         u32(UInt32(value.count))
         bytes.append(contentsOf: value)
+    }
+
+    /// The suite file's identity as five words (zeros for none), without an array of them.
+    mutating func marker(_ identity: FileIdentity?) {
+        guard let identity else {
+            bytes.append(contentsOf: repeatElement(0, count: 40))
+            return
+        }
+        u64(identity.device)
+        u64(identity.inode)
+        u64(UInt64(bitPattern: identity.size))
+        i64(Int64(identity.modified.tv_sec) * 1_000_000_000 + Int64(identity.modified.tv_nsec))
+        i64(Int64(identity.changed.tv_sec) * 1_000_000_000 + Int64(identity.changed.tv_nsec))
     }
 
     mutating func writer(_ writer: DefaultsHistoryEntry.Writer) {
@@ -85,7 +104,26 @@ struct HistoryBytes {
             return
         }
         // A value that holds no references as its one binary object (as the journal keeps it), a
-        // container as a whole binary property list.
+        // container as a whole binary property list. A Boolean and an integer are written here as
+        // the binary writer writes them, without a buffer of their own.
+        switch value {
+        case .bool(let flag):
+            u8(2)
+            u32(1)
+            u8(flag ? 0x09 : 0x08)
+            return
+        case .integer(let number):
+            u8(2)
+            let size = number < 0 ? 8 : BinaryPropertyListWriter.byteCount(for: UInt64(number))
+            u32(UInt32(1 + size))
+            u8(number < 0 ? 0x13 : 0x10 | UInt8(truncatingIfNeeded: size.trailingZeroBitCount))
+            let bits = UInt64(bitPattern: number)
+            for index in stride(from: size - 1, through: 0, by: -1) {
+                u8(UInt8(truncatingIfNeeded: bits >> (8 * index)))
+            }
+            return
+        default: break
+        }
         if let object = BinaryPropertyListWriter.objectBytes(value) {
             u8(2)
             data(object)
@@ -202,15 +240,6 @@ struct HistoryReader {
 }
 
 extension FileIdentity {
-    /// The identity as five words (zero for none), as the log keeps it.
-    func words() -> [UInt64] {
-        [
-            device, inode, UInt64(bitPattern: size),
-            UInt64(bitPattern: Int64(modified.tv_sec) * 1_000_000_000 + Int64(modified.tv_nsec)),
-            UInt64(bitPattern: Int64(changed.tv_sec) * 1_000_000_000 + Int64(changed.tv_nsec)),
-        ]
-    }
-
     init?(words: [UInt64]) {
         guard words.count == 5, words.contains(where: { $0 != 0 }) else { return nil }
         var info = stat()
@@ -254,15 +283,21 @@ package enum HistoryFormat {
 
     static func encodeHeader(_ header: Header) -> [UInt8] {
         var bytes = HistoryBytes()
+        bytes.bytes.reserveCapacity(headerSize)
+        encodeHeader(header, into: &bytes)
+        return bytes.bytes
+    }
+
+    /// Appends the header's 96 bytes to `bytes`.
+    static func encodeHeader(_ header: Header, into bytes: inout HistoryBytes) {
         bytes.bytes.append(contentsOf: magic)
         bytes.u32(version)
         bytes.u32(0)
         bytes.u64(UInt64(header.end))
         bytes.u64(header.entries)
         bytes.u64(header.nextSequence)
-        for word in header.marker?.words() ?? [0, 0, 0, 0, 0] { bytes.u64(word) }
-        while bytes.bytes.count < headerSize { bytes.u8(0) }
-        return bytes.bytes
+        bytes.marker(header.marker)
+        bytes.bytes.append(contentsOf: repeatElement(0, count: 16))
     }
 
     /// The header; nil when the bytes are not a header of this format.
@@ -281,38 +316,50 @@ package enum HistoryFormat {
     private static let encodedWriter = Locked<(writer: DefaultsHistoryEntry.Writer, bytes: [UInt8])?>(nil)
 
     private static func writerBytes(_ writer: DefaultsHistoryEntry.Writer) -> [UInt8] {
-        if let cached = encodedWriter.withLock({ $0 }), cached.writer == writer { return cached.bytes }
-        var bytes = HistoryBytes()
-        bytes.writer(writer)
-        encodedWriter.withLock { $0 = (writer, bytes.bytes) }
-        return bytes.bytes
+        encodedWriter.withLock { cached in
+            if let cached, cached.writer == writer { return cached.bytes }
+            var bytes = HistoryBytes()
+            bytes.writer(writer)
+            cached = (writer, bytes.bytes)
+            return bytes.bytes
+        }
     }
 
     static func encode(_ batch: HistoryBatch) -> [UInt8] {
-        var payload = HistoryBytes()
-        payload.bytes.reserveCapacity(128 + batch.changes.count * 64)
-        payload.u64(batch.firstSequence)
-        payload.i64(batch.time)
-        for word in batch.marker?.words() ?? [0, 0, 0, 0, 0] { payload.u64(word) }
-        if let writer = batch.writer {
-            payload.u8(1)
-            payload.bytes.append(contentsOf: writerBytes(writer))
-        } else {
-            payload.u8(0)
-        }
-        payload.u32(UInt32(batch.changes.count))
-        for change in batch.changes {
-            payload.u8(originCode(change.origin))
-            payload.string(change.key)
-            payload.value(change.oldValue)
-            payload.value(change.newValue)
-        }
         var record = HistoryBytes()
-        record.u32(UInt32(payload.bytes.count))
-        record.u32(payload.bytes.withUnsafeBytes { CRC32.checksum($0) })
-        record.bytes.append(contentsOf: payload.bytes)
-        while record.bytes.count % 8 != 0 { record.u8(0) }
+        record.bytes.reserveCapacity(136 + batch.changes.count * 64)
+        encode(batch, into: &record)
         return record.bytes
+    }
+
+    /// Appends the record of `batch` to `record`: its payload written in place after room for the
+    /// length and the CRC, which are filled in after (one buffer, no copy of the payload).
+    static func encode(_ batch: HistoryBatch, into record: inout HistoryBytes) {
+        let start = record.bytes.count
+        record.u64(0)
+        record.u64(batch.firstSequence)
+        record.i64(batch.time)
+        record.marker(batch.marker)
+        if let writer = batch.writer {
+            record.u8(1)
+            record.bytes.append(contentsOf: writerBytes(writer))
+        } else {
+            record.u8(0)
+        }
+        record.u32(UInt32(batch.changes.count))
+        for change in batch.changes {
+            record.u8(originCode(change.origin))
+            record.string(change.key)
+            record.value(change.oldValue)
+            record.value(change.newValue)
+        }
+        let length = record.bytes.count - start - 8
+        record.bytes.withUnsafeMutableBytes { bytes in
+            let checksum = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[(start + 8)...]))
+            bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+            bytes.storeBytes(of: checksum.littleEndian, toByteOffset: start + 4, as: UInt32.self)
+        }
+        while (record.bytes.count - start) % 8 != 0 { record.u8(0) }
     }
 
     /// The record at `offset`: the batch and the offset after it; nil when there is no whole record

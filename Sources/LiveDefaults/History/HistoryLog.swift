@@ -9,6 +9,9 @@ package struct HistoryLog: Sendable {
     /// The suite file's path.
     package let suitePath: String
     package let suite: String
+    /// The log kept open between writes (docs/design.md, "History: the log"): reused while the
+    /// log's path still names the file it has open.
+    private let kept = Locked<Appender?>(nil)
 
     package init(suitePath: String, suite: String) {
         self.suitePath = suitePath
@@ -74,9 +77,24 @@ package struct HistoryLog: Sendable {
         return contents
     }
 
+    /// Waits until no writer holds the suite's lock, taking it shared for a moment (docs/design.md,
+    /// "History: reading"). A writer renames the suite file before it appends the change's record,
+    /// so a reader told of the change (the console's redraw) could read the log between the two.
+    /// Returns at once when there is no lock file (no write was made) or it cannot be opened.
+    package func waitForWriter() {
+        let target = SuiteFile(location: SuiteLocation(filePath: suitePath)).resolvedPath()
+        let base = SidecarPlacement.current.base(forSuiteFile: suitePath, target: target)
+        let descriptor = open(
+            SuiteFile.sidecar(of: base, prefix: "", suffix: ".lock"), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }  // closing releases the lock
+        while flock(descriptor, LOCK_SH) != 0, errno == EINTR {}
+    }
+
     /// Opens the log for appending; call under the suite's lock. Nil when it cannot be opened
-    /// (reported once per path).
+    /// (reported once per path). The log this value opened last is reused while its path names it.
     package func openForAppending() -> Appender? {
+        if let appender = kept.withLock({ $0 }), appender.isCurrent() { return appender }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             let code = errno
@@ -95,34 +113,75 @@ package struct HistoryLog: Sendable {
                 return nil
             }
         }
-        return Appender(log: self, descriptor: descriptor)
+        let appender = Appender(path: path, suitePath: suitePath, descriptor: descriptor)
+        if HistoryHooks.keepsOpen(forSuiteFile: suitePath) { kept.withLock { $0 = appender } }
+        return appender
     }
 
-    /// The log opened under the suite's lock: what it says of the suite file, and appending.
-    package final class Appender {
-        let log: HistoryLog
-        private let descriptor: Int32
+    /// The log opened under the suite's lock: what it says of the suite file, and appending. Kept
+    /// open between writes by its ``HistoryLog``, and used only under the suite's lock.
+    package final class Appender: @unchecked Sendable {
+        let path: String
+        let suitePath: String
+        private var descriptor: Int32
         private(set) var header = HistoryFormat.Header()
         private var size = 0
+        /// The file open at `descriptor` (device and inode): the log while its path names it.
+        private var device: UInt64 = 0
+        private var inode: UInt64 = 0
+        /// The header's bytes as this process last read or wrote them: when the file's header
+        /// still holds them, and the file's size is the one this process left, no other process
+        /// appended since and nothing needs decoding.
+        private var headerBytes = [UInt8](repeating: 0, count: HistoryFormat.headerSize)
+        private var scratch = [UInt8](repeating: 0, count: HistoryFormat.headerSize)
+        /// Reused for each append's bytes.
+        private var buffer = HistoryBytes()
 
-        init(log: HistoryLog, descriptor: Int32) {
-            self.log = log
+        init(path: String, suitePath: String, descriptor: Int32) {
+            self.path = path
+            self.suitePath = suitePath
             self.descriptor = descriptor
             var info = stat()
-            size = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
-            var bytes = [UInt8](repeating: 0, count: HistoryFormat.headerSize)
-            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-            if read == HistoryFormat.headerSize, let found = bytes.withUnsafeBytes({ HistoryFormat.decodeHeader($0) }) {
+            if fstat(descriptor, &info) == 0 {
+                device = UInt64(info.st_dev)
+                inode = UInt64(info.st_ino)
+                size = Int(info.st_size)
+            }
+            load()
+        }
+
+        deinit { close(descriptor) }
+
+        /// Reads the header (and adopts a tail past its end); `size` is the file's.
+        private func load() {
+            let read = headerBytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            if read == HistoryFormat.headerSize,
+                let found = headerBytes.withUnsafeBytes({ HistoryFormat.decodeHeader($0) })
+            {
                 header = found
                 // Records a writer appended but whose header update it did not finish: adopted.
                 if size > header.end { adoptTail() }
             } else {
                 header = HistoryFormat.Header()
                 size = 0
+                for index in headerBytes.indices { headerBytes[index] = 0 }
             }
         }
 
-        deinit { close(descriptor) }
+        /// Whether the log's path still names the file open here (not pruned by a rename, removed
+        /// or replaced since), with the header brought up to date: another process may have appended.
+        func isCurrent() -> Bool {
+            var info = stat()
+            guard stat(path, &info) == 0, UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode else {
+                return false
+            }
+            let found = Int(info.st_size)
+            let read = scratch.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            if found == size, read == HistoryFormat.headerSize, scratch == headerBytes { return true }
+            size = found
+            load()
+            return true
+        }
 
         /// The suite file as the log's last record left it.
         var marker: FileIdentity? { header.marker }
@@ -145,25 +204,27 @@ package struct HistoryLog: Sendable {
 
         /// Appends `batches` (numbering their entries) and prunes when past a bound by a quarter.
         package func append(_ batches: [HistoryBatch], retention: DefaultsHistoryRetention) {
-            var bytes: [UInt8] = []
-            if size < HistoryFormat.headerSize { bytes = HistoryFormat.encodeHeader(header) }
-            let start = bytes.isEmpty ? header.end : 0
+            buffer.bytes.removeAll(keepingCapacity: true)
+            if size < HistoryFormat.headerSize { HistoryFormat.encodeHeader(header, into: &buffer) }
+            let start = buffer.bytes.isEmpty ? header.end : 0
             var appended = header
             for var batch in batches where !batch.changes.isEmpty || batch.marker != appended.marker {
                 batch.firstSequence = appended.nextSequence
-                bytes += HistoryFormat.encode(batch)
+                HistoryFormat.encode(batch, into: &buffer)
                 appended.nextSequence += UInt64(batch.changes.count)
                 appended.entries += UInt64(batch.changes.count)
                 appended.marker = batch.marker
             }
-            appended.end = (bytes.isEmpty ? header.end : start + bytes.count)
+            appended.end = (buffer.bytes.isEmpty ? header.end : start + buffer.bytes.count)
             guard appended != header else { return }
-            let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(start)) }
-            guard written == bytes.count else { return }
+            let written = buffer.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(start)) }
+            guard written == buffer.bytes.count else { return }
             if size > appended.end { _ = ftruncate(descriptor, off_t(appended.end)) }
             // The header last: a process that dies before it leaves whole records the next writer adopts.
-            let encoded = HistoryFormat.encodeHeader(appended)
-            _ = encoded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+            buffer.bytes.removeAll(keepingCapacity: true)
+            HistoryFormat.encodeHeader(appended, into: &buffer)
+            _ = buffer.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+            swap(&headerBytes, &buffer.bytes)
             header = appended
             size = appended.end
             if header.entries > UInt64(retention.maxEntries + retention.maxEntries / 4)
@@ -216,12 +277,13 @@ package struct HistoryLog: Sendable {
             contents.batches = []
             var file = HistoryFormat.encodeHeader(pruned)
             for record in kept.reversed() { file += record }
-            let temporary = log.path + ".tmp-\(getpid())"
-            let output = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            let temporary = path + ".tmp-\(getpid())"
+            let output = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard output >= 0 else { return }
-            defer { close(output) }
-            if !SidecarPlacement.current.isRelocated(log.suitePath),
-                let owner = FileOwner.forSidecars(ofSuiteFile: log.suitePath)
+            var keepsOutput = false
+            defer { if !keepsOutput { close(output) } }
+            if !SidecarPlacement.current.isRelocated(suitePath),
+                let owner = FileOwner.forSidecars(ofSuiteFile: suitePath)
             {
                 do throws(SystemError) { try owner.give(output, using: SystemFileOperations()) } catch {
                     unlink(temporary)
@@ -229,11 +291,20 @@ package struct HistoryLog: Sendable {
                 }
             }
             let written = file.withUnsafeBytes { write(output, $0.baseAddress, $0.count) }
-            guard written == file.count, rename(temporary, log.path) == 0 else {
+            var info = stat()
+            guard written == file.count, fstat(output, &info) == 0, rename(temporary, path) == 0 else {
                 unlink(temporary)
                 return
             }
+            // The new file is the log now: kept open in place of the old one.
+            close(descriptor)
+            descriptor = output
+            keepsOutput = true
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
             header = pruned
+            size = file.count
+            headerBytes = Array(file[0..<HistoryFormat.headerSize])
         }
     }
 }

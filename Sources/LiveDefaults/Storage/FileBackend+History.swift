@@ -135,15 +135,14 @@ struct HistoryRecording {
     }
 
     /// Appends what was gathered; the file the write left is `identity` (nil: removed).
-    func finish(leaving identity: FileIdentity?) {
-        var batches = batches
+    mutating func finish(leaving identity: FileIdentity?) {
         // Each record of this write names the file as the write left it; an outside change's, the
         // file as it was found.
         for index in batches.indices where !batches[index].changes.allSatisfy({ $0.origin == .outside }) {
             batches[index].marker = identity
         }
         if let last = batches.indices.last { batches[last].marker = identity }
-        appender.append(batches, retention: HistoryIdentity.retention(forSuiteFile: appender.log.suitePath))
+        appender.append(batches, retention: HistoryIdentity.retention(forSuiteFile: appender.suitePath))
     }
 
     /// The origins of the changes a write took (``JournalSlot/markedOrigins``).
