@@ -31,15 +31,8 @@ extension RemoteCommandDomain {
         }
         guard !planned.isEmpty else { return [] }
         for (key, value) in planned {
-            guard let value, let entry = schema?[key] else { continue }
-            let mismatches = entry.admit(value, textIsUntyped: false).mismatches
-            if !mismatches.isEmpty {
-                throw DefaultsError(
-                    .schemaMismatch,
-                    "Rolling back \"\(key)\" of fleet suite \"\(suiteName)\" would set a value the schema refuses ("
-                        + mismatches.map { "\($0.path) \($0.reason)" }.joined(separator: "; ")
-                        + "); nothing was rolled back.",
-                    suite: suiteName)
+            if let refusal = schema?.rollbackRefusal(of: key, to: value, suite: suiteName, kind: "fleet suite") {
+                throw refusal
             }
         }
         try commit(planned, origin: .rollback)

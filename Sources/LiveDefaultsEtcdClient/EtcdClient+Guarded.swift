@@ -1,5 +1,15 @@
 import Foundation
 
+extension EtcdCompare {
+    /// A compare that holds while `key` still has the modification revision `modRevision` (0:
+    /// while it is absent): the guard of every compare-and-set the client makes.
+    static func unchanged(_ key: Data, since modRevision: Int64) -> EtcdCompare {
+        modRevision == 0
+            ? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
+            : EtcdCompare(result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: EtcdInt64(modRevision))
+    }
+}
+
 extension EtcdClient {
     /// Puts and deletes in one transaction that applies only if each of `unchanged`'s keys still has
     /// its modification revision (0: the key is still absent). Never tried again here, nor on another
@@ -9,14 +19,7 @@ extension EtcdClient {
     package func commit(
         puts: [(key: Data, value: Data)], deletes: [Data], unchanged: [(key: Data, modRevision: Int64)]
     ) throws -> (succeeded: Bool, revision: Int64) {
-        let compares = unchanged.map { guarded in
-            guarded.modRevision == 0
-                ? EtcdCompare(
-                    result: .EQUAL, target: .CREATE, key: EtcdBytes(guarded.key), create_revision: EtcdInt64(0))
-                : EtcdCompare(
-                    result: .EQUAL, target: .MOD, key: EtcdBytes(guarded.key),
-                    mod_revision: EtcdInt64(guarded.modRevision))
-        }
+        let compares = unchanged.map { EtcdCompare.unchanged($0.key, since: $0.modRevision) }
         let operations =
             puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }
@@ -100,14 +103,7 @@ extension EtcdClient {
         puts: [(key: Data, value: Data)], deletes: [Data], deleteRanges: [(from: Data, to: Data)],
         unchanged: [(key: Data, modRevision: Int64)], readOnFailure: [Data]
     ) throws -> GuardedOutcome {
-        let compares = unchanged.map { guarded in
-            guarded.modRevision == 0
-                ? EtcdCompare(
-                    result: .EQUAL, target: .CREATE, key: EtcdBytes(guarded.key), create_revision: EtcdInt64(0))
-                : EtcdCompare(
-                    result: .EQUAL, target: .MOD, key: EtcdBytes(guarded.key),
-                    mod_revision: EtcdInt64(guarded.modRevision))
-        }
+        let compares = unchanged.map { EtcdCompare.unchanged($0.key, since: $0.modRevision) }
         let operations =
             puts.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes($0.key), value: EtcdBytes($0.value))) }
             + deletes.map { EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes($0))) }

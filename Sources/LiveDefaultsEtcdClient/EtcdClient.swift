@@ -129,13 +129,7 @@ package final class EtcdClient: Sendable {
         for _ in 0..<attempts {
             let current: EtcdRangeResponse = try call("/v3/kv/range", EtcdRangeRequest(key: EtcdBytes(key)))
             let existing = current.kvs?.first
-            let compare =
-                existing.map {
-                    EtcdCompare(
-                        result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: $0.mod_revision ?? EtcdInt64(0)
-                    )
-                }
-                ?? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
+            let compare = EtcdCompare.unchanged(key, since: existing?.mod_revision?.value ?? 0)
             let operation =
                 try transform(existing.map { $0.value?.data ?? Data() }).map {
                     EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0)))
@@ -164,10 +158,7 @@ package final class EtcdClient: Sendable {
     /// - Returns: Whether the compare held (the change was made), and the answer's revision.
     package func compareAndSet(key: Data, modRevision: Int64, value: Data?) throws -> (succeeded: Bool, revision: Int64)
     {
-        let compare =
-            modRevision == 0
-            ? EtcdCompare(result: .EQUAL, target: .CREATE, key: EtcdBytes(key), create_revision: EtcdInt64(0))
-            : EtcdCompare(result: .EQUAL, target: .MOD, key: EtcdBytes(key), mod_revision: EtcdInt64(modRevision))
+        let compare = EtcdCompare.unchanged(key, since: modRevision)
         let operation =
             value.map { EtcdRequestOp(request_put: EtcdPutRequest(key: EtcdBytes(key), value: EtcdBytes($0))) }
             ?? EtcdRequestOp(request_delete_range: EtcdDeleteRangeRequest(key: EtcdBytes(key)))

@@ -2,6 +2,7 @@ import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
 import LiveDefaultsConsole
+import Synchronization
 import TestSupport
 import Testing
 
@@ -132,7 +133,14 @@ struct ConsoleModelTests {
         var info = stat()
         #expect(fstat(lock, &info) == 0)
         let model = fixture.model
-        let read = Task.detached { model.history(domain: "com.example.app", key: "fontSize") }
+        // On a thread of its own, not a task: the read blocks on the lock, and a task would hold one
+        // of the cooperative pool's few threads (on 2 cores, under the thread sanitizer with every
+        // suite running, it did not start within the wait below).
+        let result = Mutex<ConsoleJSON??>(nil)
+        Thread.detachNewThread {
+            let history = model.history(domain: "com.example.app", key: "fontSize")
+            result.withLock { $0 = .some(history) }
+        }
         // The read waits on the lock: /proc/locks lists it as blocked (`->`) on the lock file.
         func waiting() -> Bool {
             let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
@@ -152,7 +160,8 @@ struct ConsoleModelTests {
             ], retention: .standard)
         #expect(flock(lock, LOCK_UN) == 0)
         close(lock)
-        let history = try #require(await read.value)
+        #expect(await eventually { result.withLock { $0 != nil } }, "the history read did not end")
+        let history = try #require(result.withLock { $0 } ?? nil)
         let first = try #require(history["entries"]?.arrayValue?.first)
         #expect(first["new"] == "30", "\(history.text)")
     }

@@ -164,16 +164,8 @@ extension Defaults {
                         + (forcingSource(ofKey: key).map { " in \($0)" } ?? "") + "; nothing was rolled back.",
                     suite: suiteName)
             }
-            if let value, let entry = schema?[key] {
-                let mismatches = entry.admit(value, textIsUntyped: false).mismatches
-                if !mismatches.isEmpty {
-                    throw DefaultsError(
-                        .schemaMismatch,
-                        "Rolling back \"\(key)\" of suite \"\(suiteName)\" would set a value the schema refuses ("
-                            + mismatches.map { "\($0.path) \($0.reason)" }.joined(separator: "; ")
-                            + "); nothing was rolled back.",
-                        suite: suiteName)
-                }
+            if let refusal = schema?.rollbackRefusal(of: key, to: value, suite: suiteName, kind: "suite") {
+                throw refusal
             }
         }
         suite.set(planned, origin: .rollback)
@@ -189,5 +181,23 @@ extension Defaults {
                 suite: suiteName)
         }
         return source
+    }
+}
+
+extension DefaultsSchema {
+    /// Why rolling `key` back to `value` is refused: a value the schema's entry for the key does
+    /// not admit (a removal always is admitted); nil when it is admitted. For a local suite and a
+    /// fleet suite alike (`kind`: "suite", "fleet suite").
+    package func rollbackRefusal(of key: String, to value: PropertyListValue?, suite: String, kind: String)
+        -> DefaultsError?
+    {
+        guard let value, let entry = self[key] else { return nil }
+        let mismatches = entry.admit(value, textIsUntyped: false).mismatches
+        guard !mismatches.isEmpty else { return nil }
+        return DefaultsError(
+            .schemaMismatch,
+            "Rolling back \"\(key)\" of \(kind) \"\(suite)\" would set a value the schema refuses ("
+                + mismatches.map { "\($0.path) \($0.reason)" }.joined(separator: "; ") + "); nothing was rolled back.",
+            suite: suite)
     }
 }
