@@ -418,7 +418,12 @@ package final class ConsoleModel: Sendable {
         // A change event's redraw asks for the history at once, and a writer renames the suite file
         // before it appends its record: waiting for the writer that holds the suite's lock shows
         // the change that was announced (docs/design.md, "History: reading").
-        if let log = try? domains.historySource(of: reference) as? HistoryLog { log.waitForWriter() }
+        switch reference {
+        case .remote:
+            break  // A fleet suite's history is etcd's, read below in one range: no writer to wait for.
+        default:
+            if let log = try? domains.historySource(of: reference) as? HistoryLog { log.waitForWriter() }
+        }
         let entries: [DefaultsHistoryEntry]
         do {
             entries = try domains.historyEntries(
