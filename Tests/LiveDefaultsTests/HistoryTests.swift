@@ -256,11 +256,35 @@ import Testing
 }
 
 @Suite struct HistoryFormatTests {
+    /// The CRC-32 of records and journal entries, eight bytes a step: zlib's check value, and the
+    /// one-byte-at-a-time table's result for every length and alignment up to 40 bytes.
+    @Test func theChecksumIsZlibsCRC32() {
+        #expect(Array("123456789".utf8).withUnsafeBytes { CRC32.checksum($0) } == 0xCBF4_3926)
+        func reference(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+            }
+            return ~crc
+        }
+        let bytes = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for start in 0..<8 {
+            for count in 0...40 {
+                let slice = bytes[start..<(start + count)]
+                #expect(slice.withUnsafeBytes { CRC32.checksum($0) } == reference(slice), "at \(start), \(count) bytes")
+            }
+        }
+    }
+
     @Test(arguments: [
         PropertyListValue.bool(true), .bool(false), .integer(0), .integer(200), .integer(70_000),
         .integer(5_000_000_000),
         .integer(-1), .integer(.min), .integer(.max), .real(1.5), .real(-0.0), .string(""), .string("short"),
-        .string(String(repeating: "long ", count: 100)), .string("é non-ASCII"), .array([.integer(1)]),
+        .string(String(repeating: "long ", count: 100)), .string("é non-ASCII"),
+        .string(String(repeating: "a", count: 14)), .string(String(repeating: "b", count: 15)),
+        .string(String(repeating: "c", count: 255)), .string(String(repeating: "d", count: 256)),
+        .string(String(repeating: "e", count: 70_000)), .array([.integer(1)]),
         .dictionary(["a": .string("b")]), .data(Data([1, 2])), .date(Date(timeIntervalSince1970: 1_700_000_000)),
     ])
     func aValueReadsBackAsWritten(value: PropertyListValue) throws {

@@ -52,21 +52,24 @@ package struct HistoryBatch: Sendable, Equatable {
 struct HistoryBytes {
     var bytes: [UInt8] = []
 
+    /// Zeros to grow `bytes` by with one copy (``span(_:_:)``).
+    static let zeros = [UInt8](repeating: 0, count: 128)
+
     mutating func u8(_ value: UInt8) { bytes.append(value) }
-    // Byte by byte: appending a buffer of the value's bytes went through the generic
-    // `append(contentsOf:)`, several times per record (docs/design.md, "History: the log", cost).
+    // A number's bytes as one copy of its little-endian form (docs/design.md, "History: the log",
+    // cost): byte by byte was eight appends for a `u64`, each with its capacity check.
     mutating func u32(_ value: UInt32) {
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
     mutating func u64(_ value: UInt64) {
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
     mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
     mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { text in
             u32(UInt32(text.count))
-            bytes.append(contentsOf: text)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(text))
         }
     }
     mutating func data(_ value: [UInt8]) {
@@ -74,17 +77,24 @@ struct HistoryBytes {
         bytes.append(contentsOf: value)
     }
 
-    /// The suite file's identity as five words (zeros for none), without an array of them.
-    mutating func marker(_ identity: FileIdentity?) {
-        guard let identity else {
-            bytes.append(contentsOf: repeatElement(0, count: 40))
-            return
-        }
-        u64(identity.device)
-        u64(identity.inode)
-        u64(UInt64(bitPattern: identity.size))
-        i64(Int64(identity.modified.tv_sec) * 1_000_000_000 + Int64(identity.modified.tv_nsec))
-        i64(Int64(identity.changed.tv_sec) * 1_000_000_000 + Int64(identity.changed.tv_nsec))
+    /// Appends `count` (at most 128) zero bytes and lets `fill` store fixed fields into them: a
+    /// record's or a header's fixed part as one span, not a field at a time.
+    mutating func span(_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        let start = bytes.count
+        bytes.append(contentsOf: Self.zeros[0..<count])
+        bytes.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+    }
+
+    /// Stores the suite file's identity as five words (zeros for none) at `offset` of `span`.
+    static func store(marker identity: FileIdentity?, in span: UnsafeMutableRawBufferPointer, at offset: Int) {
+        guard let identity else { return }  // (the span is zeros)
+        span.storeBytes(of: identity.device.littleEndian, toByteOffset: offset, as: UInt64.self)
+        span.storeBytes(of: identity.inode.littleEndian, toByteOffset: offset + 8, as: UInt64.self)
+        span.storeBytes(of: UInt64(bitPattern: identity.size).littleEndian, toByteOffset: offset + 16, as: UInt64.self)
+        let modified = Int64(identity.modified.tv_sec) * 1_000_000_000 + Int64(identity.modified.tv_nsec)
+        let changed = Int64(identity.changed.tv_sec) * 1_000_000_000 + Int64(identity.changed.tv_nsec)
+        span.storeBytes(of: modified.littleEndian, toByteOffset: offset + 24, as: Int64.self)
+        span.storeBytes(of: changed.littleEndian, toByteOffset: offset + 32, as: Int64.self)
     }
 
     mutating func writer(_ writer: DefaultsHistoryEntry.Writer) {
@@ -122,6 +132,8 @@ struct HistoryBytes {
                 u8(UInt8(truncatingIfNeeded: bits >> (8 * index)))
             }
             return
+        case .string(let text):
+            if ascii(text) { return }
         default: break
         }
         if let object = BinaryPropertyListWriter.objectBytes(value) {
@@ -130,6 +142,35 @@ struct HistoryBytes {
         } else {
             u8(1)
             data(Array(BinaryPropertyListWriter.encode(value)))
+        }
+    }
+}
+
+extension HistoryBytes {
+    /// An ASCII string's value as the binary writer writes its one object (marker, length, bytes),
+    /// without a buffer of its own; false (nothing written) when the string is not ASCII.
+    fileprivate mutating func ascii(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 -> Bool in
+            var high: UInt8 = 0
+            for byte in utf8 { high |= byte }
+            guard high < 0x80 else { return false }
+            let count = utf8.count
+            u8(2)
+            if count < 15 {
+                u32(UInt32(1 + count))
+                u8(0x50 | UInt8(truncatingIfNeeded: count))
+            } else {
+                let size = BinaryPropertyListWriter.byteCount(for: UInt64(count))
+                u32(UInt32(2 + size + count))
+                u8(0x5F)
+                u8(0x10 | UInt8(truncatingIfNeeded: size.trailingZeroBitCount))
+                for index in stride(from: size - 1, through: 0, by: -1) {
+                    u8(UInt8(truncatingIfNeeded: count >> (8 * index)))
+                }
+            }
+            if count > 0 { bytes.append(contentsOf: UnsafeRawBufferPointer(utf8)) }
+            return true
         }
     }
 }
@@ -290,14 +331,22 @@ package enum HistoryFormat {
 
     /// Appends the header's 96 bytes to `bytes`.
     static func encodeHeader(_ header: Header, into bytes: inout HistoryBytes) {
-        bytes.bytes.append(contentsOf: magic)
-        bytes.u32(version)
-        bytes.u32(0)
-        bytes.u64(UInt64(header.end))
-        bytes.u64(header.entries)
-        bytes.u64(header.nextSequence)
-        bytes.marker(header.marker)
-        bytes.bytes.append(contentsOf: repeatElement(0, count: 16))
+        bytes.span(headerSize) { encodeHeader(header, in: $0) }
+    }
+
+    /// Stores the header's 96 bytes into `span` (of that size).
+    static func encodeHeader(_ header: Header, in span: UnsafeMutableRawBufferPointer) {
+        // The magic, "LDHISTRY", as one little-endian word.
+        span.storeBytes(of: (0x5952_5453_4948_444C as UInt64).littleEndian, toByteOffset: 0, as: UInt64.self)
+        span.storeBytes(of: version.littleEndian, toByteOffset: 8, as: UInt32.self)
+        span.storeBytes(of: 0, toByteOffset: 12, as: UInt32.self)
+        span.storeBytes(of: UInt64(header.end).littleEndian, toByteOffset: 16, as: UInt64.self)
+        span.storeBytes(of: header.entries.littleEndian, toByteOffset: 24, as: UInt64.self)
+        span.storeBytes(of: header.nextSequence.littleEndian, toByteOffset: 32, as: UInt64.self)
+        for offset in stride(from: 40, to: headerSize, by: 8) {
+            span.storeBytes(of: 0, toByteOffset: offset, as: UInt64.self)
+        }
+        HistoryBytes.store(marker: header.marker, in: span, at: 40)
     }
 
     /// The header; nil when the bytes are not a header of this format.
@@ -336,16 +385,14 @@ package enum HistoryFormat {
     /// length and the CRC, which are filled in after (one buffer, no copy of the payload).
     static func encode(_ batch: HistoryBatch, into record: inout HistoryBytes) {
         let start = record.bytes.count
-        record.u64(0)
-        record.u64(batch.firstSequence)
-        record.i64(batch.time)
-        record.marker(batch.marker)
-        if let writer = batch.writer {
-            record.u8(1)
-            record.bytes.append(contentsOf: writerBytes(writer))
-        } else {
-            record.u8(0)
+        // Length and CRC (filled in last), first entry, time, the suite file, the writer flag.
+        record.span(65) { span in
+            span.storeBytes(of: batch.firstSequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+            span.storeBytes(of: batch.time.littleEndian, toByteOffset: 16, as: Int64.self)
+            HistoryBytes.store(marker: batch.marker, in: span, at: 24)
+            span.storeBytes(of: batch.writer == nil ? 0 : 1, toByteOffset: 64, as: UInt8.self)
         }
+        if let writer = batch.writer { record.bytes.append(contentsOf: writerBytes(writer)) }
         record.u32(UInt32(batch.changes.count))
         for change in batch.changes {
             record.u8(originCode(change.origin))
@@ -359,7 +406,8 @@ package enum HistoryFormat {
             bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
             bytes.storeBytes(of: checksum.littleEndian, toByteOffset: start + 4, as: UInt32.self)
         }
-        while (record.bytes.count - start) % 8 != 0 { record.u8(0) }
+        let padding = (8 - (record.bytes.count - start) % 8) % 8
+        if padding > 0 { record.bytes.append(contentsOf: HistoryBytes.zeros[0..<padding]) }
     }
 
     /// The record at `offset`: the batch and the offset after it; nil when there is no whole record

@@ -177,10 +177,21 @@ package struct HistoryLog: Sendable {
             }
             let found = Int(info.st_size)
             let read = scratch.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-            if found == size, read == HistoryFormat.headerSize, scratch == headerBytes { return true }
+            if found == size, read == HistoryFormat.headerSize, sameHeader() { return true }
             size = found
             load()
             return true
+        }
+
+        /// Whether the header just read into `scratch` is the one this process last read or wrote
+        /// (one `memcmp`, not the arrays' element by element `==`).
+        private func sameHeader() -> Bool {
+            scratch.withUnsafeBytes { found in
+                headerBytes.withUnsafeBytes { known in
+                    guard let found = found.baseAddress, let known = known.baseAddress else { return false }
+                    return memcmp(found, known, HistoryFormat.headerSize) == 0
+                }
+            }
         }
 
         /// The suite file as the log's last record left it.
@@ -221,10 +232,11 @@ package struct HistoryLog: Sendable {
             guard written == buffer.bytes.count else { return }
             if size > appended.end { _ = ftruncate(descriptor, off_t(appended.end)) }
             // The header last: a process that dies before it leaves whole records the next writer adopts.
-            buffer.bytes.removeAll(keepingCapacity: true)
-            HistoryFormat.encodeHeader(appended, into: &buffer)
-            _ = buffer.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-            swap(&headerBytes, &buffer.bytes)
+            // (Stored straight into the bytes kept to compare with the file's.)
+            headerBytes.withUnsafeMutableBytes { bytes in
+                HistoryFormat.encodeHeader(appended, in: bytes)
+                _ = pwrite(descriptor, bytes.baseAddress, bytes.count, 0)
+            }
             header = appended
             size = appended.end
             if header.entries > UInt64(retention.maxEntries + retention.maxEntries / 4)

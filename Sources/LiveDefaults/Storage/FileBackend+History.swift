@@ -5,8 +5,17 @@ import Foundation
 struct HistoryRecording {
     let appender: HistoryLog.Appender
     var batches: [HistoryBatch] = []
-    /// This process's own changes: key, value before, value after, and the change's generation.
-    var own: [(key: String, old: PropertyListValue?, new: PropertyListValue?, generation: UInt64)] = []
+    /// This process's own changes, as the write applies them.
+    var own: [OwnChange] = []
+
+    /// One of this process's own changes: key, value before, value after, and its generation. (A
+    /// struct: an array of tuples is copied and sorted through the runtime's generic tuple code.)
+    struct OwnChange {
+        var key: String
+        var old: PropertyListValue?
+        var new: PropertyListValue?
+        var generation: UInt64
+    }
 
     /// Whether the log has no record yet: the history starts at the first write LiveDefaults makes,
     /// and what the file held before is no change.
@@ -120,7 +129,10 @@ struct HistoryRecording {
 
     /// Records this process's own changes, gathered in ``own``, in the order they were made.
     mutating func noteOwn(origins: OriginTable) {
-        own.sort { $0.generation < $1.generation }
+        // The pending changes come in a dictionary's order; mostly there is one.
+        if own.count > 1, !zip(own, own.dropFirst()).allSatisfy({ $0.generation < $1.generation }) {
+            own.sort { $0.generation < $1.generation }
+        }
         var changes: [HistoryChange] = []
         changes.reserveCapacity(own.count)
         for change in own where change.old != change.new {

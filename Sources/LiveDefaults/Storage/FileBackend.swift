@@ -289,7 +289,11 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                             merged.removeValue(forKey: key)
                         }
                     if isKnown { replaced.append((key, old)) }
-                    if history != nil { history?.own.append((key, old, change.value, change.generation)) }
+                    if history != nil {
+                        history?.own.append(
+                            HistoryRecording.OwnChange(
+                                key: key, old: old, new: change.value, generation: change.generation))
+                    }
                 }
                 history?.noteOwn(origins: takenOrigins())
             }
