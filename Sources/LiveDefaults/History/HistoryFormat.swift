@@ -384,10 +384,15 @@ package enum HistoryFormat {
     /// Appends the record of `batch` to `record`: its payload written in place after room for the
     /// length and the CRC, which are filled in after (one buffer, no copy of the payload).
     static func encode(_ batch: HistoryBatch, into record: inout HistoryBytes) {
+        encode(batch, numbered: batch.firstSequence, into: &record)
+    }
+
+    /// Appends the record of `batch` whose first entry is number `firstSequence`.
+    static func encode(_ batch: HistoryBatch, numbered firstSequence: UInt64, into record: inout HistoryBytes) {
         let start = record.bytes.count
         // Length and CRC (filled in last), first entry, time, the suite file, the writer flag.
         record.span(65) { span in
-            span.storeBytes(of: batch.firstSequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+            span.storeBytes(of: firstSequence.littleEndian, toByteOffset: 8, as: UInt64.self)
             span.storeBytes(of: batch.time.littleEndian, toByteOffset: 16, as: Int64.self)
             HistoryBytes.store(marker: batch.marker, in: span, at: 24)
             span.storeBytes(of: batch.writer == nil ? 0 : 1, toByteOffset: 64, as: UInt8.self)

@@ -3,8 +3,9 @@ import Foundation
 /// This process as a writer of history entries (docs/design.md, "History: the writer"): read once,
 /// then written once into each journal's header, never per change.
 package enum HistoryIdentity {
-    /// The `defaults` command's verb and arguments, secrets redacted; set before its first change.
-    private static let command = Locked<[String]>([])
+    /// The `defaults` command's verb and arguments, secrets redacted, set before its first change;
+    /// and the writer last made with them (made again when the command or the process ID changes).
+    private static let command = Locked<(arguments: [String], writer: DefaultsHistoryEntry.Writer?)>(([], nil))
     /// The retention bounds this process applies to the logs it writes.
     private static let retentionBounds = Locked<DefaultsHistoryRetention>(fromEnvironment())
 
@@ -39,20 +40,25 @@ package enum HistoryIdentity {
 
     /// This process, with the command it runs (if any).
     package static var current: DefaultsHistoryEntry.Writer {
-        var writer = base
-        writer.processID = getpid()
-        writer.command = command.withLock { $0 }
-        return writer
+        let process = getpid()  // (a forked child is another writer)
+        return command.withLock { command in
+            if let writer = command.writer, writer.processID == process { return writer }
+            var writer = base
+            writer.processID = process
+            writer.command = command.arguments
+            command.writer = writer
+            return writer
+        }
     }
 
     /// The origin of this process's own changes: the command's, or a program's.
     package static var defaultOrigin: DefaultsHistoryEntry.Origin {
-        command.withLock { $0.isEmpty } ? .program : .command
+        command.withLock { $0.arguments.isEmpty } ? .program : .command
     }
 
     /// Names the command this process runs (its verb and arguments, secrets already redacted).
     package static func setCommand(_ arguments: [String]) {
-        command.withLock { $0 = arguments }
+        command.withLock { $0 = (arguments, nil) }
     }
 
     /// The bounds this process applies.

@@ -219,9 +219,9 @@ package struct HistoryLog: Sendable {
             if size < HistoryFormat.headerSize { HistoryFormat.encodeHeader(header, into: &buffer) }
             let start = buffer.bytes.isEmpty ? header.end : 0
             var appended = header
-            for var batch in batches where !batch.changes.isEmpty || batch.marker != appended.marker {
-                batch.firstSequence = appended.nextSequence
-                HistoryFormat.encode(batch, into: &buffer)
+            for batch in batches where !batch.changes.isEmpty || batch.marker != appended.marker {
+                // (Numbered as encoded: a copy of the batch to set its number copies its writer too.)
+                HistoryFormat.encode(batch, numbered: appended.nextSequence, into: &buffer)
                 appended.nextSequence += UInt64(batch.changes.count)
                 appended.entries += UInt64(batch.changes.count)
                 appended.marker = batch.marker
