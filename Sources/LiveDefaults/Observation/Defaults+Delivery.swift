@@ -22,8 +22,7 @@ extension Defaults {
     ) -> Delivery? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key.string), origin: origin)
-        {
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key.string), origin: origin) {
             return delivery
         }
         return applyChange(of: key, origin: origin, suiteValue: store === suite ? .some(new) : nil)

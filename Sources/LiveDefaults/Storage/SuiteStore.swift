@@ -31,9 +31,15 @@ package final class SuiteStore: Sendable {
     }
 
     /// A ``Defaults`` that searches this store, held weakly: the `Defaults` holds the store, and a
-    /// reader gone is dropped the next time one is added.
-    private struct Reader {
+    /// reader gone is dropped the next time one is added. A class, not a struct: a struct holding
+    /// a weak reference is copied and destroyed through the runtime's weak-reference calls
+    /// whenever it is read out of the array, on every `set` (about 110 instructions).
+    private final class Reader {
         weak var defaults: Defaults?
+
+        init(_ defaults: Defaults) {
+            self.defaults = defaults
+        }
     }
 
     /// A store that is not in the registry (the registry's own, in-memory suites, tests). Call
@@ -111,13 +117,9 @@ package final class SuiteStore: Sendable {
                 armFlush(&state)
             }
             var deliveries = Deliveries()
-            // Each reader read in place: a copy of a `Reader` copies and destroys its weak
-            // reference through the runtime (about 110 instructions of every `set`).
-            readers.withUnsafeBufferPointer { readers in
-                for index in readers.indices {
-                    guard let defaults = readers[index].defaults else { continue }
-                    deliveries.append(defaults, defaults.storeChanged(self, key: hashed, to: value, origin: .local))
-                }
+            for reader in readers {
+                guard let defaults = reader.defaults else { continue }
+                deliveries.append(defaults, defaults.storeChanged(self, key: hashed, to: value, origin: .local))
             }
             return deliveries
         }
@@ -180,7 +182,7 @@ package final class SuiteStore: Sendable {
     func addReader(_ defaults: Defaults) {
         state.withLockHeld { state in
             state.readers.removeAll { $0.defaults == nil }
-            state.readers.append(Reader(defaults: defaults))
+            state.readers.append(Reader(defaults))
         }
     }
 
