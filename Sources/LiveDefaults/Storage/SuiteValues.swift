@@ -130,9 +130,15 @@ package struct SuiteValues: Sendable {
         self.version = version
         switch written {
         case .changes(let changes)?:
-            for (key, change) in changes {
-                let key = HashedKey(key)
-                if pending[key]?.generation == change.generation { pending[key] = nil }
+            // `written` is what ``outgoing()`` took: every change pending then, at its generation;
+            // a change made since has a later one. So the changes written are the pending ones at
+            // or below the last generation written, found without hashing each key again (a flush
+            // of a thousand new keys hashed them all once more).
+            let lastWritten = changes.values.reduce(0) { max($0, $1.generation) }
+            if pending.values.allSatisfy({ $0.generation <= lastWritten }) {
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending = pending.filter { $0.value.generation > lastWritten }
             }
         case .whole(_, let generation)?:
             if wholeReplacement == generation { wholeReplacement = nil }
