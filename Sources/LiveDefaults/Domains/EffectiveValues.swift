@@ -43,8 +43,9 @@ struct EffectiveValues {
             entries[key] = Entry(value: new, isObserved: false)
             return (nil, false)
         }
-        // Compared and swapped in place: a copy of the entry out and back cost a `set` about 150
-        // instructions in the value's outlined copies (docs/performance.md, "Issue 40").
+        // Compared and swapped in place, rather than copying the entry out and storing the new
+        // value back: fewer outlined copies of the values on every `set` (docs/performance.md,
+        // "Issue 40").
         let change = Self.replace(&entries.values[index], with: new)
         if let change, new == nil, !change.isObserved { entries.remove(at: index) }
         return change
