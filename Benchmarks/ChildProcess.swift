@@ -111,7 +111,8 @@ enum ChildProcess {
             must("creating \(directory.path)") {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             }
-            setFloor = SetFloor(suitePath: directory.appendingPathComponent("floor.plist").path)
+            // The floor's dictionary holds the keys the `set` child's suite holds.
+            setFloor = SetFloor(suitePath: directory.appendingPathComponent("floor.plist").path, values: dictionary)
         }
         for index in 0..<times {
             switch (what, defaults) {

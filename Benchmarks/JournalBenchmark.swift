@@ -50,12 +50,17 @@ extension BenchmarkRunner {
 ///
 /// No observers, no search list, no flush scheduling: the `set` row is measured against it.
 final class SetFloor: Sendable {
-    private let values = Mutex<[String: PropertyListValue]>([:])
+    private let values: Mutex<[String: PropertyListValue]>
     private let journal: SuiteJournal
     /// Appends since the records were last released (as a flush releases them every 20 ms).
     private let appended = Atomic<Int>(0)
 
-    init(suitePath: String) {
+    /// - Parameters:
+    ///   - suitePath: The suite file the journal is beside.
+    ///   - values: What the dictionary holds at first: the keys of the suite the `set` is measured
+    ///     on, so that both look a key up in a table of the same size (with as many collisions).
+    init(suitePath: String, values: [String: PropertyListValue] = [:]) {
+        self.values = Mutex(values)
         journal = must("making the set floor's journal beside \(suitePath)") { try SuiteJournal(suitePath: suitePath) }
     }
 

@@ -43,14 +43,22 @@ struct EffectiveValues {
             entries[key] = Entry(value: new, isObserved: false)
             return (nil, false)
         }
-        let entry = entries.values[index]
+        // Compared and swapped in place, rather than copying the entry out and storing the new
+        // value back: fewer outlined copies of the values on every `set` (docs/performance.md,
+        // "Issue 40").
+        let change = Self.replace(&entries.values[index], with: new)
+        if let change, new == nil, !change.isObserved { entries.remove(at: index) }
+        return change
+    }
+
+    @inline(__always)
+    private static func replace(
+        _ entry: inout Entry, with new: PropertyListValue?
+    ) -> (old: PropertyListValue?, isObserved: Bool)? {
         if entry.value == new { return nil }
-        if new == nil && !entry.isObserved {
-            entries.remove(at: index)
-        } else {
-            entries.values[index].value = new
-        }
-        return (entry.value, entry.isObserved)
+        var old = new
+        swap(&old, &entry.value)
+        return (old, entry.isObserved)
     }
 
     /// Records whether `key` has observers of its own.

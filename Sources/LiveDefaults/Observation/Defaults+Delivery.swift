@@ -18,14 +18,14 @@ extension Defaults {
     ///
     /// - Returns: What to deliver once the change lock is released, or nil.
     func storeChanged(
-        _ store: SuiteStore, key: String, to new: PropertyListValue?, origin: ChangeOrigin
+        _ store: SuiteStore, key: HashedKey, to new: PropertyListValue?, origin: ChangeOrigin
     ) -> Delivery? {
         // The suite's own change carries its new value: no second lookup in the store on every
         // `set` (the store's lock and a hash of the key).
-        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key), origin: origin) {
+        if store !== suite, case .applied(let delivery) = refreshAdministered(store, .one(key.string), origin: origin) {
             return delivery
         }
-        return applyRefresh(.one(key), origin: origin, suiteValue: store === suite ? .some(new) : nil)
+        return applyChange(of: key, origin: origin, suiteValue: store === suite ? .some(new) : nil)
     }
 
     /// A store this instance searches changed `keys` (a reload, a flush that found others'
@@ -83,13 +83,7 @@ extension Defaults {
             var changed = false
             if let keys {
                 keys.forEach { key in
-                    let new = Self.resolve(key, &state, suite: suite, global: global, suiteValue: suiteValue)
-                    let hashed = HashedKey(key)
-                    guard let change = state.effective.set(new, for: hashed) else { return }
-                    changed = true
-                    if change.isObserved || state.observers.observesEveryKey {
-                        state.observers.enqueue(key: hashed, old: change.old, new: new, origin: origin)
-                    }
+                    if refresh(HashedKey(key), &state, origin: origin, suiteValue: suiteValue) { changed = true }
                 }
             } else {
                 let all = EffectiveValues(
@@ -103,13 +97,46 @@ extension Defaults {
                 }
                 state.effective = all
             }
-            let batch = state.observers.claimBatch()
-            // Another thread delivers, and its observers have fallen this far behind: wait for them.
-            let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
-            return Delivery(batch: batch, notifies: changed && Self.claimNotification(&state), waits: waits)
+            return finishRefresh(&state, changed: changed)
         }
         if delivery.batch == nil && !delivery.notifies && !delivery.waits { return nil }
         return delivery
+    }
+
+    /// ``applyRefresh(_:origin:suiteValue:changingState:)`` of one key already hashed, with no
+    /// change to this instance's layers: a `set`'s path.
+    func applyChange(of key: HashedKey, origin: ChangeOrigin, suiteValue: PropertyListValue??) -> Delivery? {
+        let delivery = state.withLock { state -> Delivery in
+            let changed = refresh(key, &state, origin: origin, suiteValue: suiteValue)
+            return finishRefresh(&state, changed: changed)
+        }
+        if delivery.batch == nil && !delivery.notifies && !delivery.waits { return nil }
+        return delivery
+    }
+
+    /// Re-resolves `key` and queues its change for its observers. Called with the state lock held.
+    ///
+    /// - Returns: Whether its effective value changed.
+    @inline(__always)
+    private func refresh(
+        _ key: HashedKey, _ state: inout State, origin: ChangeOrigin, suiteValue: PropertyListValue??
+    ) -> Bool {
+        let new = Self.resolve(key.string, &state, suite: suite, global: global, suiteValue: suiteValue)
+        guard let change = state.effective.set(new, for: key) else { return false }
+        if change.isObserved || state.observers.observesEveryKey {
+            state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+        }
+        return true
+    }
+
+    /// Claims the queue for this thread, or says whether to wait for it, and claims the change
+    /// notification. Called with the state lock held, after the changes were queued.
+    @inline(__always)
+    private func finishRefresh(_ state: inout State, changed: Bool) -> Delivery {
+        let batch = state.observers.claimBatch()
+        // Another thread delivers, and its observers have fallen this far behind: wait for them.
+        let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
+        return Delivery(batch: batch, notifies: changed && Self.claimNotification(&state), waits: waits)
     }
 
     /// Whether this change should schedule the notification: once per burst, and not when a

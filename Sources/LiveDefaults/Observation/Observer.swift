@@ -29,19 +29,27 @@ package final class Observer: Sendable {
 
     /// Calls the handler (on its queue when it has one) unless it was cancelled meanwhile. With a
     /// queue, waits first while the queue holds `backlogLimit` of its changes (``ObservationBacklog``).
+    @inline(__always)
     func deliver(_ change: UntypedChange) {
         if let queue {
-            let limit = backlogLimit
-            if inFlight.load(ordering: .relaxed) >= limit {
-                gate.wait { isActive.load(ordering: .acquiring) && inFlight.load(ordering: .acquiring) > limit / 2 }
-            }
-            inFlight.add(1, ordering: .relaxed)
-            queue.async { [self] in
-                if isActive.load(ordering: .acquiring) { ObservationBacklog.runCallback { handler(change) } }
-                if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == limit / 2 { gate.wake() }
-            }
+            deliver(change, on: queue)
         } else if isActive.load(ordering: .acquiring) {
             ObservationBacklog.runCallback { handler(change) }
+        }
+    }
+
+    /// Hands `change` to `queue`. Out of line: its closure's context, allocated, is made only here
+    /// (inlined, it was allocated for a direct observer's every change too).
+    @inline(never)
+    private func deliver(_ change: UntypedChange, on queue: DispatchQueue) {
+        let limit = backlogLimit
+        if inFlight.load(ordering: .relaxed) >= limit {
+            gate.wait { isActive.load(ordering: .acquiring) && inFlight.load(ordering: .acquiring) > limit / 2 }
+        }
+        inFlight.add(1, ordering: .relaxed)
+        queue.async { [self] in
+            if isActive.load(ordering: .acquiring) { ObservationBacklog.runCallback { handler(change) } }
+            if inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue == limit / 2 { gate.wake() }
         }
     }
 

@@ -31,9 +31,15 @@ package final class SuiteStore: Sendable {
     }
 
     /// A ``Defaults`` that searches this store, held weakly: the `Defaults` holds the store, and a
-    /// reader gone is dropped the next time one is added.
-    private struct Reader {
+    /// reader gone is dropped the next time one is added. A class, not a struct: a struct holding
+    /// a weak reference is copied and destroyed through the runtime's weak-reference calls
+    /// whenever it is read out of the array, on every `set` (about 110 instructions).
+    private final class Reader {
         weak var defaults: Defaults?
+
+        init(_ defaults: Defaults) {
+            self.defaults = defaults
+        }
     }
 
     /// A store that is not in the registry (the registry's own, in-memory suites, tests). Call
@@ -100,18 +106,20 @@ package final class SuiteStore: Sendable {
     ///   - beforeApplying: Run under the change lock just before the value changes (a `Defaults`
     ///     queues its prior calls there, so they come right before their change).
     package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
+        // Hashed once, for the pending changes and for each reader's effective values.
+        let hashed = HashedKey(key)
         let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
             var readers: [Reader] = []
             state.withLockHeld { state in
-                if state.values.set(value, forKey: key) { readers = state.readers }
+                if state.values.set(value, forKey: hashed) { readers = state.readers }
                 backend.journal(value, forKey: key)
                 armFlush(&state)
             }
             var deliveries = Deliveries()
             for reader in readers {
                 guard let defaults = reader.defaults else { continue }
-                deliveries.append(defaults, defaults.storeChanged(self, key: key, to: value, origin: .local))
+                deliveries.append(defaults, defaults.storeChanged(self, key: hashed, to: value, origin: .local))
             }
             return deliveries
         }
@@ -127,7 +135,7 @@ package final class SuiteStore: Sendable {
             let readers = state.withLockHeld { state -> [Reader] in
                 for (key, value) in values {
                     if state.values.set(value, forKey: key) { changed.append((key, value)) }
-                    if let generation = state.values.pending[key]?.generation {
+                    if let generation = state.values.pendingGeneration(forKey: key) {
                         backend.journalOrigin(origin, forKey: key, generation: generation)
                     }
                     backend.journal(value, forKey: key)
@@ -139,7 +147,8 @@ package final class SuiteStore: Sendable {
             for reader in readers {
                 guard let defaults = reader.defaults else { continue }
                 for (key, value) in changed {
-                    deliveries.append(defaults, defaults.storeChanged(self, key: key, to: value, origin: .local))
+                    deliveries.append(
+                        defaults, defaults.storeChanged(self, key: HashedKey(key), to: value, origin: .local))
                 }
             }
             return deliveries
@@ -173,7 +182,7 @@ package final class SuiteStore: Sendable {
     func addReader(_ defaults: Defaults) {
         state.withLockHeld { state in
             state.readers.removeAll { $0.defaults == nil }
-            state.readers.append(Reader(defaults: defaults))
+            state.readers.append(Reader(defaults))
         }
     }
 

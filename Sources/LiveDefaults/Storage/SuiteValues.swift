@@ -21,8 +21,11 @@ package struct SuiteValues: Sendable {
     /// The backend's version of ``stored`` (for files, how many contents this process has seen; a
     /// remote backend's revision).
     package private(set) var version: UInt64
-    /// This process's changes not yet written.
-    package private(set) var pending: [String: Pending] = [:]
+    /// This process's changes not yet written, by the key's ``HashedKey``: a `set` hashes the key
+    /// once, for this table and the reading `Defaults`' effective values, instead of a second
+    /// SipHash of the `String` (about 300 instructions of every `set`, docs/performance.md,
+    /// "Issue 40"). A write sends them by `String` (``outgoing()``).
+    private var pending: [HashedKey: Pending] = [:]
     /// The generation of a replacement of the whole suite not yet written, nil when none.
     package private(set) var wholeReplacement: UInt64?
     private var generation: UInt64 = 0
@@ -42,19 +45,30 @@ package struct SuiteValues: Sendable {
     ///
     /// - Returns: Whether reads see a change (false when the value was already that). (No
     ///   ``StoredChange``: this is every write's path, and no reader needs the old value.)
-    @inline(__always)
     @discardableResult
     package mutating func set(_ value: PropertyListValue?, forKey key: String) -> Bool {
+        set(value, forKey: HashedKey(key))
+    }
+
+    /// ``set(_:forKey:)`` with the key already hashed (every `set` of a store: the reading
+    /// `Defaults` use the same hashed key).
+    @inline(__always)
+    mutating func set(_ value: PropertyListValue?, forKey key: HashedKey) -> Bool {
         generation += 1
         pending[key] = Pending(value: value, generation: generation)
         // One lookup, not a comparison and then a store (a SipHash each).
         let old: PropertyListValue?
         if let value {
-            old = current.updateValue(value, forKey: key)
+            old = current.updateValue(value, forKey: key.string)
         } else {
-            old = current.removeValue(forKey: key)
+            old = current.removeValue(forKey: key.string)
         }
         return old != value
+    }
+
+    /// The generation of this process's unwritten change of `key`, nil when it has none.
+    package func pendingGeneration(forKey key: String) -> UInt64? {
+        pending[HashedKey(key)]?.generation
     }
 
     /// Replaces every value (empty removes them all: the next write deletes the suite).
@@ -89,7 +103,11 @@ package struct SuiteValues: Sendable {
     /// What a write sends to the backend, nil when there is nothing to write.
     package func outgoing() -> SuiteWrite? {
         if let wholeReplacement { return .whole(current, generation: wholeReplacement) }
-        return pending.isEmpty ? nil : .changes(pending)
+        if pending.isEmpty { return nil }
+        var changes: [String: Pending] = [:]
+        changes.reserveCapacity(pending.count)
+        for (key, change) in pending { changes[key.string] = change }
+        return .changes(changes)
     }
 
     /// Installs the backend's `values` at `version` — after a write of `written`, or, with nil,
@@ -112,8 +130,15 @@ package struct SuiteValues: Sendable {
         self.version = version
         switch written {
         case .changes(let changes)?:
-            for (key, change) in changes where pending[key]?.generation == change.generation {
-                pending[key] = nil
+            // `written` is what ``outgoing()`` took: every change pending then, at its generation;
+            // a change made since has a later one. So the changes written are the pending ones at
+            // or below the last generation written, found without hashing each key again (a flush
+            // of a thousand new keys hashed them all once more).
+            let lastWritten = changes.values.reduce(0) { max($0, $1.generation) }
+            if pending.values.allSatisfy({ $0.generation <= lastWritten }) {
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending = pending.filter { $0.value.generation > lastWritten }
             }
         case .whole(_, let generation)?:
             if wholeReplacement == generation { wholeReplacement = nil }
@@ -124,7 +149,7 @@ package struct SuiteValues: Sendable {
         // A replacement not yet written hides the stored values entirely.
         if wholeReplacement != nil { return [] }
         var merged = values
-        for (key, change) in pending { merged[key] = change.value }
+        for (key, change) in pending { merged[key.string] = change.value }
         let changes = Self.changes(from: current, to: merged)
         current = merged
         return changes
@@ -146,7 +171,7 @@ package struct SuiteValues: Sendable {
             } else {
                 stored.removeValue(forKey: change.key)
             }
-            guard wholeReplacement == nil, pending[change.key] == nil else { continue }
+            guard wholeReplacement == nil, pending[HashedKey(change.key)] == nil else { continue }
             let old: PropertyListValue?
             if let value = change.value {
                 old = current.updateValue(value, forKey: change.key)
