@@ -98,23 +98,20 @@ extension DefaultsCommandRunner {
             + "\"command\":[\(who.command.map(WatchReport.json).joined(separator: ","))]}"
     }
 
-    /// The arguments the history records as this run's command: secret values replaced by
-    /// `<secret>` (the schema knows which keys are secret).
-    func historyArguments(_ arguments: [String], _ command: DefaultsCommand) -> [String] {
+    /// The arguments the history records as this run's command: from its verb on, with secret values replaced by
+    /// `<secret>` (`schema`, the domain's, knows which keys are secret; without one nothing is).
+    static func historyArguments(_ arguments: [String], _ command: DefaultsCommand, schema: CommandSchema?) -> [String]
+    {
         var command = command
         if case .showingSecrets(let inner) = command { command = inner }
         let verbIndex = arguments.firstIndex { CommandVerb.named($0.lowercased()) != nil } ?? 0
         var recorded = Array(arguments[verbIndex...])
+        guard let schema else { return recorded }
         let redaction = "<secret>"
         switch command {
-        case .write(let domain, let key, _):
-            let secret =
-                (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:]))??.isSecret(key)
-                ?? false
-            if secret, recorded.count > 3 { recorded.replaceSubrange(3..., with: [redaction]) }
-        case .writeDomain(let domain, let values):
-            guard let schema = (try? domains.schema(of: domain, values: (try? schemaValues(of: domain)) ?? [:])) ?? nil
-            else { break }
+        case .write(_, let key, _):
+            if schema.isSecret(key), recorded.count > 3 { recorded.replaceSubrange(3..., with: [redaction]) }
+        case .writeDomain(_, let values):
             if values.keys.contains(where: schema.isSecret), let last = recorded.indices.last {
                 recorded[last] = redaction
             }

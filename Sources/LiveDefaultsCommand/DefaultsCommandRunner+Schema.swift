@@ -12,7 +12,11 @@ extension DefaultsCommandRunner {
     func admitted(
         _ values: [String: PropertyListValue], to domain: DomainReference, in store: any CommandDomain
     ) throws -> [String: PropertyListValue] {
-        guard let schema = try domains.schema(of: domain, values: store.persistentValues()) else { return values }
+        let found = try domains.schema(of: domain, values: store.persistentValues())
+        if let (arguments, command) = historyArgumentsAwaitingSchema {
+            HistoryIdentity.setCommand(Self.historyArguments(arguments, command, schema: found))
+        }
+        guard let schema = found else { return values }
         var admitted: [String: PropertyListValue] = [:]
         for (key, value) in values {
             switch schema.admit(value, forKey: key, isBare: valueIsBare) {

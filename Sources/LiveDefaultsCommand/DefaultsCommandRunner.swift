@@ -84,6 +84,9 @@ package struct DefaultsCommandRunner: Sendable {
     /// suites' history: the `defaults` executable's runs do; a runner inside another program (the
     /// tests) leaves that program's own identity alone.
     package var namesItselfInHistory = false
+    /// The arguments of a `write` whose recorded command waits for the domain's schema, which says which values
+    /// are secret: ``admitted(_:to:in:)`` records them once it has looked the schema up (one look-up, one open).
+    var historyArgumentsAwaitingSchema: (arguments: [String], command: DefaultsCommand)?
     /// Whether `write`'s value was given without a type flag, or the whole domain in old-style text (a schema may
     /// convert it: ``CommandSchema``).
     var valueIsBare = false
@@ -120,8 +123,16 @@ package struct DefaultsCommandRunner: Sendable {
         if let host = HostOption.host(in: arguments) {
             runner.domains = domains.forHost(host)
         }
-        // The writer the suite's history names for this run's changes (docs/design.md, "History").
-        if namesItselfInHistory { HistoryIdentity.setCommand(runner.historyArguments(arguments, command)) }
+        // The writer the suite's history names for this run's changes (docs/design.md, "History"). A `write`'s
+        // arguments may hold a secret value: they are recorded once the schema is known (``admitted(_:to:in:)``).
+        if namesItselfInHistory {
+            switch command {
+            case .write, .writeDomain:
+                runner.historyArgumentsAwaitingSchema = (arguments, command)
+            default:
+                HistoryIdentity.setCommand(Self.historyArguments(arguments, command, schema: nil))
+            }
+        }
         return runner.execute(command)
     }
 

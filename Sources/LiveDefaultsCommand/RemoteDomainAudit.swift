@@ -39,15 +39,3 @@ extension RemoteCommandDomain {
         return planned.map(\.key)
     }
 }
-
-extension DefaultsCommandRunner {
-    /// The values a domain's schema is found among: a fleet suite keeps its schema in etcd, beside
-    /// its values (read here: the history and the redaction of a command's arguments need it); a
-    /// local domain's schema is a file of its own (none are read).
-    ///
-    /// - Throws: ``CommandFailure`` when the fleet suite cannot be read.
-    func schemaValues(of domain: DomainReference) throws -> [String: PropertyListValue] {
-        guard case .remote = domain else { return [:] }
-        return try open(domain, for: .read).persistentValues()
-    }
-}
