@@ -54,13 +54,13 @@ package struct FileOwner: Sendable, Equatable {
         guard fstat(descriptor, &info) == 0 else { throw SystemError(errno: errno, operation: "fstat") }
         if info.st_uid == user, info.st_gid == group { return }
         guard info.st_uid == 0, info.st_mode & S_IFMT == S_IFDIR || info.st_nlink == 1 else { return }
-        try SystemCall.retrying("fchown") { operations.fchown(descriptor, user, group) }
+        try SystemCall.retrying(.fchown) { operations.fchown(descriptor, user, group) }
     }
 
     /// Gives the directory at `path` (not followed if a symbolic link) to this owner, unless it has
     /// it already.
     package func giveDirectory(_ path: String, using operations: some FileOperations) throws(SystemError) {
-        let descriptor = try SystemCall.retrying("open") {
+        let descriptor = try SystemCall.retrying(.open) {
             operations.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
         }
         defer { close(descriptor) }

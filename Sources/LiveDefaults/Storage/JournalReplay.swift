@@ -83,7 +83,7 @@ package struct DeadJournal {
                 continue
             }
             let contents: JournalFormat.Contents
-            if let data = try? SystemCall.readAll(descriptor, sizeHint: Int(info.st_size)) {
+            if let data = try? SystemFileOperations().readAll(descriptor, sizeHint: Int(info.st_size)) {
                 contents = data.withUnsafeBytes { JournalFormat.read($0) }
             } else {
                 contents = JournalFormat.Contents(records: [], problem: "could not be read")
@@ -142,7 +142,7 @@ package struct JournalListing: Sendable {
         }
         let current = FileIdentity(info)
         if let identity, identity == current { return names }
-        guard let listed = SystemCall.directoryEntries(directory) else {
+        guard let listed = SystemFileOperations().directoryEntries(directory) else {
             self = JournalListing(directory: directory)
             return nil
         }

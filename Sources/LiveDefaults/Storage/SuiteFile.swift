@@ -62,7 +62,7 @@ package struct SuiteFile: Sendable {
                 suite: location.name, path: location.path)
         }
         do {
-            let data = try SystemCall.readAll(descriptor, sizeHint: Int(info.st_size))
+            let data = try operations.readAll(descriptor, sizeHint: Int(info.st_size))
             return Contents(data: data, identity: FileIdentity(info))
         } catch {
             throw self.error(.readFailed, "Could not read", error)
@@ -93,7 +93,7 @@ package struct SuiteFile: Sendable {
         }
         let descriptor: Int32
         do {
-            if opened < 0 { opened = try SystemCall.retrying("open") { operations.open(lockPath, flags, 0o600) } }
+            if opened < 0 { opened = try SystemCall.retrying(.open) { operations.open(lockPath, flags, 0o600) } }
             descriptor = opened
             // A lock beside the file is the file's owner's as much as the file (docs/design.md,
             // "Owners of the files root writes"); one under root's runtime directory stays root's.
@@ -103,7 +103,7 @@ package struct SuiteFile: Sendable {
                     throw error
                 }
             }
-            do { try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) } } catch {
+            do { try SystemCall.retrying(.flock) { operations.flock(descriptor, LOCK_EX) } } catch {
                 close(descriptor)  // no lock: the descriptor is not kept
                 throw error
             }
@@ -167,15 +167,15 @@ package struct SuiteFile: Sendable {
             do throws(SystemError) {
                 // The owner before the mode: a change of owner may clear the set-ID bits.
                 if let owner {
-                    try SystemCall.retrying("fchown") { operations.fchown(descriptor, owner.user, owner.group) }
+                    try SystemCall.retrying(.fchown) { operations.fchown(descriptor, owner.user, owner.group) }
                 }
-                if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
-                try SystemCall.writeAll(descriptor, data, using: operations)
+                if mode != 0o600 { try SystemCall.retrying(.fchmod) { operations.fchmod(descriptor, mode) } }
+                try operations.writeAll(descriptor, data)
                 // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
                 // (its size and blocks are needed to read the data back), on ext4 in the same journal
                 // commit, so it would save nothing here.
-                if synced { try SystemCall.retrying("fsync") { operations.fsync(descriptor) } }
-                try SystemCall.retrying("rename") { operations.rename(temporary, target) }
+                if synced { try SystemCall.retrying(.fsync) { operations.fsync(descriptor) } }
+                try SystemCall.retrying(.rename) { operations.rename(temporary, target) }
             } catch {
                 close(descriptor)
                 throw error
@@ -230,7 +230,7 @@ package struct SuiteFile: Sendable {
                     of: target, prefix: ".",
                     suffix: Self.temporaryMarker + "\(getpid())-\(Self.nextNameNumber())")
             do {
-                let descriptor = try SystemCall.retrying("open") {
+                let descriptor = try SystemCall.retrying(.open) {
                     operations.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 }
                 path = candidate
@@ -318,7 +318,7 @@ package struct SuiteFile: Sendable {
         let target = resolvedPath()
         let directory = Self.directory(of: target)
         let prefix = Self.name(of: Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker))
-        guard let names = SystemCall.directoryEntries(directory) else { return }
+        guard let names = SystemFileOperations().directoryEntries(directory) else { return }
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
             guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
