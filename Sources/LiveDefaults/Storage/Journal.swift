@@ -135,7 +135,6 @@ package final class SuiteJournal: @unchecked Sendable {
     ) -> Int32? {
         let reserved = operations.allocate(descriptor, off_t(capacity))
         if reserved != 0 { return reserved }
-        if JournalHooks.mappingFails(for: path) { return ENOMEM }
         let mapped = operations.map(descriptor, capacity)
         guard let mapped, mapped != MAP_FAILED else { return errno }
         if let old = mapping.base { munmap(old, mapping.capacity) }
@@ -230,19 +229,5 @@ package final class SuiteJournal: @unchecked Sendable {
                 JournalFormat.writeState(base, generation: mapping.generation, start: mark)
             }
         }
-    }
-}
-
-/// Test hooks for the journal (the mapping failing).
-package enum JournalHooks {
-    /// Suite directories whose journals cannot be mapped (ENOMEM, as a process at its mapping
-    /// limit sees): tests of the fallback, and tests that must remount a directory read-only
-    /// (a journal open for writing keeps a file system busy).
-    package static let unmappableDirectories = Locked<Set<String>>([])
-
-    static func mappingFails(for journalPath: String) -> Bool {
-        // <suite directory>/.<suite file>.journals/<name>
-        let suiteDirectory = SuiteFile.directory(of: SuiteFile.directory(of: journalPath))
-        return unmappableDirectories.withLock { $0.isEmpty ? false : $0.contains(suiteDirectory) }
     }
 }
