@@ -95,7 +95,7 @@ package struct JournalSlot {
 
     /// Makes `directory` and the missing ones above it, `0700`.
     private func mkdirs(_ directory: String) {
-        guard !directory.isEmpty, access(directory, F_OK) != 0 else { return }
+        guard !directory.isEmpty, operations.access(directory, F_OK) != 0 else { return }
         let parent = SuiteFile.directory(of: directory)
         mkdirs(parent)
         // Root gives a directory it makes in another user's to that user, as the flush does
@@ -135,11 +135,11 @@ extension FileBackend {
         journaling.withLock { $0.release() }
     }
 
-    /// The journals of dead processes, opened and locked (``DeadJournal/take(excluding:listing:)``).
+    /// The journals of dead processes, opened and locked (``DeadJournal/take(excluding:listing:using:)``).
     /// Call under the suite lock.
     func takeDeadJournals() -> [DeadJournal] {
         var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
-        let dead = DeadJournal.take(excluding: own, listing: &listing)
+        let dead = DeadJournal.take(excluding: own, listing: &listing, using: operations)
         // (Another thread's write may have listed meanwhile: either listing is a true one.)
         journaling.withLock { $0.listing = listing }
         return dead
@@ -151,7 +151,7 @@ extension FileBackend {
     /// replays it.)
     func mayHaveDeadJournals() -> Bool {
         var (own, listing) = journaling.withLock { ($0.journal?.path, $0.listing) }
-        let names = listing.entries() ?? []
+        let names = listing.entries(using: operations) ?? []
         journaling.withLock { $0.listing = listing }
         return names.contains { listing.directory + "/" + $0 != own }
     }
