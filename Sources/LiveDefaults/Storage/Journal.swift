@@ -81,15 +81,15 @@ package final class SuiteJournal: @unchecked Sendable {
         guard opened >= 0 else { throw failure("create", errno) }
         if let owner {
             do throws(SystemError) { try owner.give(opened, using: operations) } catch {
-                close(opened)
-                unlink(path)
+                operations.close(opened)
+                operations.unlink(path)
                 throw failure("give to its owner", error.errno)
             }
         }
         guard operations.flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
-            close(opened)
-            unlink(path)
+            operations.close(opened)
+            operations.unlink(path)
             throw failure("lock", code)
         }
         let mapped = lock.withLock { mapping -> Int32? in
@@ -104,8 +104,8 @@ package final class SuiteJournal: @unchecked Sendable {
             return nil
         }
         if let code = mapped {
-            close(opened)
-            unlink(path)
+            operations.close(opened)
+            operations.unlink(path)
             throw failure("size and map", code)
         }
         descriptor = opened
@@ -116,10 +116,10 @@ package final class SuiteJournal: @unchecked Sendable {
     deinit {
         lock.withLock { mapping in
             // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
-            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
-            if let base = mapping.base { munmap(base, mapping.capacity) }
+            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { operations.unlink(path) }
+            if let base = mapping.base { operations.unmap(base, mapping.capacity) }
         }
-        close(descriptor)
+        operations.close(descriptor)
     }
 
     private static func isReleased(_ mapping: Mapping) -> Bool {
@@ -137,7 +137,7 @@ package final class SuiteJournal: @unchecked Sendable {
         if reserved != 0 { return reserved }
         let mapped = operations.map(descriptor, capacity)
         guard let mapped, mapped != MAP_FAILED else { return errno }
-        if let old = mapping.base { munmap(old, mapping.capacity) }
+        if let old = mapping.base { operations.unmap(old, mapping.capacity) }
         mapping.base = mapped
         mapping.capacity = capacity
         return nil
