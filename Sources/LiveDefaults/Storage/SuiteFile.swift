@@ -49,9 +49,9 @@ package struct SuiteFile: Sendable {
             if code == ENOENT || code == ENOTDIR { return nil }
             throw error(.readFailed, "Could not open", SystemError(errno: code, operation: "open"))
         }
-        defer { close(descriptor) }
+        defer { operations.close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
+        guard operations.fstat(descriptor, &info) == 0 else {
             throw error(.readFailed, "Could not inspect", SystemError(errno: errno, operation: "fstat"))
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -99,12 +99,12 @@ package struct SuiteFile: Sendable {
             // "Owners of the files root writes"); one under root's runtime directory stays root's.
             if base == target, let owner = FileOwner.forSidecars(ofSuiteFile: target) {
                 do { try owner.give(descriptor, using: operations) } catch {
-                    close(descriptor)
+                    operations.close(descriptor)
                     throw error
                 }
             }
             do { try SystemCall.retrying(.flock) { operations.flock(descriptor, LOCK_EX) } } catch {
-                close(descriptor)  // no lock: the descriptor is not kept
+                operations.close(descriptor)  // no lock: the descriptor is not kept
                 throw error
             }
         } catch {
@@ -113,7 +113,7 @@ package struct SuiteFile: Sendable {
                 "Could not lock \(lockPath) for suite \"\(location.name)\": \(error). Check that the directory is writable.",
                 suite: location.name, path: lockPath, underlying: error)
         }
-        defer { close(descriptor) }  // closing releases the lock
+        defer { operations.close(descriptor) }  // closing releases the lock
         return try body(target)
     }
 
@@ -132,7 +132,7 @@ package struct SuiteFile: Sendable {
     ) throws(DefaultsError) -> FileIdentity {
         let target = resolvedPath()
         var existing = stat()
-        let exists = stat(target, &existing) == 0
+        let exists = operations.stat(target, &existing) == 0
         return try replace(
             with: data, at: target, existing: exists ? existing : nil, using: operations, synced: synced)
     }
@@ -177,15 +177,15 @@ package struct SuiteFile: Sendable {
                 if synced { try SystemCall.retrying(.fsync) { operations.fsync(descriptor) } }
                 try SystemCall.retrying(.rename) { operations.rename(temporary, target) }
             } catch {
-                close(descriptor)
+                operations.close(descriptor)
                 throw error
             }
             // After the rename, as the rename changes the file's ctime. The data is on disk
             // (fsync): closing has nothing left to report of it.
-            inspected = fstat(descriptor, &written) == 0
-            close(descriptor)
+            inspected = operations.fstat(descriptor, &written) == 0
+            operations.close(descriptor)
         } catch {
-            if !temporary.isEmpty { unlink(temporary) }
+            if !temporary.isEmpty { operations.unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
         if synced { Self.syncDirectory(directory) }
