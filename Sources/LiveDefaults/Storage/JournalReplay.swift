@@ -95,7 +95,8 @@ package struct DeadJournal {
             }
             found.append(
                 DeadJournal(
-                    path: path, descriptor: descriptor, operations: operations, contents: contents, modified: info.st_mtim,
+                    path: path, descriptor: descriptor, operations: operations, contents: contents,
+                    modified: info.st_mtim,
                     writer: HistoryWriterFile.read(journal: descriptor)))
         }
         return found.sorted { ($0.modified.tv_sec, $0.modified.tv_nsec) < ($1.modified.tv_sec, $1.modified.tv_nsec) }
