@@ -15,7 +15,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package let file: SuiteFile
     let operations: Operations
     private let state = Locked(State())
-    /// This process's journal of the suite (FileBackend+Journal.swift).
+    /// This process's journal of the suite (``JournalSlot``).
     let journaling: Locked<JournalSlot>
     /// The suite's history log (FileBackend+History.swift).
     let historyLog: HistoryLog
