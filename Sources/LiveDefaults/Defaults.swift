@@ -59,7 +59,7 @@ public final class Defaults: Sendable {
     let global: SuiteStore?
     /// The administrator's layers (system-wide files, managed files; none for an instance opened
     /// by path, in memory or on another backend).
-    let administered: AdministeredLayers
+    let candidateLayers: CandidateLayers
     let state: Locked<State>
     /// Where writers wait while the observers' queue is full.
     let backlogGate = BacklogGate()
@@ -175,7 +175,7 @@ public final class Defaults: Sendable {
             self.global =
                 globalLocation.path == location.path ? nil : stores.open(globalLocation)
         }
-        self.administered = AdministeredLayers(
+        self.candidateLayers = CandidateLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,
             excluding: Set([location.path] + [global?.location.path].compactMap { $0 }),
             host: hostLayer.map { (stores.open($0.location), $0.isAnyHost) }, watching: stores.watchesFiles)
@@ -183,13 +183,13 @@ public final class Defaults: Sendable {
         // One step of the change order: no change can fall between the values read and listening.
         ChangeLock.withLock {
             state.withLock { state in
-                administered.updateSearchList(&state)
+                candidateLayers.updateSearchList(&state)
                 state.effective = EffectiveValues(
                     Self.resolveAll(state, suite: suite, global: global), observedKeys: state.observers.observedKeys)
             }
             suite.addReader(self)
             global?.addReader(self)
-            for store in administered.stores { store.addReader(self) }
+            for store in candidateLayers.stores { store.addReader(self) }
         }
     }
 
@@ -245,7 +245,7 @@ public final class Defaults: Sendable {
     func write(_ value: PropertyListValue?, forKey key: String) {
         // Atomic loads, not the lock, when no observer asked for prior calls and no key can be
         // forced (the usual case).
-        if priorObservers.load(ordering: .acquiring) > 0 || administered.mayForce.load(ordering: .acquiring) {
+        if priorObservers.load(ordering: .acquiring) > 0 || candidateLayers.mayForce.load(ordering: .acquiring) {
             writeSlowly(value, forKey: key)
         } else {
             suite.set(value, forKey: key)

@@ -7,13 +7,6 @@ import LiveDefaultsPropertyList
 ///
 /// The check is here, in the command, never on the library's read path (docs/design.md, "Schemas").
 package struct CommandSchema: Sendable {
-    /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary, as in a
-    /// schema file), so that every machine's `defaults` checks against the same one.
-    package static let reservedKey = ReservedKeys.schema
-    /// The library's keys in a domain, which are not settings: the migration record and a fleet suite's
-    /// schema. `list-keys` does not list them, and neither `reset` of a whole domain nor a whole domain
-    /// written removes them (a removed record would run the app's migrations again).
-    package static let reservedKeys = ReservedKeys.all
     /// What secret values are printed as.
     package static let redaction = PropertyListValue.string("<secret>")
 
@@ -98,7 +91,7 @@ package struct CommandSchema: Sendable {
 
 extension CommandDomains {
     /// The schema of a domain: for an `etcd://` suite, the one stored under its prefix
-    /// (``CommandSchema/reservedKey``); for a named domain (the global one included), the file installed for
+    /// (`ReservedKeys.schema`, the key under an `etcd://` suite's prefix); for a named domain (the global one included), the file installed for
     /// it in ``schemaDirectoryPaths``; for a file given by path that is a layer of a suite
     /// (``layerSuite(ofPath:)``), that suite's; nil for any other file given by path (as macOS, which has no
     /// schemas), and when there is none.
@@ -109,8 +102,8 @@ extension CommandDomains {
     {
         switch domain {
         case .remote(let address):
-            guard let stored = values()[CommandSchema.reservedKey] else { return nil }
-            let source = "etcd key \(address.root)\(address.suite)/\(CommandSchema.reservedKey)"
+            guard let stored = values()[ReservedKeys.schema] else { return nil }
+            let source = "etcd key \(address.root)\(address.suite)/\(ReservedKeys.schema)"
             return CommandSchema(schema: try DefaultsSchema(propertyList: stored, source: source), source: source)
         case .named(let name):
             return try installedSchema(suite: name)

@@ -103,7 +103,7 @@ extension DefaultsCommandRunner {
             let values = try openForReading(domain).persistentValues()
             let names =
                 try domains.schema(of: domain, values: values)?.schema.entries.map(\.name)
-                ?? values.keys.filter { !CommandSchema.reservedKeys.contains($0) }.sorted()
+                ?? values.keys.filter { !ReservedKeys.all.contains($0) }.sorted()
             io.standardOutput(
                 json
                     ? "[" + names.map(WatchReport.json).joined(separator: ",") + "]\n"
@@ -122,7 +122,7 @@ extension DefaultsCommandRunner {
             } else if let schema {
                 names = schema.schema.entries.map(\.name).filter { values[$0] != nil }
             } else {
-                names = values.keys.filter { !CommandSchema.reservedKeys.contains($0) }.sorted()
+                names = values.keys.filter { !ReservedKeys.all.contains($0) }.sorted()
             }
             for name in names { store.set(nil, forKey: name) }
             if !names.isEmpty { try save(store, domain) }
@@ -148,7 +148,7 @@ extension DefaultsCommandRunner {
             let places: String
             switch domain {
             case .remote(let address):
-                places = "etcd key \(address.root)\(address.suite)/\(CommandSchema.reservedKey)"
+                places = "etcd key \(address.root)\(address.suite)/\(ReservedKeys.schema)"
             default:
                 places = domains.schemaDirectoryPaths.joined(separator: ", ")
             }
@@ -168,8 +168,8 @@ extension DefaultsCommandRunner {
         let schema = try DefaultsSchema(propertyListData: data, source: file)
         switch domain {
         case .remote(let address)?:
-            let store = try openForWriting(.remote(address), "install the schema as", keys: [CommandSchema.reservedKey])
-            store.set(schema.propertyList, forKey: CommandSchema.reservedKey)
+            let store = try openForWriting(.remote(address), "install the schema as", keys: [ReservedKeys.schema])
+            store.set(schema.propertyList, forKey: ReservedKeys.schema)
             try save(store, .remote(address))
             io.standardOutput("Installed the schema of \(schema.suite) in \(address.text)\n")
         case .global?, .path?:

@@ -301,7 +301,7 @@ package struct DefaultsCommandRunner: Sendable {
             var replaced = try admitted(values, to: domain, in: store)
             // The reserved keys stay unless the new domain names them.
             let current = store.persistentValues()
-            for key in CommandSchema.reservedKeys where replaced[key] == nil {
+            for key in ReservedKeys.all where replaced[key] == nil {
                 replaced[key] = current[key]
             }
             store.replacePersistentValues(replaced)

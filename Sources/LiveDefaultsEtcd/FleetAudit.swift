@@ -65,15 +65,20 @@ enum FleetAudit {
 
     /// The head's value: the next entry's number.
     static func next(fromHead data: Data?) -> UInt64 {
-        data.flatMap { UInt64(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
-            .map { max(1, $0) } ?? 1
+        positiveDecimal(data) ?? 1
     }
 
     /// The retention key's value: the most entries kept (at least 1); the default when absent or
     /// not a number.
     static func maxEntries(fromRetention data: Data?) -> UInt64 {
+        positiveDecimal(data) ?? defaultMaxEntries
+    }
+
+    /// A `head` or `retention` value: a decimal number, white space around it allowed, at least 1
+    /// (0 counts as 1); nil when absent or not a number.
+    private static func positiveDecimal(_ data: Data?) -> UInt64? {
         data.flatMap { UInt64(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
-            .map { max(1, $0) } ?? defaultMaxEntries
+            .map { max(1, $0) }
     }
 
     /// One entry as its key holds it.

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -201,15 +202,18 @@ import Testing
     @Test(.enabled(if: SmallDisk.isAvailable, "mounting a tmpfs needs root"))
     func aReadOnlyDirectoryMakesSynchronizeThrowAndTheValuesAreWrittenOncePossible() async throws {
         let disk = try #require(try SmallDisk(megabytes: 1))
-        let path = disk.path + "/com.example.readonly.plist"
-        // A journal open for writing would keep the file system busy (no read-only remount).
-        JournalHooks.unmappableDirectories.withLock { _ = $0.insert(disk.path) }
-        defer { JournalHooks.unmappableDirectories.withLock { _ = $0.remove(disk.path) } }
+        let location = try SuiteLocation(suiteName: "com.example.readonly", directory: disk.path)
+        let path = location.path
+        // A journal open for writing would keep the file system busy (no read-only remount): its
+        // mapping fails, as a process at its mapping limit sees, and the store goes on without one.
+        let operations = FailingFileOperations()
+        operations.fail(.mmap, with: ENOMEM)
         // Nor may the history's log stay open between flushes.
         HistoryHooks.closedLogDirectories.withLock { _ = $0.insert(disk.path) }
         defer { HistoryHooks.closedLogDirectories.withLock { _ = $0.remove(disk.path) } }
-        let defaults = try Defaults(
-            suiteName: "com.example.readonly", directory: URL(fileURLWithPath: disk.path), watchesFiles: false)
+        let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: operations))
+        #expect(store.load().isEmpty)
+        let defaults = try Defaults(primaryStore: store, watchesFiles: false)
         defaults.set("small", forKey: "before")
         try defaults.synchronize()
         let old = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -444,3 +444,22 @@ struct FleetHistoryTests {
             "\(defaults.persistentValues()) \(connection.state) \(connection.backend.follower.snapshot)")
     }
 }
+
+/// The audit namespace's two decimal keys, read by one rule: a number (white space around it
+/// allowed), at least 1; anything else is the key's default.
+@Suite struct FleetAuditNumberTests {
+    @Test(
+        arguments: [
+            ("7", 7), (" 42\n", 42), ("0", 1), ("-3", nil), ("ten", nil), ("", nil),
+        ] as [(String, UInt64?)])
+    func theHeadAndTheRetentionAreReadAlike(text: String, number: UInt64?) {
+        let data = Data(text.utf8)
+        #expect(FleetAudit.next(fromHead: data) == (number ?? 1))
+        #expect(FleetAudit.maxEntries(fromRetention: data) == (number ?? FleetAudit.defaultMaxEntries))
+    }
+
+    @Test func anAbsentKeyIsItsDefault() {
+        #expect(FleetAudit.next(fromHead: nil) == 1)
+        #expect(FleetAudit.maxEntries(fromRetention: nil) == FleetAudit.defaultMaxEntries)
+    }
+}

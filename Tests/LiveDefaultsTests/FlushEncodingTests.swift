@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -80,9 +81,9 @@ import Testing
         try store.flush()
         store.set("changed", forKey: "a")
         store.set(nil, forKey: "b")
-        operations.fail("write", with: ENOSPC)
+        operations.fail(.write, with: ENOSPC)
         #expect(throws: DefaultsError.self) { try store.flush() }
-        operations.fail("write", with: nil)
+        operations.fail(.write, with: nil)
         #expect(try Self.fileValues(store) == ["a": "a", "b": "b"])
         store.set("c", forKey: "c")
         try store.flush()
@@ -102,9 +103,9 @@ import Testing
         try store.flush()
         let written = try Self.fileValues(store)
         store.set(.integer(100), forKey: "key 1")
-        operations.fail("fsync", with: EIO)
+        operations.fail(.fsync, with: EIO)
         #expect(throws: DefaultsError.self) { try store.flush() }
-        operations.fail("fsync", with: nil)
+        operations.fail(.fsync, with: nil)
         #expect(try Self.fileValues(store) == written)
         store.reload()
         #expect(store.values()["key 1"] == .integer(100))

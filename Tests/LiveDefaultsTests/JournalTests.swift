@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -321,7 +322,7 @@ import Testing
 
     /// A way making or growing the journal fails, through the file-operations seam.
     struct Fallback: Sendable, CustomTestStringConvertible {
-        var operation: String
+        var operation: SystemCall
         var code: Int32
         /// Fails when the journal grows past its first chunk, rather than when it is made.
         var whenGrowing: Bool
@@ -332,13 +333,13 @@ import Testing
 
     @Test(arguments: [
         // A read-only directory: the journals' directory cannot be made.
-        Fallback(operation: "mkdir", code: EROFS, whenGrowing: false, mentioning: "create the directory of"),
+        Fallback(operation: .mkdir, code: EROFS, whenGrowing: false, mentioning: "create the directory of"),
         // A full disk: the first chunk's blocks cannot be reserved, or the next chunk's.
-        Fallback(operation: "allocate", code: ENOSPC, whenGrowing: false, mentioning: "No space left on device"),
-        Fallback(operation: "allocate", code: ENOSPC, whenGrowing: true, mentioning: "grow the journal"),
+        Fallback(operation: .fallocate, code: ENOSPC, whenGrowing: false, mentioning: "No space left on device"),
+        Fallback(operation: .fallocate, code: ENOSPC, whenGrowing: true, mentioning: "grow the journal"),
         // No mapping (a process at its limit of mappings or address space).
-        Fallback(operation: "map", code: ENOMEM, whenGrowing: false, mentioning: "map the journal"),
-        Fallback(operation: "map", code: ENOMEM, whenGrowing: true, mentioning: "grow the journal"),
+        Fallback(operation: .mmap, code: ENOMEM, whenGrowing: false, mentioning: "map the journal"),
+        Fallback(operation: .mmap, code: ENOMEM, whenGrowing: true, mentioning: "grow the journal"),
     ])
     func aJournalThatCannotBeMadeOrGrownFallsBackWithOneReport(fallback: Fallback) async throws {
         let directory = try TemporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -69,7 +70,7 @@ import Testing
             clock: ManualStoreClock())
         // (Root is warned that the directory is another user's: that user could redirect the write.)
         #expect(store.load().allSatisfy { $0.code == .insecureDirectory })
-        operations.fail("fchown", with: EPERM)
+        operations.fail(.fchown, with: EPERM)
         store.set(40, forKey: "maxConnections")
         #expect {
             try store.flush()
@@ -78,7 +79,7 @@ import Testing
         }
         #expect(directory.owns(file))
         #expect(try StoreBackendTests.fileValues(file) == ["maxConnections": 10])
-        operations.fail("fchown", with: nil)
+        operations.fail(.fchown, with: nil)
         try store.flush()
         #expect(directory.owns(file) && NobodysDirectory.owner(of: file)?.mode == 0o640)
         #expect(try StoreBackendTests.fileValues(file) == ["maxConnections": 40])

@@ -96,7 +96,7 @@ enum SearchLayer: String, CaseIterable, Sendable, CustomStringConvertible {
         default:
             // A file layer: empty its file and reload its store as the watcher would.
             let store = try #require(
-                (defaults.administered.stores + [defaults.global].compactMap { $0 }).first {
+                (defaults.candidateLayers.stores + [defaults.global].compactMap { $0 }).first {
                     $0.value(forKey: key) == .string(layer.rawValue)
                 })
             try world.put([:], in: URL(fileURLWithPath: store.location.directory), store.location.name)

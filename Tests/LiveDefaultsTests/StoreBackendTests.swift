@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -44,59 +45,6 @@ final class ManualStoreClock: StoreClock {
             next.action()
         }
         state.withLock { $0.now = end }
-    }
-}
-
-/// File operations that fail on demand, as a full disk or a lock that cannot be taken would, and
-/// otherwise make the real system calls (the seam is ``FileOperations``).
-struct FailingFileOperations: FileOperations {
-    /// The `errno` each operation fails with while set.
-    let failures = Locked<[String: Int32]>([:])
-
-    func fail(_ operation: String, with code: Int32?) {
-        failures.withLock { $0[operation] = code }
-    }
-
-    private func failure(_ operation: String) -> Int32? {
-        guard let code = failures.withLock({ $0[operation] }) else { return nil }
-        errno = code
-        return code
-    }
-
-    func open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
-        failure("open") == nil ? SystemFileOperations().open(path, flags, mode) : -1
-    }
-
-    func flock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
-        failure("flock") == nil ? SystemFileOperations().flock(descriptor, operation) : -1
-    }
-
-    func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-        failure("write") == nil ? SystemFileOperations().write(descriptor, buffer, count) : -1
-    }
-
-    func fsync(_ descriptor: Int32) -> Int32 {
-        failure("fsync") == nil ? SystemFileOperations().fsync(descriptor) : -1
-    }
-
-    func rename(_ source: String, _ destination: String) -> Int32 {
-        failure("rename") == nil ? SystemFileOperations().rename(source, destination) : -1
-    }
-
-    func mkdir(_ path: String, _ mode: mode_t) -> Int32 {
-        failure("mkdir") == nil ? SystemFileOperations().mkdir(path, mode) : -1
-    }
-
-    func fchown(_ descriptor: Int32, _ owner: uid_t, _ group: gid_t) -> Int32 {
-        failure("fchown") == nil ? SystemFileOperations().fchown(descriptor, owner, group) : -1
-    }
-
-    func allocate(_ descriptor: Int32, _ length: off_t) -> Int32 {
-        failure("allocate") ?? SystemFileOperations().allocate(descriptor, length)
-    }
-
-    func map(_ descriptor: Int32, _ length: Int) -> UnsafeMutableRawPointer? {
-        failure("map") == nil ? SystemFileOperations().map(descriptor, length) : MAP_FAILED
     }
 }
 
@@ -163,7 +111,7 @@ final class RecordingListener: Sendable {
         #expect(store.load().isEmpty)
         store.set(1, forKey: "a")
         try store.flush()
-        operations.fail("open", with: EIO)
+        operations.fail(.open, with: EIO)
         let afterOwnFlush = backend.reload(goneForGood: false)
         #expect(Self.describe(afterOwnFlush) == "unchanged", "the own flush is known without reading")
         // Another writer replaces the file: that one is read (and here, its open fails).
@@ -171,7 +119,7 @@ final class RecordingListener: Sendable {
             .write(to: URL(fileURLWithPath: location.path), options: .atomic)
         let afterOtherWriter = backend.reload(goneForGood: false)
         #expect(Self.describe(afterOtherWriter) == "failed")
-        operations.fail("open", with: nil)
+        operations.fail(.open, with: nil)
         #expect(Self.describe(backend.reload(goneForGood: false)) == "changed")
     }
 
@@ -202,7 +150,7 @@ final class RecordingListener: Sendable {
         let directory = try TemporaryDirectory()
         let (store, operations, clock) = try Self.makeStore(in: directory)
         let path = store.location.path
-        operations.fail("write", with: ENOSPC)
+        operations.fail(.write, with: ENOSPC)
 
         store.set("kept", forKey: "k")
         #expect(clock.requestedDelays == [StoreSchedule.flushDelay])
@@ -224,7 +172,7 @@ final class RecordingListener: Sendable {
         #expect(throws: DefaultsError.self) { try store.flush() }
 
         // Space is freed: the next retry writes, and the error clears.
-        operations.fail("write", with: nil)
+        operations.fail(.write, with: nil)
         clock.advance(by: .seconds(1))
         #expect(try Self.fileValues(path) == ["k": "kept"])
         #expect(store.lastError == nil)
@@ -239,7 +187,7 @@ final class RecordingListener: Sendable {
     @Test func aLockThatCannotBeTakenWritesNothing() throws {
         let directory = try TemporaryDirectory()
         let (store, operations, _) = try Self.makeStore(in: directory)
-        operations.fail("flock", with: ENOLCK)
+        operations.fail(.flock, with: ENOLCK)
         store.set(1, forKey: "k")
         #expect(throws: DefaultsError.self) { try store.flush() }
         #expect(store.lastError?.code == .lockFailed)
@@ -249,7 +197,7 @@ final class RecordingListener: Sendable {
         // Each failed attempt closed the lock file it opened (the lock's path is this test's own).
         let lockPath = try #require(store.lastError?.path)
         #expect(Self.openDescriptors(of: lockPath).isEmpty, "the lock file's descriptor leaked")
-        operations.fail("flock", with: nil)
+        operations.fail(.flock, with: nil)
         try store.flush()
         #expect(store.lastError == nil)
         #expect(try Self.fileValues(store.location.path) == ["k": 1])
@@ -260,7 +208,7 @@ final class RecordingListener: Sendable {
         let (store, operations, _) = try Self.makeStore(in: directory)
         store.set("old", forKey: "k")
         try store.flush()
-        for operation in ["fsync", "rename"] {
+        for operation in [SystemCall.fsync, .rename] {
             operations.fail(operation, with: EIO)
             store.set("new", forKey: "k")
             #expect(throws: DefaultsError.self) { try store.flush() }
@@ -286,10 +234,10 @@ final class RecordingListener: Sendable {
         store.set("B", forKey: "changed")
         store.set(nil, forKey: "removed")
         store.set("D", forKey: "added")
-        operations.fail("rename", with: EIO)
+        operations.fail(.rename, with: EIO)
         #expect(throws: DefaultsError.self) { try store.flush() }
         // Another process changes the file meanwhile: the next write must start from it.
-        operations.fail("rename", with: nil)
+        operations.fail(.rename, with: nil)
         try PropertyListCodec.encode(
             .dictionary(["kept": "a", "changed": "b", "removed": "c", "theirs": "T"]), format: .binary
         ).write(to: URL(fileURLWithPath: store.location.path))
@@ -299,9 +247,9 @@ final class RecordingListener: Sendable {
         // And with no one else writing, a failed write then a good one writes the same as one good one.
         store.set("E", forKey: "added")
         store.set(nil, forKey: "theirs")
-        operations.fail("fsync", with: EIO)
+        operations.fail(.fsync, with: EIO)
         #expect(throws: DefaultsError.self) { try store.flush() }
-        operations.fail("fsync", with: nil)
+        operations.fail(.fsync, with: nil)
         store.set("F", forKey: "late")
         try store.flush()
         #expect(try Self.fileValues(store.location.path) == ["kept": "a", "changed": "B", "added": "E", "late": "F"])

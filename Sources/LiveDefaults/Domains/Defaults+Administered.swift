@@ -59,7 +59,7 @@ extension Defaults {
     /// - Returns: Whether the key is forced in that suite.
     public func objectIsForced(forKey key: String, inDomain domain: String) -> Bool {
         if domain == suiteName { return objectIsForced(forKey: key) }
-        let settings = administered.settings
+        let settings = candidateLayers.settings
         guard let directory = settings.managedDirectory?.path else { return false }
         let names = domain == Self.globalDomain ? [domain] : [domain, Self.globalDomain]
         return names.contains { name in
@@ -105,7 +105,7 @@ extension Defaults {
     public func observeForcing(
         ofKey key: String, _ handler: @escaping @Sendable (_ isForced: Bool) -> Void
     ) -> ObservationToken {
-        let observers = administered.forcedObservers
+        let observers = candidateLayers.forcedObservers
         let id = ChangeLock.withLock {
             let isForced = isForced(key)
             return observers.withLock { observers in
@@ -121,7 +121,7 @@ extension Defaults {
     /// Reports the first write of `key` while it is forced (``DefaultsError/Code/forcedKey``).
     func noteWriteIfForced(_ key: String) {
         guard let source = forcingSource(ofKey: key) else { return }
-        guard administered.reportedForcedWrites.withLock({ $0.insert(key).inserted }) else { return }
+        guard candidateLayers.reportedForcedWrites.withLock({ $0.insert(key).inserted }) else { return }
         DefaultsErrorReporting.report(
             DefaultsError(
                 .forcedKey,
@@ -137,11 +137,11 @@ extension Defaults {
     /// - Returns: ``AdministeredRefresh/notAdministered`` when `store` is neither (the caller
     ///   refreshes as usual), else what to deliver.
     func refreshAdministered(_ store: SuiteStore, _ keys: ChangedKeys, origin: ChangeOrigin) -> AdministeredRefresh {
-        let isCandidate = administered.contains(store)
+        let isCandidate = candidateLayers.contains(store)
         let isManagedFleet = !isCandidate && state.withLock { $0.storesBeforeSuite.contains { $0 === store } }
         guard isCandidate || isManagedFleet else { return .notAdministered }
         var delivery = applyRefresh(keys, origin: origin) { state in
-            if isCandidate { administered.updateSearchList(&state) }
+            if isCandidate { candidateLayers.updateSearchList(&state) }
         }
         let calls = forcingChanges()
         if calls.isEmpty { return .applied(delivery) }
@@ -153,7 +153,7 @@ extension Defaults {
     /// The calls owed to observers of forced keys whose state changed since they were last told.
     /// Called under the ``ChangeLock``, so each observer hears the changes in order.
     func forcingChanges() -> [@Sendable () -> Void] {
-        let observers = administered.forcedObservers
+        let observers = candidateLayers.forcedObservers
         let table = observers
         var calls: [@Sendable () -> Void] = []
         let watched = observers.withLock { $0.entries.map { ($0.key, $0.value.key) } }
@@ -175,7 +175,7 @@ extension Defaults {
     /// fleet suite added or removed).
     func deliverForcingChanges() {
         let calls = ChangeLock.withLock {
-            administered.noteForcingLayers(state.withLock { $0 })
+            candidateLayers.noteForcingLayers(state.withLock { $0 })
             return forcingChanges()
         }
         for call in calls { call() }

@@ -110,14 +110,14 @@ extension Defaults {
     /// - Returns: Whether the store was added.
     @discardableResult
     package func addStore(_ store: SuiteStore, at position: StorePosition) -> Bool {
-        let delivery = ChangeLock.withLock { () -> Delivery?? in
+        let addition = ChangeLock.withLock { () -> StoreAddition in
             let searched = state.withLock { state in
                 store === suite || store === global
                     || (state.addedSuites + state.storesBeforeSuite + state.storesAfterSuite).contains { $0 === store }
             }
-            if searched { return .none }
+            if searched { return .alreadySearched }
             store.addReader(self)
-            return .some(
+            return .added(
                 applyRefresh(nil, origin: .local) { state in
                     switch position {
                     case .beforeSuite: state.storesBeforeSuite.append(store)
@@ -125,10 +125,18 @@ extension Defaults {
                     }
                 })
         }
-        guard case .some(let delivery) = delivery else { return false }
+        guard case .added(let delivery) = addition else { return false }
         if let delivery { perform(delivery) }
         if position == .beforeSuite { deliverForcingChanges() }
         return true
+    }
+
+    /// What ``addStore(_:at:)`` did under the change lock.
+    private enum StoreAddition {
+        /// The store was searched already: nothing changed.
+        case alreadySearched
+        /// The store was added; what to deliver once the change lock is released (nil: nothing).
+        case added(Delivery?)
     }
 
     /// Removes a store added with ``addStore(_:at:)``.

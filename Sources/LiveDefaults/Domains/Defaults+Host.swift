@@ -85,9 +85,9 @@ extension Defaults {
     ) throws -> (location: SuiteLocation, isAnyHost: Bool)? {
         if host != nil { return (location, true) }
         guard searchesCurrentHost else { return nil }
-        guard watching || AdministeredLayers.isDirectory(location.byHostDirectory) else { return nil }
+        guard watching || CandidateLayers.isDirectory(location.byHostDirectory) else { return nil }
         let byHost = try location.byHost(.current)
-        return watching || AdministeredLayers.exists(byHost.path) ? (byHost, false) : nil
+        return watching || CandidateLayers.exists(byHost.path) ? (byHost, false) : nil
     }
 }
 

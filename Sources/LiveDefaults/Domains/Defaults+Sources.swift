@@ -90,7 +90,7 @@ extension Defaults {
                     switch layer {
                     case .values(let layer, let domain, let values): add(layer, domain, values[key])
                     case .store(let layer, let store): add(layer, store)
-                    case .suite(let store): add(administered.host?.isAnyHost == true ? .currentHost : .suite, store)
+                    case .suite(let store): add(candidateLayers.host?.isAnyHost == true ? .currentHost : .suite, store)
                     }
                     return true
                 }
@@ -104,7 +104,7 @@ extension Defaults {
     /// `defaults read --system`.
     package func systemWideValues() -> [String: PropertyListValue] {
         var values: [String: PropertyListValue] = [:]
-        for store in administered.system where store.location.name == suiteName {
+        for store in candidateLayers.system where store.location.name == suiteName {
             values.merge(store.values()) { upper, _ in upper }
         }
         return values

@@ -15,7 +15,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package let file: SuiteFile
     let operations: Operations
     private let state = Locked(State())
-    /// This process's journal of the suite (FileBackend+Journal.swift).
+    /// This process's journal of the suite (``JournalSlot``).
     let journaling: Locked<JournalSlot>
     /// The suite's history log (FileBackend+History.swift).
     let historyLog: HistoryLog
@@ -224,7 +224,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var format = last.format
         // One `stat` tells whether others wrote and gives the permissions the new file keeps.
         var existing = stat()
-        let exists = stat(target, &existing) == 0
+        let exists = operations.stat(target, &existing) == 0
         let rereads = (exists ? FileIdentity(existing) : nil) != last.identity || last.corrupt
         var data: Data?
         var identity: FileIdentity?
@@ -360,7 +360,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         // flush, which the watcher reports as any other rename), nothing changed and the file is
         // not read (docs/design.md, "Live reload: this process's own flush").
         var info = stat()
-        let present = stat(location.path, &info) == 0
+        let present = operations.stat(location.path, &info) == 0
         let absent = !present && (errno == ENOENT || errno == ENOTDIR)
         let (known, hadContent) = state.withLock { ($0.identity, $0.identity != nil || $0.bytes != nil) }
         if present, FileIdentity(info) == known { return .unchanged }

@@ -51,19 +51,19 @@ package struct FileOwner: Sendable, Equatable {
     /// user put at the name (a hard link to a file of root's elsewhere would give that file away).
     package func give(_ descriptor: Int32, using operations: some FileOperations) throws(SystemError) {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw SystemError(errno: errno, operation: "fstat") }
+        try SystemCall.retrying(.fstat) { operations.fstat(descriptor, &info) }
         if info.st_uid == user, info.st_gid == group { return }
         guard info.st_uid == 0, info.st_mode & S_IFMT == S_IFDIR || info.st_nlink == 1 else { return }
-        try SystemCall.retrying("fchown") { operations.fchown(descriptor, user, group) }
+        try SystemCall.retrying(.fchown) { operations.fchown(descriptor, user, group) }
     }
 
     /// Gives the directory at `path` (not followed if a symbolic link) to this owner, unless it has
     /// it already.
     package func giveDirectory(_ path: String, using operations: some FileOperations) throws(SystemError) {
-        let descriptor = try SystemCall.retrying("open") {
+        let descriptor = try SystemCall.retrying(.open) {
             operations.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
         }
-        defer { close(descriptor) }
+        defer { operations.close(descriptor) }
         try give(descriptor, using: operations)
     }
 }

@@ -81,15 +81,15 @@ package final class SuiteJournal: @unchecked Sendable {
         guard opened >= 0 else { throw failure("create", errno) }
         if let owner {
             do throws(SystemError) { try owner.give(opened, using: operations) } catch {
-                close(opened)
-                unlink(path)
+                operations.close(opened)
+                operations.unlink(path)
                 throw failure("give to its owner", error.errno)
             }
         }
         guard operations.flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
-            close(opened)
-            unlink(path)
+            operations.close(opened)
+            operations.unlink(path)
             throw failure("lock", code)
         }
         let mapped = lock.withLock { mapping -> Int32? in
@@ -104,8 +104,8 @@ package final class SuiteJournal: @unchecked Sendable {
             return nil
         }
         if let code = mapped {
-            close(opened)
-            unlink(path)
+            operations.close(opened)
+            operations.unlink(path)
             throw failure("size and map", code)
         }
         descriptor = opened
@@ -116,10 +116,10 @@ package final class SuiteJournal: @unchecked Sendable {
     deinit {
         lock.withLock { mapping in
             // Nothing unwritten: the journal goes. Otherwise it stays for the next process.
-            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { unlink(path) }
-            if let base = mapping.base { munmap(base, mapping.capacity) }
+            if mapping.end == JournalFormat.headerSize || Self.isReleased(mapping) { operations.unlink(path) }
+            if let base = mapping.base { operations.unmap(base, mapping.capacity) }
         }
-        close(descriptor)
+        operations.close(descriptor)
     }
 
     private static func isReleased(_ mapping: Mapping) -> Bool {
@@ -135,10 +135,9 @@ package final class SuiteJournal: @unchecked Sendable {
     ) -> Int32? {
         let reserved = operations.allocate(descriptor, off_t(capacity))
         if reserved != 0 { return reserved }
-        if JournalHooks.mappingFails(for: path) { return ENOMEM }
         let mapped = operations.map(descriptor, capacity)
         guard let mapped, mapped != MAP_FAILED else { return errno }
-        if let old = mapping.base { munmap(old, mapping.capacity) }
+        if let old = mapping.base { operations.unmap(old, mapping.capacity) }
         mapping.base = mapped
         mapping.capacity = capacity
         return nil
@@ -230,19 +229,5 @@ package final class SuiteJournal: @unchecked Sendable {
                 JournalFormat.writeState(base, generation: mapping.generation, start: mark)
             }
         }
-    }
-}
-
-/// Test hooks for the journal (the mapping failing).
-package enum JournalHooks {
-    /// Suite directories whose journals cannot be mapped (ENOMEM, as a process at its mapping
-    /// limit sees): tests of the fallback, and tests that must remount a directory read-only
-    /// (a journal open for writing keeps a file system busy).
-    package static let unmappableDirectories = Locked<Set<String>>([])
-
-    static func mappingFails(for journalPath: String) -> Bool {
-        // <suite directory>/.<suite file>.journals/<name>
-        let suiteDirectory = SuiteFile.directory(of: SuiteFile.directory(of: journalPath))
-        return unmappableDirectories.withLock { $0.isEmpty ? false : $0.contains(suiteDirectory) }
     }
 }

@@ -111,14 +111,15 @@ package struct ManagedFileTrust: Sendable {
 
     /// Why the file may not be trusted, nil when it may (or when there is no file: nothing to
     /// trust). The file's path is followed through symbolic links: the file reached is checked.
-    package func problem() -> DefaultsError? {
+    /// `operations` makes the two `stat`s (``FileOperations``).
+    package func problem(using operations: some FileOperations = SystemFileOperations()) -> DefaultsError? {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard operations.stat(path, &info) == 0 else { return nil }
         if let problem = Self.problem(info, what: "managed file \(path)", owner: trustedOwner) {
             return error(problem)
         }
         let directory = (path as NSString).deletingLastPathComponent
-        guard stat(directory, &info) == 0 else { return nil }
+        guard operations.stat(directory, &info) == 0 else { return nil }
         if let problem = Self.problem(
             info, what: "directory \(directory) of the managed file \(path)", owner: trustedOwner)
         {

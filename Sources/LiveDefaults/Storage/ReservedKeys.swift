@@ -4,10 +4,12 @@
 /// them by name work; listings of settings (`dictionaryRepresentation()`, the `defaults` command,
 /// a fleet suite's reports) leave them out.
 package enum ReservedKeys {
-    /// The key of a fleet suite's schema, kept in etcd beside its values.
+    /// The key under an `etcd://` suite's prefix that holds its schema (a property-list dictionary,
+    /// as in a schema file), so that every machine's `defaults` checks against the same one.
     package static let schema = "LiveDefaults.schema"
 
-    /// Every reserved key.
+    /// Every reserved key: `list-keys` does not list them, and neither `reset` of a whole domain
+    /// nor a whole domain written removes them (a removed record would run the app's migrations again).
     package static let all: Set<String> = [schema, DefaultsMigration.recordKey]
 
     /// `values` without the reserved keys.

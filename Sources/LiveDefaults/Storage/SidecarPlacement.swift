@@ -62,7 +62,7 @@ package struct SidecarPlacement: Sendable, Equatable {
     static func makeDirectory(of sidecar: String, using operations: some FileOperations) -> Int32? {
         let directory = SuiteFile.directory(of: sidecar)
         var info = stat()
-        if stat(directory, &info) == 0 { return nil }
+        if operations.stat(directory, &info) == 0 { return nil }
         var path = ""
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             path += "/" + component

@@ -49,9 +49,9 @@ package struct SuiteFile: Sendable {
             if code == ENOENT || code == ENOTDIR { return nil }
             throw error(.readFailed, "Could not open", SystemError(errno: code, operation: "open"))
         }
-        defer { close(descriptor) }
+        defer { operations.close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
+        guard operations.fstat(descriptor, &info) == 0 else {
             throw error(.readFailed, "Could not inspect", SystemError(errno: errno, operation: "fstat"))
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -62,7 +62,7 @@ package struct SuiteFile: Sendable {
                 suite: location.name, path: location.path)
         }
         do {
-            let data = try SystemCall.readAll(descriptor, sizeHint: Int(info.st_size))
+            let data = try operations.readAll(descriptor, sizeHint: Int(info.st_size))
             return Contents(data: data, identity: FileIdentity(info))
         } catch {
             throw self.error(.readFailed, "Could not read", error)
@@ -93,18 +93,18 @@ package struct SuiteFile: Sendable {
         }
         let descriptor: Int32
         do {
-            if opened < 0 { opened = try SystemCall.retrying("open") { operations.open(lockPath, flags, 0o600) } }
+            if opened < 0 { opened = try SystemCall.retrying(.open) { operations.open(lockPath, flags, 0o600) } }
             descriptor = opened
             // A lock beside the file is the file's owner's as much as the file (docs/design.md,
             // "Owners of the files root writes"); one under root's runtime directory stays root's.
             if base == target, let owner = FileOwner.forSidecars(ofSuiteFile: target) {
                 do { try owner.give(descriptor, using: operations) } catch {
-                    close(descriptor)
+                    operations.close(descriptor)
                     throw error
                 }
             }
-            do { try SystemCall.retrying("flock") { operations.flock(descriptor, LOCK_EX) } } catch {
-                close(descriptor)  // no lock: the descriptor is not kept
+            do { try SystemCall.retrying(.flock) { operations.flock(descriptor, LOCK_EX) } } catch {
+                operations.close(descriptor)  // no lock: the descriptor is not kept
                 throw error
             }
         } catch {
@@ -113,7 +113,7 @@ package struct SuiteFile: Sendable {
                 "Could not lock \(lockPath) for suite \"\(location.name)\": \(error). Check that the directory is writable.",
                 suite: location.name, path: lockPath, underlying: error)
         }
-        defer { close(descriptor) }  // closing releases the lock
+        defer { operations.close(descriptor) }  // closing releases the lock
         return try body(target)
     }
 
@@ -132,7 +132,7 @@ package struct SuiteFile: Sendable {
     ) throws(DefaultsError) -> FileIdentity {
         let target = resolvedPath()
         var existing = stat()
-        let exists = stat(target, &existing) == 0
+        let exists = operations.stat(target, &existing) == 0
         return try replace(
             with: data, at: target, existing: exists ? existing : nil, using: operations, synced: synced)
     }
@@ -167,25 +167,25 @@ package struct SuiteFile: Sendable {
             do throws(SystemError) {
                 // The owner before the mode: a change of owner may clear the set-ID bits.
                 if let owner {
-                    try SystemCall.retrying("fchown") { operations.fchown(descriptor, owner.user, owner.group) }
+                    try SystemCall.retrying(.fchown) { operations.fchown(descriptor, owner.user, owner.group) }
                 }
-                if mode != 0o600 { try SystemCall.retrying("fchmod") { fchmod(descriptor, mode) } }
-                try SystemCall.writeAll(descriptor, data, using: operations)
+                if mode != 0o600 { try SystemCall.retrying(.fchmod) { operations.fchmod(descriptor, mode) } }
+                try operations.writeAll(descriptor, data)
                 // fsync rather than fdatasync: for a new file fdatasync must write the inode as well
                 // (its size and blocks are needed to read the data back), on ext4 in the same journal
                 // commit, so it would save nothing here.
-                if synced { try SystemCall.retrying("fsync") { operations.fsync(descriptor) } }
-                try SystemCall.retrying("rename") { operations.rename(temporary, target) }
+                if synced { try SystemCall.retrying(.fsync) { operations.fsync(descriptor) } }
+                try SystemCall.retrying(.rename) { operations.rename(temporary, target) }
             } catch {
-                close(descriptor)
+                operations.close(descriptor)
                 throw error
             }
             // After the rename, as the rename changes the file's ctime. The data is on disk
             // (fsync): closing has nothing left to report of it.
-            inspected = fstat(descriptor, &written) == 0
-            close(descriptor)
+            inspected = operations.fstat(descriptor, &written) == 0
+            operations.close(descriptor)
         } catch {
-            if !temporary.isEmpty { unlink(temporary) }
+            if !temporary.isEmpty { operations.unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
         if synced { Self.syncDirectory(directory) }
@@ -230,7 +230,7 @@ package struct SuiteFile: Sendable {
                     of: target, prefix: ".",
                     suffix: Self.temporaryMarker + "\(getpid())-\(Self.nextNameNumber())")
             do {
-                let descriptor = try SystemCall.retrying("open") {
+                let descriptor = try SystemCall.retrying(.open) {
                     operations.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 }
                 path = candidate
@@ -318,7 +318,7 @@ package struct SuiteFile: Sendable {
         let target = resolvedPath()
         let directory = Self.directory(of: target)
         let prefix = Self.name(of: Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker))
-        guard let names = SystemCall.directoryEntries(directory) else { return }
+        guard let names = SystemFileOperations().directoryEntries(directory) else { return }
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
             guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }

@@ -1,16 +1,18 @@
 import Foundation
 import Synchronization
 
-/// The administered layers one ``Defaults`` searches (docs/design.md, "Administered settings"): the
-/// managed files that force keys and the system-wide files, each a read-only ``SuiteStore``.
+/// The layers one ``Defaults`` searches only while they hold values (docs/design.md, "Administered
+/// settings" and "Per-host values"): the managed files that force keys, the system-wide files, each
+/// a read-only ``SuiteStore``, and the suite's ByHost file (or, for a ByHost suite, its file for
+/// any host).
 ///
 /// An instance that follows files opens and watches every file, whether or not it or its directory
 /// exists yet (a candidate): a directory made later is followed live. One that does not follow
 /// files opens only the files that are there. Only the candidates that hold values are in the
-/// search list (`Defaults.State.forced` and `.system`), so a layer with no file costs nothing on
+/// search list (`Defaults.State.forced`, `.system`, `.currentHost` and `.anyHost`), so a layer with no file costs nothing on
 /// the read or write path. ``updateSearchList(_:)`` recomputes which are, whenever a candidate
 /// changes.
-final class AdministeredLayers: Sendable {
+final class CandidateLayers: Sendable {
     let settings: AdministeredSettings
     /// Managed files, the one that wins first: the suite's, then the global domain's.
     let managed: [SuiteStore]

@@ -1,0 +1,227 @@
+import Foundation
+
+/// The system calls the library makes, by name: what a ``SystemError`` names, and what a test
+/// makes fail (``FileOperations/fault(_:)``). docs/design.md, "System calls: one seam".
+package enum SystemCall: String, Sendable, CaseIterable {
+    case open, close, read, pread, write, fsync, flock, rename, unlink, mkdir, access, stat, fstat, fchown, fchmod
+    case fallocate = "posix_fallocate"
+    case mmap, munmap, opendir
+
+    /// Runs `body` until it does not fail with `EINTR`; a result of -1 throws the `errno` it left,
+    /// as a ``SystemError`` naming `call`. The one rule for interrupted calls and their errors.
+    @discardableResult
+    @inline(__always)
+    package static func retrying<Result: FixedWidthInteger>(
+        _ call: SystemCall, _ body: () -> Result
+    ) throws(SystemError) -> Result {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = errno
+            if code != EINTR { throw SystemError(errno: code, operation: call.rawValue) }
+        }
+    }
+}
+
+/// The one seam for the library's system calls (docs/design.md, "System calls: one seam"): the
+/// store's files, journals, locks and listings are opened, read, written, synced, renamed,
+/// mapped and removed through it, and tests make any of those calls fail on demand — a full
+/// disk, a lock that cannot be taken, a mapping refused — without root or a small file system.
+///
+/// A conforming type says only which calls fail (``fault(_:)``); the calls themselves are
+/// written once, below, and each keeps its system call's contract: a failure returns -1 (or
+/// `MAP_FAILED`) and leaves `errno` set. ``SystemCall/retrying(_:_:)`` retries `EINTR` and turns
+/// `errno` into a ``SystemError``; ``readAll(_:sizeHint:)`` and ``writeAll(_:_:)`` loop through it.
+///
+/// The file backend takes its operations as a generic parameter, so the production calls are
+/// specialised to ``SystemFileOperations``, whose ``fault(_:)`` is a constant nil: the check
+/// folds away and nothing is dispatched dynamically on the write path.
+package protocol FileOperations: Sendable {
+    /// The `errno` that `call` fails with instead of being made; nil to make the real call.
+    func fault(_ call: SystemCall) -> Int32?
+}
+
+/// The real system calls, never failed on purpose.
+package struct SystemFileOperations: FileOperations {
+    package init() {}
+
+    @inline(__always)
+    package func fault(_ call: SystemCall) -> Int32? { nil }
+}
+
+extension FileOperations {
+    /// Whether `call` is to fail; if so, `errno` is set to what it fails with.
+    @inline(__always)
+    private func fails(_ call: SystemCall) -> Bool {
+        guard let code = fault(call) else { return false }
+        errno = code
+        return true
+    }
+
+    @inline(__always)
+    package func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        fails(.open) ? -1 : Glibc.open(path, flags, mode)
+    }
+
+    @inline(__always)
+    @discardableResult
+    package func close(_ descriptor: Int32) -> Int32 { fails(.close) ? -1 : Glibc.close(descriptor) }
+
+    @inline(__always)
+    package func read(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        fails(.read) ? -1 : Glibc.read(descriptor, buffer, count)
+    }
+
+    @inline(__always)
+    package func pread(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ offset: off_t) -> Int {
+        fails(.pread) ? -1 : Glibc.pread(descriptor, buffer, count, offset)
+    }
+
+    @inline(__always)
+    package func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+        fails(.write) ? -1 : Glibc.write(descriptor, buffer, count)
+    }
+
+    @inline(__always)
+    package func fsync(_ descriptor: Int32) -> Int32 { fails(.fsync) ? -1 : Glibc.fsync(descriptor) }
+
+    @inline(__always)
+    package func flock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
+        fails(.flock) ? -1 : systemFlock(descriptor, operation)
+    }
+
+    @inline(__always)
+    package func rename(_ source: String, _ destination: String) -> Int32 {
+        fails(.rename) ? -1 : Glibc.rename(source, destination)
+    }
+
+    @inline(__always)
+    @discardableResult
+    package func unlink(_ path: String) -> Int32 { fails(.unlink) ? -1 : Glibc.unlink(path) }
+
+    @inline(__always)
+    package func mkdir(_ path: String, _ mode: mode_t) -> Int32 { fails(.mkdir) ? -1 : Glibc.mkdir(path, mode) }
+
+    /// `access`: 0 when `path` can be reached as `mode` asks (`F_OK`: it exists).
+    @inline(__always)
+    package func access(_ path: String, _ mode: Int32) -> Int32 {
+        fails(.access) ? -1 : Glibc.access(path, mode)
+    }
+
+    /// `stat`: follows symbolic links.
+    @inline(__always)
+    package func stat(_ path: String, _ info: inout Glibc.stat) -> Int32 {
+        fails(.stat) ? -1 : systemStat(path, &info)
+    }
+
+    @inline(__always)
+    package func fstat(_ descriptor: Int32, _ info: inout Glibc.stat) -> Int32 {
+        fails(.fstat) ? -1 : Glibc.fstat(descriptor, &info)
+    }
+
+    /// `fchown`: gives the file open at `descriptor` to `owner` and `group` (root gives the files it
+    /// makes for another user to that user: ``FileOwner``).
+    @inline(__always)
+    package func fchown(_ descriptor: Int32, _ owner: uid_t, _ group: gid_t) -> Int32 {
+        fails(.fchown) ? -1 : Glibc.fchown(descriptor, owner, group)
+    }
+
+    @inline(__always)
+    package func fchmod(_ descriptor: Int32, _ mode: mode_t) -> Int32 {
+        fails(.fchmod) ? -1 : Glibc.fchmod(descriptor, mode)
+    }
+
+    /// `posix_fallocate` of `length` bytes from the start: returns 0 or the error number (it does
+    /// not set `errno`).
+    @inline(__always)
+    package func allocate(_ descriptor: Int32, _ length: off_t) -> Int32 {
+        if let code = fault(.fallocate) { return code }
+        return posix_fallocate(descriptor, 0, length)
+    }
+
+    /// `mmap` of `length` bytes from the start of the file, shared, readable and writable: returns
+    /// `MAP_FAILED` and leaves `errno` set on failure.
+    @inline(__always)
+    package func map(_ descriptor: Int32, _ length: Int) -> UnsafeMutableRawPointer? {
+        fails(.mmap) ? MAP_FAILED : mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0)
+    }
+
+    /// `munmap`.
+    @inline(__always)
+    @discardableResult
+    package func unmap(_ address: UnsafeMutableRawPointer, _ length: Int) -> Int32 {
+        fails(.munmap) ? -1 : munmap(address, length)
+    }
+
+    /// The names in the directory at `path` but `.` and `..`, in the directory's order; nil when it
+    /// cannot be opened. `readdir` rather than `FileManager`: its first listing costs a one-shot
+    /// `defaults write` a tenth of its instructions (docs/design.md, "The `defaults` command's start-up").
+    package func directoryEntries(_ path: String) -> [String]? {
+        guard !fails(.opendir), let stream = opendir(path) else { return nil }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Writes all of `data` to `descriptor`.
+    package func writeAll(_ descriptor: Int32, _ data: Data) throws(SystemError) {
+        var failure: SystemError?
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            guard let start = buffer.baseAddress else { return }  // no bytes (and no address): nothing to write
+            var offset = 0
+            while offset < buffer.count {
+                do throws(SystemError) {
+                    offset += try SystemCall.retrying(.write) {
+                        write(descriptor, start + offset, buffer.count - offset)
+                    }
+                } catch {
+                    failure = error
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads the whole file open at `descriptor`, `sizeHint` bytes expected.
+    package func readAll(_ descriptor: Int32, sizeHint: Int) throws(SystemError) -> Data {
+        var data = Data(count: max(sizeHint, 0) + 1)
+        var length = 0
+        while true {
+            if length == data.count { data.count = data.count * 2 }
+            let capacity = data.count - length
+            let count = try SystemCall.retrying(.read) {
+                data.withUnsafeMutableBytes { buffer in
+                    guard let start = buffer.baseAddress else {
+                        preconditionFailure("the read buffer is never empty (\(buffer.count) bytes)")
+                    }
+                    return read(descriptor, start + length, capacity)
+                }
+            }
+            if count == 0 { break }
+            length += count
+        }
+        data.count = length
+        return data
+    }
+}
+
+/// The `flock` system call (inside a type, `flock` names the method, and Glibc's `flock` struct
+/// shadows the function).
+@inline(__always)
+private func systemFlock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
+    flock(descriptor, operation)
+}
+
+/// The `stat` system call (inside a type, `stat` names the method, and Glibc's `stat` struct
+/// shadows the function).
+@inline(__always)
+private func systemStat(_ path: String, _ info: inout stat) -> Int32 {
+    stat(path, &info)
+}
