@@ -1,4 +1,5 @@
 import Foundation
+import LiveDefaultsLocking
 import TestSupport
 import Testing
 
@@ -125,7 +126,10 @@ final class EtcdServer: @unchecked Sendable {
     /// could not bind its port (taken between ``freePort()`` and etcd's start, by another test
     /// process of the machine) was waited for the whole 60 s and reported as "not healthy".
     func waitUntilHealthy() async throws {
-        let done = await eventually(within: 60) { self.isHealthy() || !self.isRunning }
+        // Each probe on a thread of its own: a member that has no leader yet can hold a request
+        // for a second, and two such probes held both threads of a 2-core machine's cooperative
+        // pool, and every other test's tasks with them (seen in a debugger during the etcd tests).
+        let done = await eventuallyOffThePool(within: 60) { self.isHealthy() || !self.isRunning }
         if done && isRunning {
             hasStarted = true
             return
@@ -433,12 +437,14 @@ final class EtcdCluster: Sendable {
 
     /// Waits until a leader is elected, for at most 20 s.
     func waitForLeader() async -> Int? {
-        var leader: Int?
-        _ = await eventually(within: 20) {
-            leader = leaderIndex()
-            return leader != nil
+        let leader = Locked<Int?>(nil)
+        // Off the pool: a member that does not answer holds each request for up to 2 s.
+        _ = await eventuallyOffThePool(within: 20) {
+            let index = self.leaderIndex()
+            leader.withLock { $0 = index }
+            return index != nil
         }
-        return leader
+        return leader.withLock { $0 }
     }
 
     func stop() { for member in members { member.stop() } }

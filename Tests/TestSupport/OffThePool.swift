@@ -17,3 +17,25 @@ public func onAThreadOfItsOwn<Result: Sendable>(_ body: @escaping @Sendable () t
         Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
     }
 }
+
+/// ``eventually(within:_:)`` for a condition that blocks while it checks (a request to a server
+/// that may be starting, frozen or gone): each check runs on a thread of its own
+/// (``onAThreadOfItsOwn(_:)``), so that a slow answer holds no thread of the cooperative pool.
+///
+/// - Parameters:
+///   - seconds: The bound on the wait, as for ``eventually(within:_:)``.
+///   - condition: The check; it may block.
+/// - Returns: Whether `condition` held in time.
+public func eventuallyOffThePool(within seconds: Double = 30, _ condition: @escaping @Sendable () -> Bool) async
+    -> Bool
+{
+    let deadline = Date().addingTimeInterval(seconds)
+    var interval = 1
+    while true {
+        let held = (try? await onAThreadOfItsOwn(condition)) ?? false
+        if held { return true }
+        if Date() >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(interval))
+        interval = min(2 * interval, 10)
+    }
+}
