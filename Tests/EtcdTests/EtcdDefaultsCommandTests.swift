@@ -515,16 +515,9 @@ struct EtcdDefaultsBinaryTests {
     /// so it never touches the real ~/.config.
     static func start(_ arguments: [String], in directory: borrowing TemporaryDirectory, name: String) throws -> Process
     {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ["XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
-        _ = FileManager.default.createFile(atPath: directory.file(name + ".out").path, contents: nil)
-        _ = FileManager.default.createFile(atPath: directory.file(name + ".err").path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: directory.file(name + ".out"))
-        process.standardError = try FileHandle(forWritingTo: directory.file(name + ".err"))
-        try process.run()
-        return process
+        try startWithOutputInFiles(
+            binary, arguments, environment: ["XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"],
+            output: directory.file(name + ".out"), errors: directory.file(name + ".err"))
     }
 
     static func text(_ directory: borrowing TemporaryDirectory, _ file: String) -> String {

@@ -1,10 +1,7 @@
 import Foundation
+import LiveDefaultsLocking
 import TestSupport
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// A real etcd member on loopback for one test: a fresh data directory, free ports, stopped by its
 /// PID when the test ends — alone (``start(progressInterval:extraArguments:)``) or as one member of
@@ -114,6 +111,10 @@ final class EtcdServer: @unchecked Sendable {
                 "--initial-cluster-token", clusterToken,
                 "--experimental-watch-progress-notify-interval", progressInterval,
                 "--log-level", "error",
+                // A test member's data is thrown away with it, and a killed member's writes are
+                // still in the page cache: fsync would only spend the machine's time (most of the
+                // etcd tests' system time was etcd's fsyncs).
+                "--unsafe-no-fsync",
             ] + extraArguments
         process = try MemberSpawner.shared.spawn(binary, arguments, log: logPath)
     }
@@ -125,7 +126,10 @@ final class EtcdServer: @unchecked Sendable {
     /// could not bind its port (taken between ``freePort()`` and etcd's start, by another test
     /// process of the machine) was waited for the whole 60 s and reported as "not healthy".
     func waitUntilHealthy() async throws {
-        let done = await eventually(within: 60) { self.isHealthy() || !self.isRunning }
+        // Each probe on a thread of its own: a member that has no leader yet can hold a request
+        // for a second, and two such probes held both threads of a 2-core machine's cooperative
+        // pool, and every other test's tasks with them (seen in a debugger during the etcd tests).
+        let done = await eventuallyOffThePool(within: 60) { self.isHealthy() || !self.isRunning }
         if done && isRunning {
             hasStarted = true
             return
@@ -233,23 +237,15 @@ final class EtcdServer: @unchecked Sendable {
     /// etcd's ID of this member and of the leader it knows (`/v3/maintenance/status`); nil when it
     /// does not answer.
     func memberAndLeader() -> (member: UInt64, leader: UInt64)? {
-        let done = DispatchSemaphore(value: 0)
-        let answer = LockedData()
-        var request = URLRequest(url: endpoint.appendingPathComponent("v3/maintenance/status"))
-        request.httpMethod = "POST"
-        request.httpBody = Data("{}".utf8)
-        request.timeoutInterval = 2
-        URLSession.shared.dataTask(with: request) { data, response, _ in
-            if let data, (response as? HTTPURLResponse)?.statusCode == 200 { answer.set(data) }
-            done.signal()
-        }.resume()
-        _ = done.wait(timeout: .now() + 3)
         struct Status: Decodable {
             struct Header: Decodable { var member_id: String? }
             var header: Header?
             var leader: String?
         }
-        guard let data = answer.value, let status = try? JSONDecoder().decode(Status.self, from: data),
+        guard
+            let data = LoopbackHTTP.answer(
+                port: clientPort, method: "POST", path: "/v3/maintenance/status", body: "{}"),
+            let status = try? JSONDecoder().decode(Status.self, from: data),
             let member = status.header?.member_id.flatMap({ UInt64($0) }),
             let leader = status.leader.flatMap({ UInt64($0) })
         else { return nil }
@@ -257,16 +253,8 @@ final class EtcdServer: @unchecked Sendable {
     }
 
     private func isHealthy() -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        let healthy = LockedFlag()
-        var request = URLRequest(url: endpoint.appendingPathComponent("health"))
-        request.timeoutInterval = 1
-        URLSession.shared.dataTask(with: request) { data, _, _ in
-            if let data, String(decoding: data, as: UTF8.self).contains("\"health\":\"true\"") { healthy.set() }
-            done.signal()
-        }.resume()
-        _ = done.wait(timeout: .now() + 2)
-        return healthy.value
+        guard let data = LoopbackHTTP.answer(port: clientPort, method: "GET", path: "/health") else { return false }
+        return String(decoding: data, as: UTF8.self).contains("\"health\":\"true\"")
     }
 
     /// The ports handed out so far (never twice in a process).
@@ -333,15 +321,6 @@ struct EtcdServerError: Error, CustomStringConvertible {
         self.description = description
         self.portTaken = portTaken
     }
-}
-
-/// Bytes set from a callback.
-final class LockedData: @unchecked Sendable {
-    // Safe as Sendable: guarded by `lock`.
-    private let lock = NSLock()
-    private var data: Data?
-    func set(_ data: Data) { lock.withLock { self.data = data } }
-    var value: Data? { lock.withLock { data } }
 }
 
 /// Starts etcd members from one thread that lives as long as the test process, through
@@ -458,26 +437,19 @@ final class EtcdCluster: Sendable {
 
     /// Waits until a leader is elected, for at most 20 s.
     func waitForLeader() async -> Int? {
-        var leader: Int?
-        _ = await eventually(within: 20) {
-            leader = leaderIndex()
-            return leader != nil
+        let leader = Locked<Int?>(nil)
+        // Off the pool: a member that does not answer holds each request for up to 2 s.
+        _ = await eventuallyOffThePool(within: 20) {
+            let index = self.leaderIndex()
+            leader.withLock { $0 = index }
+            return index != nil
         }
-        return leader
+        return leader.withLock { $0 }
     }
 
     func stop() { for member in members { member.stop() } }
 
     deinit { stop() }
-}
-
-/// A flag set from a callback.
-final class LockedFlag: @unchecked Sendable {
-    // Safe as Sendable: guarded by `lock`.
-    private let lock = NSLock()
-    private var isSet = false
-    func set() { lock.withLock { isSet = true } }
-    var value: Bool { lock.withLock { isSet } }
 }
 
 extension Trait where Self == ConditionTrait {
@@ -507,5 +479,59 @@ final class HandedOutPorts: @unchecked Sendable {
     /// Takes `port` for good; false when it was handed out before.
     func claim(_ port: Int) -> Bool {
         lock.withLock { ports.insert(port).inserted }
+    }
+}
+
+/// One HTTP/1.0 request to a member on loopback, over a socket of its own that is closed after the
+/// answer, with a 2-second bound on each read and write.
+///
+/// Not URLSession: on Linux it keeps an idle connection in libcurl's cache with a dispatch source on
+/// its socket, and once the member behind it is stopped that source fired in a loop; over a run of
+/// the etcd tests, whose members are stopped by the dozen, the spin was most of the tests' CPU
+/// time (`perf record`).
+enum LoopbackHTTP {
+    /// The body of a 200 answer; nil for any other answer, or none.
+    static func answer(port: Int, method: String, path: String, body: String = "") -> Data? {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bound = timeval(tv_sec: 2, tv_usec: 0)
+        let size = socklen_t(MemoryLayout<timeval>.size)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &bound, size)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &bound, size)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        let request = Array(
+            ("\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8)
+        var sent = 0
+        while sent < request.count {
+            let count = request[sent...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard count > 0 else { return nil }
+            sent += count
+        }
+        var answer = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { break }
+            guard count > 0, answer.count < 1 << 20 else { return nil }
+            answer.append(contentsOf: buffer[..<count])
+        }
+        guard let end = answer.range(of: Data("\r\n\r\n".utf8)),
+            let statusLine = String(data: answer[..<end.lowerBound], encoding: .utf8)?.split(separator: "\r\n").first,
+            statusLine.split(separator: " ").dropFirst().first == "200"
+        else { return nil }
+        return answer[end.upperBound...]
     }
 }

@@ -46,9 +46,12 @@ struct EtcdSuiteFollowerTests {
     static func put(_ client: EtcdClient, _ values: [String: PropertyListValue], delete: [String] = []) async throws
         -> Int64
     {
-        try client.commit(
-            puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
-            deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
+        // On a thread of its own: the call blocks until etcd answers (FleetScenario.put).
+        try await onAThreadOfItsOwn {
+            try client.commit(
+                puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
+                deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
+        }
     }
 
     /// A follower of `prefix` on `server` (not started) that records every change it reports.

@@ -24,17 +24,13 @@ struct FleetHistoryTests {
         let file = directory.file("machine-id-\(machineID)")
         try Data((machineID + "\n").utf8).write(to: file)
         let name = "run-" + UUID().uuidString.prefix(8)
-        let process = Process()
-        process.executableURL = EtcdDefaultsBinaryTests.binary
-        process.arguments = arguments
-        process.environment =
-            ["XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin", "LIVEDEFAULTS_MACHINE_ID_FILE": file.path]
-            .merging(environment) { _, given in given }
-        _ = FileManager.default.createFile(atPath: directory.file(name + ".out").path, contents: nil)
-        _ = FileManager.default.createFile(atPath: directory.file(name + ".err").path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: directory.file(name + ".out"))
-        process.standardError = try FileHandle(forWritingTo: directory.file(name + ".err"))
-        try process.run()
+        let process = try startWithOutputInFiles(
+            EtcdDefaultsBinaryTests.binary, arguments,
+            environment: [
+                "XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin", "LIVEDEFAULTS_MACHINE_ID_FILE": file.path,
+            ]
+            .merging(environment) { _, given in given },
+            output: directory.file(name + ".out"), errors: directory.file(name + ".err"))
         process.waitUntilExit()
         return (
             process.terminationStatus, EtcdDefaultsBinaryTests.text(directory, name + ".out"),
@@ -244,15 +240,7 @@ struct FleetHistoryTests {
         let otherConnection = other.addFleetSuite(try scenario.suite(variant: 1, sharesCache: false))
         #expect(await eventually(within: 30) { otherConnection.state.isLive })
         let otherLog = ChangeLog(other)
-        let watcher = Process()
-        watcher.executableURL = EtcdDefaultsBinaryTests.binary
-        watcher.arguments = ["watch", remote, "--json"]
-        watcher.environment = ["XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
-        _ = FileManager.default.createFile(atPath: directory.file("watch.out").path, contents: nil)
-        _ = FileManager.default.createFile(atPath: directory.file("watch.err").path, contents: nil)
-        watcher.standardOutput = try FileHandle(forWritingTo: directory.file("watch.out"))
-        watcher.standardError = try FileHandle(forWritingTo: directory.file("watch.err"))
-        try watcher.run()
+        let watcher = try EtcdDefaultsBinaryTests.start(["watch", remote, "--json"], in: directory, name: "watch")
         defer {
             kill(watcher.processIdentifier, SIGKILL)
             watcher.waitUntilExit()

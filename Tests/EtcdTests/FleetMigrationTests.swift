@@ -44,18 +44,10 @@ struct FleetMigrationTests {
 
         let go = scenario.scratch.file("go").path
         let processes = try (0..<3).map { index in
-            let process = Process()
-            process.executableURL = Self.helper
-            process.arguments = ["fleet-migrate", scenario.server.endpoint.absoluteString, suite.name, go]
-            process.environment = ["PATH": "/usr/bin:/bin"]
-            for stream in ["out", "err"] {
-                _ = FileManager.default.createFile(
-                    atPath: scenario.scratch.file("\(index).\(stream)").path, contents: nil)
-            }
-            process.standardOutput = try FileHandle(forWritingTo: scenario.scratch.file("\(index).out"))
-            process.standardError = try FileHandle(forWritingTo: scenario.scratch.file("\(index).err"))
-            try process.run()
-            return process
+            try startWithOutputInFiles(
+                Self.helper, ["fleet-migrate", scenario.server.endpoint.absoluteString, suite.name, go],
+                environment: ["PATH": "/usr/bin:/bin"], output: scenario.scratch.file("\(index).out"),
+                errors: scenario.scratch.file("\(index).err"))
         }
         #expect(FileManager.default.createFile(atPath: go, contents: Data()))
         #expect(await eventually(within: 60) { processes.allSatisfy { !$0.isRunning } }, "the racers finish")

@@ -49,24 +49,34 @@ final class FleetScenario: @unchecked Sendable {
     }
 
     /// Puts and deletes in one transaction, as another machine would.
+    ///
+    /// The client's calls block their thread until etcd answers (a frozen member: seconds), so
+    /// these run on a thread of their own, not on one of the cooperative pool's two.
     @discardableResult
     func put(_ values: [String: PropertyListValue], delete: [String] = []) async throws -> Int64 {
-        try raw.commit(
-            puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
-            deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
+        let (raw, prefix) = (self.raw, self.prefix)
+        return try await onAThreadOfItsOwn {
+            try raw.commit(
+                puts: try values.map { (EtcdMirror.etcdKey($0.key, prefix: prefix), try EtcdMirror.encode($0.value)) },
+                deletes: delete.map { EtcdMirror.etcdKey($0, prefix: prefix) })
+        }
     }
 
     /// What etcd holds for the suite now, decoded.
     func etcdValues() async throws -> [String: PropertyListValue] {
-        var mirror = EtcdMirror(prefix: prefix)
-        let (header, kvs) = try raw.range(prefix: prefix)
-        _ = mirror.resync(header: header, kvs: kvs)
-        return mirror.values
+        let (raw, prefix) = (self.raw, self.prefix)
+        return try await onAThreadOfItsOwn {
+            var mirror = EtcdMirror(prefix: prefix)
+            let (header, kvs) = try raw.range(prefix: prefix)
+            _ = mirror.resync(header: header, kvs: kvs)
+            return mirror.values
+        }
     }
 
     /// etcd's current revision.
     func revision() async throws -> Int64 {
-        try raw.range(prefix: prefix).header.revisionValue
+        let (raw, prefix) = (self.raw, self.prefix)
+        return try await onAThreadOfItsOwn { try raw.range(prefix: prefix).header.revisionValue }
     }
 }
 

@@ -26,3 +26,33 @@ public func runToEnd(
     process.waitUntilExit()
     return (process.terminationStatus, text)
 }
+
+/// Starts `executable` with its standard output in `output` and its standard error in `errors`
+/// (each made empty first), and returns it running: for a process that runs beside the test (a
+/// watcher, racers) or whose output is read from the files after it ends.
+///
+/// - Parameters:
+///   - executable: The program.
+///   - arguments: Its arguments.
+///   - environment: Its whole environment.
+///   - output: The file for its standard output.
+///   - errors: The file for its standard error.
+/// - Returns: The running process; the caller waits for it or stops it by its PID.
+/// - Throws: When a file cannot be made or the program cannot be started.
+public func startWithOutputInFiles(
+    _ executable: URL, _ arguments: [String], environment: [String: String], output: URL, errors: URL
+) throws -> Process {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.environment = environment
+    for file in [output, errors] {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
+        }
+    }
+    process.standardOutput = try FileHandle(forWritingTo: output)
+    process.standardError = try FileHandle(forWritingTo: errors)
+    try process.run()
+    return process
+}

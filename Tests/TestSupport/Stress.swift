@@ -4,7 +4,8 @@ import Foundation
 /// - unset: the quick size each heavy test names, so that a plain `swift test` takes under a minute
 ///   on 2 cores;
 /// - `1`: the full counts and durations, which CI runs once each (`.ci/run` sets it for the thread
-///   sanitizer's run and for the end-to-end suites that run has not);
+///   sanitizer's run and for the end-to-end suites that run has not, of those whose file calls
+///   ``scaled(_:quick:)``: call it in the suite's own file, or CI runs the suite at its quick size only);
 /// - `<factor>`: the full counts and durations multiplied by the factor (kills, keys, threads'
 ///   running time, stores opened).
 public enum Stress {
