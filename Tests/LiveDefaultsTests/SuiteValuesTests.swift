@@ -171,4 +171,32 @@ import Testing
         schedule.reloadStarted()
         #expect(schedule.lastRequest == .mayHaveChanged)
     }
+
+    /// The false removal of issue #39, replayed: a reload that started before a "gone for good" and
+    /// ran after it took the request and read the file, back by then; the reload the request had
+    /// armed ran next, when the file was away again for a moment (a directory made again), and must
+    /// not take that for "gone for good" too — it would empty the suite.
+    @Test func aGoneForGoodIsTakenByOneReloadOnly() {
+        var schedule = StoreSchedule()
+        // A save was seen: a reload is armed, and starts (its thread is slow to take the I/O lock).
+        let armsFirst = schedule.reloadRequested(.mayHaveChanged)
+        #expect(armsFirst)
+        schedule.reloadStarted()
+        // The file stayed away for the grace: "gone for good" arms the next reload.
+        let armsSecond = schedule.reloadRequested(.goneForGood)
+        #expect(armsSecond)
+        schedule.reloadStarted()
+        // The first reload runs now: it is for "gone for good" (and reads the file, back by then).
+        let first = schedule.takeReloadRequest()
+        #expect(first == .goneForGood)
+        // The second runs while the file is away again: only "may have changed" (no change).
+        let second = schedule.takeReloadRequest()
+        #expect(second == .mayHaveChanged)
+        // A new "gone for good" is taken again.
+        let armsThird = schedule.reloadRequested(.goneForGood)
+        #expect(armsThird)
+        schedule.reloadStarted()
+        let third = schedule.takeReloadRequest()
+        #expect(third == .goneForGood)
+    }
 }

@@ -43,8 +43,9 @@ package struct StoreSchedule: Sendable, Equatable {
 
     package private(set) var flush = Flush.idle
     package private(set) var reload = Reload.idle
-    /// The last request: a reload reads it when it runs (not when it was armed), so a "gone for
-    /// good" that later news overtook (the file came back) is not applied.
+    /// The last request not yet taken by a reload: a reload takes it when it runs (not when it was
+    /// armed, ``takeReloadRequest()``), so a "gone for good" that later news overtook (the file came
+    /// back) is not applied.
     package private(set) var lastRequest = ReloadRequest.mayHaveChanged
 
     package init() {}
@@ -123,5 +124,15 @@ package struct StoreSchedule: Sendable, Equatable {
     /// The armed reload started: requests from now on arm another.
     package mutating func reloadStarted() {
         reload = .idle
+    }
+
+    /// A reload runs now (it holds the store's I/O lock): what it is for. The request is taken, so
+    /// a "gone for good" is applied by one reload only: the first to run after it, which looks at
+    /// the file then. Another reload that was already on its way (started before the request, and
+    /// running after that one) finds a "may have changed", and so cannot empty the suite when the
+    /// file is away again for a moment later on (docs/design.md, "Live reload: coalescing").
+    package mutating func takeReloadRequest() -> ReloadRequest {
+        defer { lastRequest = .mayHaveChanged }
+        return lastRequest
     }
 }

@@ -314,8 +314,9 @@ extension SuiteStore {
         reload { goneForGood }
     }
 
-    /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload asks
-    /// the schedule then, so that a "gone for good" overtaken by later news is not applied).
+    /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload takes
+    /// the schedule's request then, so that a "gone for good" overtaken by later news is not
+    /// applied, nor applied twice).
     private func reload(goneForGood: () -> Bool) {
         let (deliveries, problem) = inputOutput.withLock { operations in
             operations += 1
@@ -402,7 +403,7 @@ extension SuiteStore {
         clock.run(after: .zero) { [weak self] in
             guard let self else { return }
             self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload { self.state.withLock { $0.schedule.lastRequest == .goneForGood } }
+            self.reload { self.state.withLock { $0.schedule.takeReloadRequest() == .goneForGood } }
         }
     }
 
