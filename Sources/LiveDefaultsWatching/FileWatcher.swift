@@ -111,7 +111,7 @@ package final class FileWatcher: Sendable {
     ///     link is re-resolved on every call.
     ///   - onChange: Called on the watcher's thread when the file's content may have changed or
     ///     its absence counts, and once as soon as the watch is in place. It must be quick and must
-    ///     not block: slower work goes to ``runAfterCall(_:)``.
+    ///     not block.
     /// - Returns: The watch; calls stop when it is cancelled or deallocated.
     package func watch(path: String, onChange: @escaping @Sendable (FileChange) -> Void) -> FileWatch {
         let watched = WatchedPath.resolve(path)
@@ -125,24 +125,8 @@ package final class FileWatcher: Sendable {
         return FileWatch(watcher: self, identifier: identifier)
     }
 
-    /// Runs `work` once the call the calling thread is making has returned, when that thread is the
-    /// inotify thread of a watcher making a call for an event: on that thread, with no watcher lock
-    /// held, while the watch's work has been fast; on a Dispatch worker once it has been measured
-    /// slow (``FollowUpPace``). A follow-up that stalls the inotify thread has another thread read
-    /// inotify from then on, so it never holds up the watching of other files.
-    ///
-    /// Follow-ups of one call run in the order they were left, after the call and before the
-    /// inotify thread reads its next event.
-    ///
-    /// - Returns: Whether the work was taken; false when the calling thread makes no such call
-    ///   (the caller runs it elsewhere).
-    package static func runAfterCall(_ work: @escaping @Sendable () -> Void) -> Bool {
-        FollowUps.offer(work)
-    }
-
     /// Stops the calls of one registration.
     func cancel(_ identifier: UInt64) {
-        core.followUps.forget(identifier)
         let directoriesChanged = core.registry.withLock { $0.remove(identifier) }
         if directoriesChanged { core.wakeInotifyThread() }
     }

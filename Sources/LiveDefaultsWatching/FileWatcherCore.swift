@@ -21,11 +21,6 @@ final class FileWatcherCore: Sendable {
     let inotifyWakeChannel = Locked<InotifyWakeChannel?>(nil)
     /// Where problems go, on the dispatcher thread (see ``FileWatcher/init(usingInotify:report:)``).
     private let report: @Sendable (WatchProblem) -> Void
-    /// The work callbacks leave for after the inotify thread's calls (``FileWatcher/runAfterCall(_:)``).
-    let followUps = FollowUps()
-    /// Starts a new thread reading inotify, of the generation given, when a follow-up stalls the
-    /// reading one (set by ``InotifyThread``; nil when polling).
-    let startReader = Locked<(@Sendable (UInt64) -> Void)?>(nil)
 
     init(mode: FileWatcher.Mode, report: @escaping @Sendable (WatchProblem) -> Void) {
         self.report = report
@@ -67,13 +62,7 @@ final class FileWatcherCore: Sendable {
     }
 
     /// Hands events from the inotify thread to the registry.
-    ///
-    /// - Parameters:
-    ///   - events: What the inotify thread saw.
-    ///   - fromInotifyThread: Whether the inotify thread delivers, at a point where it runs the
-    ///     calls' follow-ups next (``runFollowUps(reader:)``); other callers' calls leave none
-    ///     (their callbacks' work goes to a worker).
-    func deliver(_ events: [WatchRegistry.Event], fromInotifyThread: Bool = false) {
+    func deliver(_ events: [WatchRegistry.Event]) {
         let now = Self.now()
         let needsDispatcher = registry.withLock { registry in
             var needsDispatcher = false
@@ -97,7 +86,7 @@ final class FileWatcherCore: Sendable {
             return
         }
         let work = registry.withLock { registry in registry.isShutDown ? nil : registry.takeDueWork(now: Self.now()) }
-        if let work { perform(work, leavingFollowUps: fromInotifyThread) }
+        if let work { perform(work) }
         performing.unlock()
         // The dispatcher waits for the deadline it last saw: a new one (a deletion grace) wakes it.
         if registry.withLock({ $0.nextDeadline() }) != nil { signalDispatcher() }
@@ -136,17 +125,7 @@ final class FileWatcherCore: Sendable {
             }
             perform(work)
             performing.unlock()
-            var deadline = registry.withLock { $0.nextDeadline() }
-            switch followUps.takeOverIfStalled(now: Self.now()) {
-            case .idle:
-                break
-            case .lookAgain(let at):
-                deadline = min(deadline ?? at, at)
-            case .takeOver(let reader):
-                // The inotify thread is stuck in a follow-up (a slow observer): a new thread reads
-                // on, and the stuck one ends when its follow-up returns.
-                startReader.withLock { $0 }?(reader)
-            }
+            let deadline = registry.withLock { $0.nextDeadline() }
             if let deadline {
                 if deadline > Self.now() {
                     _ = dispatcherWakeUp.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
@@ -158,11 +137,7 @@ final class FileWatcherCore: Sendable {
     }
 
     /// Does the due work: reports, `stat`s outside the lock, then the calls.
-    ///
-    /// - Parameters:
-    ///   - work: The work taken from the registry.
-    ///   - leavingFollowUps: Whether the calls may leave follow-ups (the inotify thread's).
-    private func perform(_ work: WatchRegistry.DueWork, leavingFollowUps: Bool = false) {
+    private func perform(_ work: WatchRegistry.DueWork) {
         for problem in work.reports { report(problem) }
         var looks = WatchRegistry.Looks(before: Self.now(), after: 0)
         looks.calls = work.calls.map { ($0, work.callPaths[$0].flatMap(FileStamp.current(at:))) }
@@ -175,13 +150,12 @@ final class FileWatcherCore: Sendable {
         if wantsReconcile { wakeInotifyThread() }
         var called = Set<UInt64>()
         for (identifier, change) in calls where called.insert(identifier).inserted {
-            call(identifier, change, leavingFollowUps: leavingFollowUps)
+            call(identifier, change)
         }
-        registry.withLock { $0.finished(work) }
     }
 
     /// Re-resolves the registration's symbolic link (it may point elsewhere now), then calls it.
-    private func call(_ identifier: UInt64, _ change: FileChange, leavingFollowUps: Bool) {
+    private func call(_ identifier: UInt64, _ change: FileChange) {
         guard let path = registry.withLock({ $0.registrations[identifier]?.watched.path }) else { return }
         let resolved = WatchedPath.resolve(path)
         let (callback, directoriesChanged) = registry.withLock { registry in
@@ -189,18 +163,6 @@ final class FileWatcherCore: Sendable {
             return (registry.registrations[identifier]?.onChange, changed)
         }
         if directoriesChanged { wakeInotifyThread() }
-        guard let callback else { return }
-        guard leavingFollowUps else { return callback(change) }
-        followUps.beginCall(for: identifier)
-        callback(change)
-        followUps.endCall()
-    }
-
-    /// Runs the follow-ups the inotify thread's calls left, with no watcher lock held.
-    ///
-    /// - Parameter reader: The calling thread's generation.
-    /// - Returns: Whether the calling thread still reads inotify (false: it must end now).
-    func runFollowUps(reader: UInt64) -> Bool {
-        followUps.run(reader: reader, startTiming: signalDispatcher)
+        callback?(change)
     }
 }

@@ -112,37 +112,13 @@ final class InotifyThread {
                 handoff.finish(failure: failure.reason)
             case .success(let setUp):
                 core.inotifyWakeChannel.withLock { $0 = setUp.wakeChannel }
-                let reader = Reader(thread: InotifyThread(core: core, setUp: setUp))
-                core.startReader.withLock { $0 = { generation in reader.start(generation) } }
                 handoff.finish(failure: nil)
-                reader.thread.run(reader: 0)
+                InotifyThread(core: core, setUp: setUp).run()
             }
         }
-        thread.name = threadName
+        thread.name = "LiveDefaults.FileWatcher.inotify"
         thread.start()
         return handoff.wait()
-    }
-
-    static let threadName = "LiveDefaults.FileWatcher.inotify"
-    /// The name the kernel knows the thread by (at most 15 bytes).
-    static let kernelThreadName = "ld-inotify"
-
-    /// The reading role, passed to a new thread when a follow-up stalls the reading one
-    /// (``FollowUps``).
-    ///
-    /// `@unchecked Sendable`: the ``InotifyThread``'s state is used by one thread at a time — the
-    /// one whose generation ``FollowUps`` names as the reader. A thread superseded while it runs a
-    /// follow-up returns from ``run(reader:)`` without touching the state again, and the handover
-    /// is made under ``FollowUps``' lock, which orders the old thread's last use before the new
-    /// thread's first.
-    private struct Reader: @unchecked Sendable {
-        let thread: InotifyThread
-
-        func start(_ generation: UInt64) {
-            let next = Thread { [self] in thread.run(reader: generation) }
-            next.name = InotifyThread.threadName
-            next.start()
-        }
     }
 
     private struct SetUp {
@@ -189,25 +165,14 @@ final class InotifyThread {
 
     // MARK: Running
 
-    /// Reads events until inotify fails, or until another thread reads on (a follow-up of a call
-    /// made here stalled: ``FollowUps``).
-    ///
-    /// - Parameter reader: This thread's generation as the reader.
-    private func run(reader: UInt64) {
-        // The kernel's name of the thread (`top -H`, and a test asking where an observer runs).
-        // (`pthread_setname_np` is not imported into Swift here: the same through /proc.)
-        try? Data(Self.kernelThreadName.utf8).write(to: URL(fileURLWithPath: "/proc/thread-self/comm"))
+    private func run() {
         while true {
-            // Follow-ups of the calls made for the last event: after its calls, before anything else.
-            guard core.runFollowUps(reader: reader) else { return }
             let version = core.registry.withLock { $0.directoriesVersion }
             if version != reconciledVersion { reconcile() }
             if FileWatcherCore.now() &- lastVerification >= Self.verificationInterval.wholeNanoseconds {
                 verifyArmedDirectories()
                 disarmUnwanted()
             }
-            // Those of the calls made for directories armed or lost.
-            guard core.runFollowUps(reader: reader) else { return }
             guard let event = InotifyInterface.nextEvent(timeoutSeconds: Self.eventTimeoutSeconds) else {
                 let error = InotifyInterface.error()
                 if error != 0, error != EINTR {
@@ -234,7 +199,7 @@ final class InotifyThread {
             unwantedSince[directory] = nil
             events.append(armed[directory] == nil ? arm(directory) : .directoryArmed(directory))
         }
-        if !events.isEmpty { core.deliver(events, fromInotifyThread: true) }
+        if !events.isEmpty { core.deliver(events) }
     }
 
     /// Disarms the directories that have been unwanted for ``lingerInterval``.
@@ -339,7 +304,7 @@ final class InotifyThread {
         var events: [WatchRegistry.Event] = wanted.map { .directoryLost($0) }
         // Armed again when it is there, else awaited through an ancestor.
         for directory in wanted { events.append(arm(directory)) }
-        core.deliver(events, fromInotifyThread: true)
+        core.deliver(events)
     }
 
     private func verifyArmedDirectories() {
@@ -361,7 +326,7 @@ final class InotifyThread {
         let watch = event.pointee.wd
         let mask = event.pointee.mask
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-            core.deliver([.overflow], fromInotifyThread: true)
+            core.deliver([.overflow])
             return
         }
         if watch == wakeWatch {
@@ -380,9 +345,7 @@ final class InotifyThread {
             return
         }
         guard event.pointee.len > 0 else {
-            if mask & UInt32(IN_ATTRIB) != 0 {
-                core.deliver(directories.map { .directoryAttributesChanged($0) }, fromInotifyThread: true)
-            }
+            if mask & UInt32(IN_ATTRIB) != 0 { core.deliver(directories.map { .directoryAttributesChanged($0) }) }
             return
         }
         let namePointer = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
@@ -399,8 +362,7 @@ final class InotifyThread {
         } else {
             return
         }
-        core.deliver(
-            directories.map { .entry(WatchedEntry(directory: $0, name: name), change) }, fromInotifyThread: true)
+        core.deliver(directories.map { .entry(WatchedEntry(directory: $0, name: name), change) })
     }
 
     /// inotify cannot serve any more: hand everything to polling and release the library.
