@@ -152,6 +152,7 @@ final class FileWatcherCore: Sendable {
         for (identifier, change) in calls where called.insert(identifier).inserted {
             call(identifier, change)
         }
+        registry.withLock { $0.finished(work) }
     }
 
     /// Re-resolves the registration's symbolic link (it may point elsewhere now), then calls it.

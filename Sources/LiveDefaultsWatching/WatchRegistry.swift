@@ -145,6 +145,9 @@ struct WatchRegistry: Sendable {
     /// Reports waiting for the dispatcher thread, which makes them outside any lock and never
     /// on a caller's thread (a handler could otherwise run inside the start of `FileWatcher.shared`).
     var pendingReports: [WatchProblem] = []
+    /// Registrations whose work has been taken (``takeDueWork(now:)``) and is not yet done: their
+    /// looks and calls are still to come, so they are not quiet (``isQuiet(_:)``).
+    private var inFlight: Set<UInt64> = []
 
     init(mode: FileWatcher.Mode, deletionGrace: Duration, pollInterval: Duration) {
         self.mode = mode
@@ -448,6 +451,10 @@ struct WatchRegistry: Sendable {
             }
             if changed { registrations[identifier] = registration }
         }
+        inFlight.formUnion(work.calls)
+        inFlight.formUnion(work.settleChecks.lazy.map(\.id))
+        inFlight.formUnion(work.absenceChecks.lazy.map(\.id))
+        inFlight.formUnion(work.polls.lazy.map(\.id))
         if pollNow, mode == .inotify {
             work.missingDirectories = directoryStatus.compactMap {
                 $0.value == .missing && awaited[$0.key] == nil ? $0.key : nil
@@ -641,10 +648,22 @@ struct WatchRegistry: Sendable {
         return true
     }
 
-    /// Nothing is due or pending for one registration (for tests); `true` once it is gone.
+    /// The work taken by ``takeDueWork(now:)`` is done: its looks were made and its calls returned.
+    mutating func finished(_ work: DueWork) {
+        guard !inFlight.isEmpty else { return }
+        inFlight.subtract(work.calls)
+        inFlight.subtract(work.settleChecks.lazy.map(\.id))
+        inFlight.subtract(work.absenceChecks.lazy.map(\.id))
+        inFlight.subtract(work.polls.lazy.map(\.id))
+    }
+
+    /// Nothing is due, pending or under way for one registration (for tests); `true` once it is
+    /// gone. Work taken but not yet done counts as under way: a look taken, and so no longer due,
+    /// may still find the file changed and call (a test that took the watch for quiet then would
+    /// count that call against its own next change).
     func isQuiet(_ identifier: UInt64) -> Bool {
         guard let registration = registrations[identifier] else { return true }
-        return registration.callDeadline == nil && registration.settleDeadline == nil
+        return !inFlight.contains(identifier) && registration.callDeadline == nil && registration.settleDeadline == nil
             && registration.absenceCheckDeadline == nil
             && !(isPolled(registration) && registration.baseline == .unknown)
             && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })

@@ -169,6 +169,31 @@ import Testing
         #expect(calls.map { call($0.0, $0.1) } == [call(identifier, .goneForGood)])
     }
 
+    /// A look taken, and so no longer due, is not yet made: the watch is not quiet until the work
+    /// is done, for the look may still find the file changed and call. (FileWatcherTests'
+    /// `everyLinkOfAChainIsWatched` took the watch for quiet in that window on a loaded machine,
+    /// wrote, and counted the look's call against its write: 4 calls where it expected 3.)
+    @Test func workTakenButNotDoneIsNotQuiet() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        #expect(!registry.isQuiet(identifier), "the first call is due")
+        let work = registry.takeDueWork(now: 1)
+        #expect(work.calls == [identifier])
+        #expect(!registry.isQuiet(identifier), "quiet while the taken call is still to be made")
+        _ = registry.decide(work, looks(work, seeing: stamp(1), at: 1))
+        #expect(!registry.isQuiet(identifier), "quiet while the call is being made")
+        registry.finished(work)
+        #expect(registry.isQuiet(identifier))
+        // The same for a look made due by a directory armed again.
+        _ = registry.apply(.directoryArmed("/d"), now: 10)
+        let look = registry.takeDueWork(now: 11)
+        #expect(look.looks == [identifier])
+        #expect(!registry.isQuiet(identifier))
+        registry.finished(look)
+        #expect(registry.isQuiet(identifier))
+    }
+
     private let grace: UInt64 = 100_000_000
     private func ms(_ milliseconds: UInt64) -> UInt64 { milliseconds * 1_000_000 }
 
