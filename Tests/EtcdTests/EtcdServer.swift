@@ -300,16 +300,18 @@ final class EtcdServer: @unchecked Sendable {
 
     /// Binds `descriptor` to 127.0.0.1:`port`; whether it worked.
     static func bindLoopback(_ descriptor: Int32, port: Int) -> Bool {
+        withLoopbackAddress(port: port) { bind(descriptor, $0, $1) } == 0
+    }
+
+    /// Calls `body` with the address 127.0.0.1:`port` and its length (for `bind` and `connect`).
+    static func withLoopbackAddress(port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        return bound == 0
     }
 }
 
@@ -499,16 +501,7 @@ enum LoopbackHTTP {
         let size = socklen_t(MemoryLayout<timeval>.size)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &bound, size)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &bound, size)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
+        guard EtcdServer.withLoopbackAddress(port: port, { connect(descriptor, $0, $1) }) == 0 else { return nil }
         let request = Array(
             ("\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8)
