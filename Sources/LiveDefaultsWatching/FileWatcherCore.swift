@@ -146,8 +146,8 @@ final class FileWatcherCore: Sendable {
         looks.polls = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
         looks.reappearedDirectories = work.missingDirectories.filter(FileStamp.isDirectory)
         looks.after = Self.now()
-        let (calls, wantsReconcile) = registry.withLock { $0.decide(work, looks) }
-        if wantsReconcile { wakeInotifyThread() }
+        let (calls, wakesInotifyThread) = registry.withLock { $0.decide(work, looks) }
+        if wakesInotifyThread { wakeInotifyThread() }
         var called = Set<UInt64>()
         for (identifier, change) in calls where called.insert(identifier).inserted {
             call(identifier, change)

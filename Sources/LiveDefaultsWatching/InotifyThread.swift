@@ -7,7 +7,9 @@ import LiveDefaultsLocking
 ///
 /// libinotifytools keeps its state in globals and is not thread-safe, so every call into it is
 /// made here (the kernel build keeps the same rule). Other threads change the registry under its lock and wake this thread through an
-/// ``InotifyWakeChannel``; it then reconciles the watched directories with the wanted ones.
+/// ``InotifyWakeChannel``; it then reconciles the watched directories with the wanted ones, and
+/// serves the barriers the registry asks for (``WatchRegistry/barriersRequested``) through a
+/// second channel that only this thread writes to.
 ///
 /// Directories are watched, never files (a file's own watch dies when an editor renames over
 /// it). The thread keeps its own map from watch descriptor to directory, because the library's
@@ -64,6 +66,12 @@ final class InotifyThread {
     private let core: FileWatcherCore
     private let wakeChannel: InotifyWakeChannel
     private let wakeWatch: Int32
+    /// The channel this thread writes to for a barrier, and its watch (nil: no barriers).
+    private let barrier: (channel: InotifyWakeChannel, watch: Int32)?
+    /// The barrier whose event is on its way: every barrier up to this number passes when it is read.
+    private var barrierInFlight: UInt64?
+    /// The highest barrier a write was made for.
+    private var barrierWritten: UInt64 = 0
     /// The library's descriptor, when it could be told apart in `/proc/self/fd`.
     private let inotifyDescriptor: Int32?
     private var armed: [String: ArmedDirectory] = [:]
@@ -80,6 +88,7 @@ final class InotifyThread {
         self.core = core
         self.wakeChannel = setUp.wakeChannel
         self.wakeWatch = setUp.wakeWatch
+        self.barrier = setUp.barrier
         self.inotifyDescriptor = setUp.inotifyDescriptor
     }
 
@@ -112,6 +121,7 @@ final class InotifyThread {
                 handoff.finish(failure: failure.reason)
             case .success(let setUp):
                 core.inotifyWakeChannel.withLock { $0 = setUp.wakeChannel }
+                core.registry.withLock { $0.servesBarriers = setUp.barrier != nil }
                 handoff.finish(failure: nil)
                 InotifyThread(core: core, setUp: setUp).run()
             }
@@ -124,6 +134,7 @@ final class InotifyThread {
     private struct SetUp {
         var wakeChannel: InotifyWakeChannel
         var wakeWatch: Int32
+        var barrier: (channel: InotifyWakeChannel, watch: Int32)?
         var inotifyDescriptor: Int32?
     }
 
@@ -134,15 +145,24 @@ final class InotifyThread {
         case .failure(let failure): return .failure(failure)
         case .success(let descriptor): inotifyDescriptor = descriptor
         }
+        guard let (wakeChannel, wakeWatch) = workingChannel() else {
+            InotifyInterface.cleanup()
+            return .failure(InotifySetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
+        }
+        // Without a barrier channel, absences are judged by looks alone (as before barriers).
+        let barrier = workingChannel().map { (channel: $0.0, watch: $0.1) }
+        return .success(
+            SetUp(wakeChannel: wakeChannel, wakeWatch: wakeWatch, barrier: barrier, inotifyDescriptor: inotifyDescriptor))
+    }
+
+    /// A wake channel that passed its self-test, and its watch.
+    private static func workingChannel() -> (InotifyWakeChannel, Int32)? {
         for makeChannel in [InotifyWakeChannel.pipe, InotifyWakeChannel.temporaryFile] {
             guard let channel = makeChannel() else { continue }
-            if let wakeWatch = selfTest(channel) {
-                return .success(SetUp(wakeChannel: channel, wakeWatch: wakeWatch, inotifyDescriptor: inotifyDescriptor))
-            }
+            if let watch = selfTest(channel) { return (channel, watch) }
             channel.closeUnshared()
         }
-        InotifyInterface.cleanup()
-        return .failure(InotifySetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
+        return nil
     }
 
     /// Watches `channel` and checks that waking it gives an event.
@@ -167,8 +187,9 @@ final class InotifyThread {
 
     private func run() {
         while true {
-            let version = core.registry.withLock { $0.directoriesVersion }
+            let (version, barriers) = core.registry.withLock { ($0.directoriesVersion, $0.barriersRequested) }
             if version != reconciledVersion { reconcile() }
+            if barriers > barrierWritten, barrierInFlight == nil { writeBarrier(barriers) }
             if FileWatcherCore.now() &- lastVerification >= Self.verificationInterval.wholeNanoseconds {
                 verifyArmedDirectories()
                 disarmUnwanted()
@@ -187,6 +208,26 @@ final class InotifyThread {
 
     /// Arms the directories that are wanted and pending; marks those no longer wanted for
     /// disarming after ``lingerInterval``.
+    /// Writes barrier `number`: its event is queued behind every event queued before this call,
+    /// and so behind every event of the looks that asked for barriers up to `number` (they asked,
+    /// under the registry's lock, before this thread read the number).
+    private func writeBarrier(_ number: UInt64) {
+        guard let barrier else { return }
+        barrierWritten = number
+        barrierInFlight = number
+        barrier.channel.wake()
+    }
+
+    /// The barrier's event is read, so every event before it was: the directories those events
+    /// made wanted are tried first, then the barrier passes.
+    private func passBarrier() {
+        barrier?.channel.drain()
+        guard let number = barrierInFlight else { return }
+        barrierInFlight = nil
+        if core.registry.withLock({ $0.directoriesVersion }) != reconciledVersion { reconcile() }
+        core.deliver([.barrierPassed(number)])
+    }
+
     private func reconcile() {
         let (version, wanted) = core.registry.withLock { ($0.directoriesVersion, $0.directoryStatus) }
         reconciledVersion = version
@@ -327,10 +368,18 @@ final class InotifyThread {
         let mask = event.pointee.mask
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             core.deliver([.overflow])
+            // The barrier's event may be among the lost ones: write it again. (Should both come,
+            // the second finds no barrier on its way, or passes a later one early; the overflow
+            // made every absence start again, so nothing older than it can be confirmed.)
+            if let number = barrierInFlight { writeBarrier(number) }
             return
         }
         if watch == wakeWatch {
             wakeChannel.drain()
+            return
+        }
+        if let barrier, watch == barrier.watch {
+            passBarrier()
             return
         }
         guard let directories = directoriesByWatch[watch] else { return }

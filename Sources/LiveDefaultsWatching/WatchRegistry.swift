@@ -71,6 +71,9 @@ struct WatchRegistry: Sendable {
         case directoryFailed(String, reason: String?)
         /// inotify stopped serving this process; everything is polled from now on.
         case inotifyStopped(reason: String)
+        /// Every event queued before barrier `number` was asked for has been read and applied,
+        /// and the directories those events made wanted were tried (``barriersRequested``).
+        case barrierPassed(UInt64)
     }
 
     /// One call of ``FileWatcher/watch(path:onChange:)``.
@@ -99,6 +102,12 @@ struct WatchRegistry: Sendable {
         var baseline: Baseline = .unknown
         /// Polling saw the file absent once; a second look confirms it (the deletion grace).
         var absentOnce = false
+        /// A verdict of "gone for good" that waits for a barrier (``WatchRegistry/barriersRequested``):
+        /// the absence it judged (its ``awaySince``) and the barrier's number.
+        var verdictAwaitingBarrier: (since: UInt64, barrier: UInt64)?
+        /// An absence that a barrier found unbroken: no event read up to the judging look showed
+        /// the file (its ``awaySince``).
+        var confirmedAbsence: UInt64?
     }
 
     /// The work that fell due, to be done outside the lock.
@@ -145,6 +154,14 @@ struct WatchRegistry: Sendable {
     /// Reports waiting for the dispatcher thread, which makes them outside any lock and never
     /// on a caller's thread (a handler could otherwise run inside the start of `FileWatcher.shared`).
     var pendingReports: [WatchProblem] = []
+    /// Whether the inotify thread serves barriers (``barriersRequested``); without them an
+    /// absence is judged by looks alone.
+    var servesBarriers = false
+    /// Barriers asked for, numbered from 1. A barrier is the answer to "has every event that was
+    /// queued when I looked been read?": the inotify thread, once it has seen the request, writes
+    /// to an object of its own that it watches, and the kernel queues that event behind every
+    /// earlier one (docs/design.md, "Live reload: coalescing").
+    private(set) var barriersRequested: UInt64 = 0
     /// Registrations whose work has been taken (``takeDueWork(now:)``) and is not yet done: their
     /// looks and calls are still to come, so they are not quiet (``isQuiet(_:)``).
     private var inFlight: Set<UInt64> = []
@@ -322,7 +339,11 @@ struct WatchRegistry: Sendable {
             for identifier in identifiers { apply(change, to: identifier, now: now) }
             return true
         case .overflow:
-            for identifier in registrations.keys { scheduleCall(identifier, at: now, isLook: false) }
+            // Events were lost, a sight of the file among them perhaps: absences start again.
+            for identifier in registrations.keys {
+                registrations[identifier]?.awaySince = nil
+                scheduleCall(identifier, at: now, isLook: false)
+            }
             return true
         case .directoryArmed(let directory):
             guard directoryUsers[directory] != nil else { return false }
@@ -331,8 +352,14 @@ struct WatchRegistry: Sendable {
             // An ancestor now watched: a directory awaited in it may have come before the watch.
             _ = retryAwaited(in: directory)
             // Only a look: when the directory was deleted and made again (or replaced), the file
-            // may not be back yet, and reading it now would report every key removed.
-            for identifier in users(of: directory) { scheduleCall(identifier, at: now, isLook: true) }
+            // may not be back yet, and reading it now would report every key removed. The file
+            // was not watched until now, so it may have been back meanwhile with no event: an
+            // absence seen before no longer counts, and the look starts a new one if it finds the
+            // file away.
+            for identifier in users(of: directory) {
+                registrations[identifier]?.awaySince = nil
+                scheduleCall(identifier, at: now, isLook: true)
+            }
             return true
         case .directoryLost(let directory):
             guard directoryUsers[directory] != nil else { return false }
@@ -359,9 +386,38 @@ struct WatchRegistry: Sendable {
         case .inotifyStopped:
             mode = .polling
             for directory in awaited.keys { stopAwaiting(directory) }
-            for identifier in registrations.keys { resetBaseline(identifier) }
+            for identifier in registrations.keys {
+                resetBaseline(identifier)
+                // No barrier will come: polling judges the absence again.
+                if registrations[identifier]?.verdictAwaitingBarrier != nil {
+                    registrations[identifier]?.verdictAwaitingBarrier = nil
+                    registrations[identifier]?.settleDeadline = now
+                }
+            }
             return true
+        case .barrierPassed(let barrier):
+            return barrierPassed(barrier, now: now)
         }
+    }
+
+    /// Barrier `barrier` has passed: a verdict that waited for it stands if no event read since
+    /// showed the file (the absence it judged is still the one running), and is judged again
+    /// now, on a fresh look.
+    ///
+    /// - Returns: Whether a judgement fell due.
+    private mutating func barrierPassed(_ barrier: UInt64, now: UInt64) -> Bool {
+        var due = false
+        for (identifier, var registration) in registrations {
+            guard let verdict = registration.verdictAwaitingBarrier, verdict.barrier <= barrier else { continue }
+            registration.verdictAwaitingBarrier = nil
+            if registration.awaySince == verdict.since {
+                registration.confirmedAbsence = verdict.since
+                registration.settleDeadline = now
+                due = true
+            }
+            registrations[identifier] = registration
+        }
+        return due
     }
 
     private mutating func apply(_ change: EntryChange, to identifier: UInt64, now: UInt64) {
@@ -502,11 +558,12 @@ struct WatchRegistry: Sendable {
     /// then), and a grace starts from the clock read after them (it was away by then at the
     /// latest): a look delayed between the two never makes an absence seem longer than it was.
     ///
-    /// - Returns: The calls to make, in order, and whether a missing directory is back (the
-    ///   inotify thread has to try it).
+    /// - Returns: The calls to make, in order, and whether the inotify thread has work: a missing
+    ///   directory is back (it has to try it), or a barrier was asked for.
     mutating func decide(_ work: DueWork, _ looks: Looks) -> (
-        calls: [(UInt64, FileChange)], directoriesReappeared: Bool
+        calls: [(UInt64, FileChange)], wakesInotifyThread: Bool
     ) {
+        let barriersBefore = barriersRequested
         var calls: [(UInt64, FileChange)] = []
         for (identifier, stamp) in looks.absenceChecks {
             guard var registration = registrations[identifier] else { continue }
@@ -526,9 +583,9 @@ struct WatchRegistry: Sendable {
             noteCall(identifier, seeing: stamp)
             calls.append((identifier, FileChange(seeing: stamp)))
         }
-        var reappeared = false
-        for directory in looks.reappearedDirectories where directoryReappeared(directory) { reappeared = true }
-        return (calls, reappeared)
+        var wakes = barriersRequested != barriersBefore
+        for directory in looks.reappearedDirectories where directoryReappeared(directory) { wakes = true }
+        return (calls, wakes)
     }
 
     /// Judges a grace that ran out, given a look at the file made between `before` and `after`.
@@ -537,6 +594,11 @@ struct WatchRegistry: Sendable {
     /// found away by a look that began at least the grace after an earlier look found it away,
     /// with no sign of it in between. Otherwise a grace starts from this look.
     ///
+    /// A sign may still be unread: the inotify thread can be behind, and an event that shows the
+    /// file back between the two looks still queued in the kernel. So when inotify serves the
+    /// registration, the verdict waits for a barrier (``barriersRequested``), and stands only if
+    /// the events read by then leave the absence unbroken; the look after the barrier then calls.
+    ///
     /// - Returns: Whether to call: the file is still absent and the absence counts, or it is back
     ///   without a complete write having been seen (a hard link, say).
     mutating func settle(_ identifier: UInt64, isPresent: Bool, before: UInt64, after: UInt64) -> Bool {
@@ -544,9 +606,18 @@ struct WatchRegistry: Sendable {
         defer { registrations[identifier] = registration }
         if isPresent {
             registration.awaySince = nil
+            registration.confirmedAbsence = nil
             return !registration.writtenSinceSettleStarted
         }
-        if let since = registration.awaySince, before &- since >= deletionGrace { return true }
+        if let since = registration.awaySince, before &- since >= deletionGrace {
+            if !servesBarriers || isPolled(registration) || registration.confirmedAbsence == since {
+                registration.confirmedAbsence = nil
+                return true
+            }
+            barriersRequested += 1
+            registration.verdictAwaitingBarrier = (since, barriersRequested)
+            return false
+        }
         registration.noteAway(now: after, deletionGrace: deletionGrace)
         return false
     }
@@ -664,7 +735,7 @@ struct WatchRegistry: Sendable {
     func isQuiet(_ identifier: UInt64) -> Bool {
         guard let registration = registrations[identifier] else { return true }
         return !inFlight.contains(identifier) && registration.callDeadline == nil && registration.settleDeadline == nil
-            && registration.absenceCheckDeadline == nil
+            && registration.absenceCheckDeadline == nil && registration.verdictAwaitingBarrier == nil
             && !(isPolled(registration) && registration.baseline == .unknown)
             && (mode == .polling || !registration.watched.directories.contains { directoryStatus[$0] == .pending })
     }

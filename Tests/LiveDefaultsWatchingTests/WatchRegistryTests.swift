@@ -151,6 +151,93 @@ import Testing
         #expect(decide(&registry, at: ms(1_400), seeing: stamp(41)).isEmpty)
     }
 
+    /// The second cause of `aDirectoryDeletedAndMadeAgainNeverRemovesAKey`'s false removal under
+    /// the thread sanitizer, replayed: the inotify thread was behind, and the event showing round
+    /// N's file back was still queued in the kernel when the look at the end of round N's grace
+    /// found the file away again (round N+1 had begun). Judged by looks alone, the absence ran
+    /// the whole grace, and every key was reported removed. The verdict now waits for a barrier:
+    /// the events read by then show the file back, and no "gone for good" is said.
+    @Test func aVerdictWaitsForEventsStillQueuedWhenItWasReached() {
+        var registry = registry()
+        registry.servesBarriers = true
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        // Round N: the file goes at 10 ms, and a look finds it away.
+        _ = registry.apply(.entry(path.link, .removed), now: ms(10))
+        #expect(decide(&registry, at: ms(10), seeing: nil).isEmpty)
+        // Back at 80 ms and away again at 95 ms (round N+1): both events are still unread when
+        // the grace ends, and the look then finds the file away.
+        let work = registry.takeDueWork(now: ms(110))
+        #expect(work.settleChecks.map(\.id) == [identifier])
+        let verdict = registry.decide(work, looks(work, seeing: nil, at: ms(110)))
+        registry.finished(work)
+        #expect(verdict.calls.isEmpty, "no verdict before the queued events are read")
+        #expect(verdict.wakesInotifyThread, "a barrier is asked for")
+        #expect(registry.barriersRequested == 1)
+        #expect(!registry.isQuiet(identifier), "a verdict waits")
+        // The inotify thread reads the queued events, then the barrier.
+        _ = registry.apply(.entry(path.link, .written), now: ms(111))
+        _ = registry.apply(.entry(path.link, .removed), now: ms(111))
+        _ = registry.apply(.barrierPassed(1), now: ms(112))
+        var calls = decide(&registry, at: ms(112), seeing: nil)
+        #expect(!calls.contains(call(identifier, .goneForGood)), "round N's file was back: \(calls)")
+        // Round N+1's absence is judged on its own grace, from the look that found it.
+        calls = decide(&registry, at: ms(200), seeing: nil)
+        #expect(calls.isEmpty, "away for 88 ms only")
+        calls = decide(&registry, at: ms(212), seeing: nil)
+        #expect(calls.isEmpty, "the verdict waits for its barrier")
+        _ = registry.apply(.barrierPassed(registry.barriersRequested), now: ms(213))
+        #expect(decide(&registry, at: ms(213), seeing: nil) == [call(identifier, .goneForGood)])
+    }
+
+    /// A directory armed again was not watched for a while: the file may have been back with no
+    /// event, so an absence seen before it no longer counts, and the look it makes due starts a
+    /// new one. (A file written into a directory made again before it was armed, and gone again
+    /// before the look, was back for a moment, and not gone for good.)
+    @Test func aDirectoryArmedAgainStartsTheAbsenceAgain() {
+        var registry = registry()
+        registry.servesBarriers = true
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        _ = registry.apply(.directoryLost("/d"), now: ms(10))
+        #expect(decide(&registry, at: ms(10), seeing: nil).isEmpty)
+        _ = registry.apply(.directoryArmed("/d"), now: ms(60))
+        #expect(decide(&registry, at: ms(60), seeing: nil).isEmpty, "the look finds the file away")
+        #expect(decide(&registry, at: ms(110), seeing: nil).isEmpty, "away since 60 ms only, as far as is known")
+        #expect(registry.barriersRequested == 0)
+        #expect(decide(&registry, at: ms(160), seeing: nil).isEmpty)
+        _ = registry.apply(.barrierPassed(registry.barriersRequested), now: ms(161))
+        #expect(decide(&registry, at: ms(161), seeing: nil) == [call(identifier, .goneForGood)])
+    }
+
+    /// Without barriers (polling, or no barrier channel), a verdict stands on the looks alone.
+    @Test func withoutBarriersAVerdictStandsOnTheLooks() {
+        var registry = registry()
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .removed), now: ms(10))
+        _ = decide(&registry, at: ms(10), seeing: nil)
+        #expect(decide(&registry, at: ms(110), seeing: nil) == [call(identifier, .goneForGood)])
+        #expect(registry.barriersRequested == 0)
+    }
+
+    /// inotify stops while a verdict waits for its barrier: polling judges the absence again.
+    @Test func aVerdictWaitingWhenInotifyStopsIsJudgedByPolling() {
+        var registry = registry()
+        registry.servesBarriers = true
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        _ = registry.apply(.entry(path.link, .removed), now: ms(10))
+        _ = decide(&registry, at: ms(10), seeing: nil)
+        #expect(decide(&registry, at: ms(110), seeing: nil).isEmpty)
+        _ = registry.apply(.inotifyStopped(reason: "test"), now: ms(120))
+        #expect(decide(&registry, at: ms(120), seeing: nil).contains(call(identifier, .goneForGood)))
+    }
+
     /// A look that saw the file away, made late: the grace runs from when the look ended, and an
     /// absence is judged by when the judging look began, so a look held up between reading the
     /// clock and `stat` never makes an absence seem longer than it was.
@@ -317,8 +404,12 @@ import Testing
         _ = registry.apply(.directoryArmed("/d"), now: 30)
         #expect(decide(&registry, at: 30, seeing: nil).isEmpty, "no call while the file is away")
         #expect(registry.nextDeadline() == 20 + grace)
-        // Still away at the grace's end: a real deletion.
-        #expect(decide(&registry, at: 20 + grace, seeing: nil) == [call(identifier, .goneForGood)])
+        // The file was unwatched until the new directory was armed: the absence counts from the
+        // look that followed.
+        #expect(decide(&registry, at: 20 + grace, seeing: nil).isEmpty, "away since the look at 30 ns only")
+        #expect(registry.nextDeadline() == 30 + grace)
+        // Still away at that grace's end: a real deletion.
+        #expect(decide(&registry, at: 30 + grace, seeing: nil) == [call(identifier, .goneForGood)])
     }
 
     /// The file written in the new directory before it was armed: the look calls at once.
