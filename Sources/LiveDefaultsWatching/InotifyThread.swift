@@ -149,10 +149,11 @@ final class InotifyThread {
             InotifyInterface.cleanup()
             return .failure(InotifySetUpFailure(reason: "no wake-up channel works (is /proc mounted?)"))
         }
-        // Without a barrier channel, absences are judged by looks alone (as before barriers).
+        // Without a barrier channel, absences are judged by looks alone.
         let barrier = workingChannel().map { (channel: $0.0, watch: $0.1) }
-        return .success(
-            SetUp(wakeChannel: wakeChannel, wakeWatch: wakeWatch, barrier: barrier, inotifyDescriptor: inotifyDescriptor))
+        let setUp = SetUp(
+            wakeChannel: wakeChannel, wakeWatch: wakeWatch, barrier: barrier, inotifyDescriptor: inotifyDescriptor)
+        return .success(setUp)
     }
 
     /// A wake channel that passed its self-test, and its watch.
