@@ -641,14 +641,15 @@ struct Resources: CustomStringConvertible {
 }
 
 /// Waits until the watcher's inotify thread is blocked waiting for events: in `select` (how
-/// libinotifytools waits), as `/proc/self/task/*/syscall` shows. No other thread of this process
-/// uses `select` (Dispatch uses epoll, the watcher's dispatcher a futex), and threads are not told
-/// apart by name: Foundation does not name them on Linux. Returns `false` when `seconds` pass first.
+/// libinotifytools waits) or `poll` (how the `KernelInotify` build waits), as
+/// `/proc/self/task/*/syscall` shows. No other thread of this process uses either (Dispatch uses
+/// epoll, the watcher's dispatcher a futex), and threads are not told apart by name: Foundation
+/// does not name them on Linux. Returns `false` when `seconds` pass first.
 func waitUntilInotifyThreadWaits(within seconds: Double) -> Bool {
     #if arch(x86_64)
-        let selectCalls: Set<Substring> = ["23", "270"]  // select, pselect6
+        let selectCalls: Set<Substring> = ["23", "270", "7", "271"]  // select, pselect6, poll, ppoll
     #else
-        let selectCalls: Set<Substring> = ["72"]  // pselect6
+        let selectCalls: Set<Substring> = ["72", "73"]  // pselect6, ppoll
     #endif
     let deadline = Date() + seconds
     while Date() < deadline {
