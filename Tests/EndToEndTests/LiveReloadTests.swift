@@ -27,21 +27,11 @@ final class LiveSuite {
     /// Runs a shell script in the suite's directory (`$F` is the suite file); returns what it printed.
     @discardableResult
     func shell(_ script: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = directory.url
-        process.environment = ProcessInfo.processInfo.environment.merging(["F": path]) { _, new in new }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(script): \(message)")
-        return printed
+        let finished = try runToEndApart(
+            "/bin/sh", ["-c", script],
+            environment: ProcessInfo.processInfo.environment.merging(["F": path]) { _, new in new }, in: directory.url)
+        #expect(finished.status == 0, "\(script): \(finished.errors)")
+        return finished.output
     }
 
     /// A Python one-liner that writes `values` (a Python dict literal) to `target` with plistlib.
@@ -192,11 +182,8 @@ final class LiveSuite {
         #expect(defaults.string(forKey: "theme") == "dark")
         // The dotfile manager replaces the target atomically: no event in the link's directory.
         let script = LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: target.path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        try process.run()
-        process.waitUntilExit()
+        let finished = try runToEnd("/bin/sh", ["-c", script])
+        try #require(finished.status == 0, "\(script): \(finished.output)")
         // The observer's record, not a read: a read can see the new value before the observer has run.
         #expect(await eventually { !log.all.isEmpty })
         #expect(log.all == Self.themeToLight)
@@ -310,15 +297,14 @@ final class LiveSuite {
     }
 
     func replace(_ directory: borrowing TemporaryDirectory, _ values: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let path = directory.file("com.example.watched.plist").path
-        process.arguments = [
-            "python3", "-c",
-            "import plistlib, os; plistlib.dump(\(values), open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')",
-        ]
-        try process.run()
-        process.waitUntilExit()
+        let finished = try runToEnd(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import plistlib, os; plistlib.dump(\(values), open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')",
+            ])
+        try #require(finished.status == 0, "\(finished.output)")
     }
 
     /// The issue's own report: `defaults watch` while the config directory is deleted and made
@@ -414,22 +400,20 @@ final class LiveSuite {
         try #require(kill(pid, SIGSTOP) == 0)
         defer { kill(pid, SIGCONT) }
         #expect(await eventually { Self.isStopped(pid) }, "the watcher stopped")
-        let burst = Process()
-        burst.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let path = directory.file("com.example.watched.plist").path
-        burst.arguments = [
-            "python3", "-c",
-            """
-            import plistlib, os
-            for i in range(1, 2001):
-                open('\(directory.path)/junk-%d' % i, 'w').close()
-                if i % 100 == 0:
-                    plistlib.dump({'n': i}, open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')
-            """,
-        ]
-        try burst.run()
-        burst.waitUntilExit()
-        #expect(burst.terminationStatus == 0)
+        let burst = try runToEnd(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import plistlib, os
+                for i in range(1, 2001):
+                    open('\(directory.path)/junk-%d' % i, 'w').close()
+                    if i % 100 == 0:
+                        plistlib.dump({'n': i}, open('\(path).t', 'wb')); os.replace('\(path).t', '\(path)')
+                """,
+            ])
+        #expect(burst.status == 0, "\(burst.output)")
         // The scenario ran: the queue overflowed, and the watcher had stayed stopped throughout.
         try #require(probe.overflowed(), "the burst overflowed a 16-event queue")
         try #require(Self.isStopped(pid), "the watcher was stopped during the burst")

@@ -16,23 +16,15 @@ struct FleetJournalTests {
     /// kills itself with SIGKILL. Returns once it is dead.
     private func setAndDie(_ scenario: FleetScenario, key: String, value: String) throws {
         let suite = try scenario.suite()
-        let process = Process()
-        process.executableURL = FleetMigrationTests.helper
-        process.arguments = [
-            "fleet-set-and-die", scenario.server.endpoint.absoluteString, try #require(suite.cacheDirectory).path,
-            suite.name, key, value,
-        ]
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(printed == "set\n", "\(complaints)")
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL, "\(complaints)")
+        let finished = try runToEndApart(
+            FleetMigrationTests.helper.path,
+            [
+                "fleet-set-and-die", scenario.server.endpoint.absoluteString,
+                try #require(suite.cacheDirectory).path, suite.name, key, value,
+            ],
+            environment: ["PATH": "/usr/bin:/bin"])
+        #expect(finished.output == "set\n", "\(finished.errors)")
+        #expect(finished.reason == .uncaughtSignal && finished.status == SIGKILL, "\(finished.errors)")
     }
 
     /// The journals beside the suite's cache file, but `excluding`.

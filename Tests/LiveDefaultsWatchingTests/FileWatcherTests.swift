@@ -76,12 +76,8 @@ private func write(_ text: String, to path: String, atomically: Bool) throws {
 
 /// Runs a command-line tool and waits for it.
 private func run(_ arguments: [String]) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    try process.run()
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "\(arguments) failed")
+    let finished = try runToEnd("/usr/bin/env", arguments)
+    try #require(finished.status == 0, "\(arguments) failed: \(finished.output)")
 }
 
 @Suite(.serialized) struct FileWatcherTests {

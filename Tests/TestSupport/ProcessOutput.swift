@@ -27,6 +27,65 @@ public func runToEnd(
     return (process.terminationStatus, text)
 }
 
+/// How a program that ran to its end ended, and what it printed, each stream apart.
+public struct FinishedProcess: Sendable {
+    public var status: Int32
+    public var reason: Process.TerminationReason
+    public var output: String
+    public var errors: String
+}
+
+/// Runs `executable` to its end and gives how it ended and what it printed, standard output and
+/// standard error apart (standard error is read on a thread of its own, so that a program that
+/// fills one pipe while the other is being read never blocks).
+///
+/// - Parameters:
+///   - executable: The program's path.
+///   - arguments: Its arguments.
+///   - environment: Its whole environment; nil for this process's.
+///   - directory: Its working directory; nil for this process's.
+/// - Returns: How it ended, and its two streams.
+/// - Throws: When the program cannot be started.
+public func runToEndApart(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL? = nil
+) throws -> FinishedProcess {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = directory }
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let errorsRead = ErrorsRead(errors.fileHandleForReading)
+    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return FinishedProcess(
+        status: process.terminationStatus, reason: process.terminationReason, output: printed,
+        errors: errorsRead.text())
+}
+
+/// Standard error, read to its end on a thread of its own.
+private final class ErrorsRead: @unchecked Sendable {
+    private var read = ""
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread { [self] in
+            read = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+            done.signal()
+        }.start()
+    }
+
+    /// Everything written to standard error (waits for its end).
+    func text() -> String {
+        done.wait()
+        return read
+    }
+}
+
 /// Starts `executable` with its standard output in `output` and its standard error in `errors`
 /// (each made empty first), and returns it running: for a process that runs beside the test (a
 /// watcher, racers) or whose output is read from the files after it ends.
