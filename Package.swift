@@ -109,9 +109,10 @@ let package = Package(
             path: "Tests/TestHelper"),
         // Helpers shared by the test targets (temporary directories, waiting with a deadline, stress factors).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        // Helpers shared by the test targets that need the library's types (the observation log, the command's fixture).
+        // Helpers shared by the test targets that need the library's types (the observation log, the command's fixture
+        // and captured streams).
         .target(
-            name: "LiveDefaultsTestHelpers", dependencies: ["LiveDefaults", "TestSupport"],
+            name: "LiveDefaultsTestHelpers", dependencies: ["LiveDefaults", "LiveDefaultsCommand", "TestSupport"],
             path: "Tests/LiveDefaultsTestHelpers"),
         // The property-list codec's tests: readers, writers, round trips and malformed input.
         .testTarget(

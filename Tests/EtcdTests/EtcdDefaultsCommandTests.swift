@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -16,37 +17,31 @@ struct EtcdDefaultsCommandTests {
         var directory: URL
         var environment: [String: String] = [:]
 
-        func runner(output: Locked<String>, errors: Locked<String>) -> DefaultsCommandRunner {
-            let io = CommandIO(
-                standardOutput: { text in output.withLock { $0 += text } },
-                standardError: { text in errors.withLock { $0 += text } },
-                writeStandardOutputData: { data in output.withLock { $0 += String(decoding: data, as: UTF8.self) } },
-                readStandardInput: { Data() })
+        func runner(_ streams: CapturedCommandIO) -> DefaultsCommandRunner {
             let environment = environment
             let domains = CommandDomains(directory: directory, schemaDirectories: []) { domain, directory, watching in
                 guard case .remote(let address) = domain else {
                     return try CommandDomains.openStore(domain, directory, watching)
                 }
                 return try RemoteCommandDomain(address, environment: environment) { problem in
-                    errors.withLock { $0 += "note: \(problem)\n" }
+                    streams.writeError("note: \(problem)\n")
                 }
             }
-            return DefaultsCommandRunner(domains: domains, io: io)
+            return DefaultsCommandRunner(domains: domains, io: streams.io)
         }
 
         /// Runs to its end, on a Dispatch thread: the command blocks its thread while etcd answers.
         func run(_ arguments: [String]) async -> CommandResult {
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
-                    let output = Locked("")
-                    let errors = Locked("")
-                    let outcome = runner(output: output, errors: errors).run(arguments)
+                    let streams = CapturedCommandIO()
+                    let outcome = runner(streams).run(arguments)
                     let status: Int32
                     if case .exit(let code) = outcome { status = code } else { status = -1 }
                     continuation.resume(
                         returning: CommandResult(
-                            status: status, standardOutput: output.withLock { $0 },
-                            standardError: errors.withLock { $0 }))
+                            status: status, standardOutput: streams.standardOutput,
+                            standardError: streams.standardError))
                 }
             }
         }
@@ -193,32 +188,31 @@ struct EtcdDefaultsCommandTests {
         let command = Command(directory: directory.url)
         let remote = Self.address(server)
         #expect(await command.run(["write", remote, "{ theme = light; gone = here; }"]).status == 0)
-        let output = Locked("")
-        let errors = Locked("")
-        let outcome = command.runner(output: output, errors: errors).run(["watch", remote, "--json"])
+        let streams = CapturedCommandIO()
+        let outcome = command.runner(streams).run(["watch", remote, "--json"])
         guard case .watching(let session) = outcome else {
-            Issue.record("watch did not start: \(errors.withLock { $0 })")
+            Issue.record("watch did not start: \(streams.standardError)")
             return
         }
         do {
-            #expect(errors.withLock { $0 }.contains("Watching \(remote) for changes"))
+            #expect(streams.standardError.contains("Watching \(remote) for changes"))
             // Another client: one transaction of two puts and a deletion.
             _ = try EtcdClient(endpoints: [server.endpoint]).commit(
                 puts: [
                     (Self.prefix + Data("theme".utf8), try EtcdMirror.encode("dark")),
                     (Self.prefix + Data("size".utf8), try EtcdMirror.encode(.integer(3))),
                 ], deletes: [Self.prefix + Data("gone".utf8)])
-            #expect(await eventually { output.withLock { $0 }.split(separator: "\n").count >= 3 })
+            #expect(await eventually { streams.standardOutput.split(separator: "\n").count >= 3 })
         }
         withExtendedLifetime(session) {}
         let domain = "\"domain\":\"\(remote)\""
-        let lines = Set(output.withLock { $0 }.split(separator: "\n").map(String.init))
+        let lines = Set(streams.standardOutput.split(separator: "\n").map(String.init))
         #expect(
             lines == [
                 "{\(domain),\"key\":\"gone\",\"old\":\"here\",\"new\":null,\"origin\":\"external\"}",
                 "{\(domain),\"key\":\"size\",\"old\":null,\"new\":3,\"origin\":\"external\"}",
                 "{\(domain),\"key\":\"theme\",\"old\":\"light\",\"new\":\"dark\",\"origin\":\"external\"}",
-            ], "\(output.withLock { $0 })")
+            ], "\(streams.standardOutput)")
         // The same format as a local domain's watch.
         let report = WatchReport(domain: remote, key: "size", oldValue: nil, newValue: .integer(3), origin: "external")
         #expect(lines.contains(report.jsonLine))
@@ -259,11 +253,11 @@ struct EtcdDefaultsCommandTests {
         #expect(whole.standardError.contains("not a property list") && whole.standardError.contains(fix), "\(whole)")
         let exported = await command.run(["export", remote, "-"])
         #expect(exported.status == 0 && exported.standardError.contains("skipped key \"notplist\""), "\(exported)")
-        let errors = Locked("")
-        if case .watching(let session) = command.runner(output: Locked(""), errors: errors).run(["watch", remote]) {
+        let streams = CapturedCommandIO()
+        if case .watching(let session) = command.runner(streams).run(["watch", remote]) {
             withExtendedLifetime(session) {}
         }
-        #expect(errors.withLock { $0 }.contains("skipped key \"notplist\" of \(remote)"), "\(errors.withLock { $0 })")
+        #expect(streams.standardError.contains("skipped key \"notplist\" of \(remote)"), "\(streams.standardError)")
         // Alone, it is the error, with the same sentence.
         for verb in ["read", "read-type"] {
             let alone = await command.run([verb, remote, "notplist"])

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
+import LiveDefaultsTestHelpers
 import TestSupport
 import Testing
 
@@ -188,16 +189,14 @@ struct FleetOperatorTests {
         let record = await command.run(["read", address, DefaultsMigration.recordKey])
         #expect(record.status == 0 && record.standardOutput.contains("version = 2"), "\(record)")
         // A watch of the whole suite shows a migration's settings, not its record; named, it does.
-        let output = Locked("")
-        let errors = Locked("")
-        guard case .watching(let session) = command.runner(output: output, errors: errors).run(["watch", address])
-        else {
-            Issue.record("watch did not start: \(errors.withLock { $0 })")
+        let streams = CapturedCommandIO()
+        guard case .watching(let session) = command.runner(streams).run(["watch", address]) else {
+            Issue.record("watch did not start: \(streams.standardError)")
             return
         }
-        let named = Locked("")
+        let named = CapturedCommandIO()
         guard
-            case .watching(let namedSession) = command.runner(output: named, errors: Locked("")).run([
+            case .watching(let namedSession) = command.runner(named).run([
                 "watch", address, DefaultsMigration.recordKey,
             ])
         else {
@@ -205,12 +204,12 @@ struct FleetOperatorTests {
             return
         }
         try await scenario.put(["theme": "light", DefaultsMigration.recordKey: ["version": 3]])
-        #expect(await eventually { output.withLock { $0 }.contains("theme") })
-        #expect(await eventually { named.withLock { $0 }.contains(DefaultsMigration.recordKey) })
+        #expect(await eventually { streams.standardOutput.contains("theme") })
+        #expect(await eventually { named.standardOutput.contains(DefaultsMigration.recordKey) })
         // A later transaction: once it shows, the first one has been printed whole.
         try await scenario.put(["after": 1])
-        #expect(await eventually { output.withLock { $0 }.contains("after") })
+        #expect(await eventually { streams.standardOutput.contains("after") })
         withExtendedLifetime((session, namedSession)) {}
-        #expect(!output.withLock { $0 }.contains(DefaultsMigration.recordKey), "\(output.withLock { $0 })")
+        #expect(!streams.standardOutput.contains(DefaultsMigration.recordKey), "\(streams.standardOutput)")
     }
 }

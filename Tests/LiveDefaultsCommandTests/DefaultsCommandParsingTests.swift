@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsTestHelpers
 import Testing
 
 @testable import LiveDefaultsCommand
@@ -132,14 +133,12 @@ import Testing
     }
 
     private func run(_ arguments: [String]) -> (status: Int32?, error: String) {
-        let errors = Locked("")
+        let streams = CapturedCommandIO()
         let runner = DefaultsCommandRunner(
             domains: CommandDomains(directory: URL(fileURLWithPath: "/nonexistent")) { _, _, _ in UnwritableDomain() },
-            io: CommandIO(
-                standardOutput: { _ in }, standardError: { text in errors.withLock { $0 += text } },
-                writeStandardOutputData: { _ in }, readStandardInput: { Data() }))
-        guard case .exit(let status) = runner.run(arguments) else { return (nil, errors.withLock { $0 }) }
-        return (status, errors.withLock { $0 })
+            io: streams.io)
+        guard case .exit(let status) = runner.run(arguments) else { return (nil, streams.standardError) }
+        return (status, streams.standardError)
     }
 
     @Test func writeSaysCouldNotWriteAndRenameSaysFailedToWriteThenTheReason() {

@@ -1,6 +1,7 @@
 import Foundation
 import LiveDefaults
 import LiveDefaultsCommand
+import LiveDefaultsTestHelpers
 import TestSupport
 
 /// Runs the `defaults` command in this process through its seam (``DefaultsCommandRunner``) against
@@ -10,15 +11,9 @@ import TestSupport
 /// - Returns: Its exit status and what it printed; nil when it started `watch` instead of finishing
 ///   (watching is tested with the binary).
 func runInProcess(_ arguments: [String], domains: CommandDomains, standardInput: Data = Data()) -> CommandResult? {
-    let output = Locked(Data())
-    let errors = Locked(Data())
-    let io = CommandIO(
-        standardOutput: { text in output.withLock { $0.append(contentsOf: text.utf8) } },
-        standardError: { text in errors.withLock { $0.append(contentsOf: text.utf8) } },
-        writeStandardOutputData: { data in output.withLock { $0.append(data) } },
-        readStandardInput: { standardInput })
-    guard case .exit(let status) = DefaultsCommandRunner(domains: domains, io: io).run(arguments) else { return nil }
-    return CommandResult(
-        status: status, standardOutput: String(decoding: output.withLock { $0 }, as: UTF8.self),
-        standardError: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    let streams = CapturedCommandIO(standardInput: standardInput)
+    guard case .exit(let status) = DefaultsCommandRunner(domains: domains, io: streams.io).run(arguments) else {
+        return nil
+    }
+    return CommandResult(status: status, standardOutput: streams.standardOutput, standardError: streams.standardError)
 }
