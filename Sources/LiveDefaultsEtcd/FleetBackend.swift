@@ -244,16 +244,24 @@ final class FleetBackend: SuiteBackend {
         // Read after the acknowledgement: a range sent by now may still answer with older values.
         let rangesSent = follower.rangesSent
         let mirror = follower.snapshot
+        let position = Self.position(mirror)
+        let (behindOwnCommit, version) = state.withLock { state in
+            // Asked of the previous commit, before this one is noted.
+            let behind = state.sync.isBehindOwnCommit(revision: mirror.revision, at: position)
+            return (behind, state.sync.committed(revision: committed, at: position, rangesSent: rangesSent))
+        }
         let values: [String: PropertyListValue]
         if mirror.resyncs > 0 && mirror.revision >= committed {
             // The watch already brought the commit (and maybe later ones): etcd's values as they are.
             values = mirror.values
-        } else {
+        } else if mirror.resyncs > 0 && !behindOwnCommit {
             // The commit's events are still to come; they hold these values, so they deliver nothing.
-            values = changes.applied(to: mirror.resyncs > 0 ? mirror.values : known.values)
-        }
-        let version = state.withLock { state in
-            state.sync.committed(revision: committed, at: Self.position(mirror), rangesSent: rangesSent)
+            values = changes.applied(to: mirror.values)
+        } else {
+            // Before any range; or the mirror has not yet brought this process's previous commit,
+            // and its values would take that commit back from reads (and from a rollback's plan):
+            // the values the store has, which hold it. The news held back asks for a reload.
+            values = changes.applied(to: known.values)
         }
         return SuiteWritten(snapshot: SuiteSnapshot(values: values, version: version), unchangedByOthers: false)
     }

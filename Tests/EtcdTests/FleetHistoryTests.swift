@@ -291,6 +291,48 @@ struct FleetHistoryTests {
         #expect(entry.oldValue == .integer(12) && entry.newValue == "big")
     }
 
+    /// The watch behind this process's own writes (its follower stopped, as a watch that has not
+    /// delivered yet): each write's answer keeps the writes before it, so reads and a rollback's
+    /// plan start from every value this process wrote (docs/design.md, "Fleet settings: the
+    /// remote store", "Write's answer"). Before, a write's answer laid its changes over a mirror
+    /// that lacked the previous one, and reads went back to it.
+    @Test func aRollbackPlansFromEveryWriteOfThisProcessWhileTheWatchIsBehind() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let defaults = try Defaults.fleet(scenario.suite())
+        let connection = try #require(defaults.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        let follower = connection.backend.follower
+        defaults.set(12, forKey: "size")
+        try await connection.synchronize()
+        #expect(await eventually { follower.values["size"] == .integer(12) })
+        // The watch brings nothing more: the mirror stays at the first write.
+        follower.stop()
+        defaults.set("big", forKey: "size")
+        try await connection.synchronize()
+        defaults.set(["a", 1], forKey: "list")
+        try await connection.synchronize()
+        #expect(follower.values["size"] == .integer(12))
+        #expect(defaults.propertyList(forKey: "size") == "big")
+        #expect(defaults.propertyList(forKey: "list") == ["a", 1])
+        // The plan includes "size" (from "big" back to 12), which this schema refuses.
+        let schema = DefaultsSchema(suite: scenario.name, entries: [.init(name: "size", type: .string)])
+        let refusal = #expect(throws: DefaultsError.self) { try defaults.rollBack(to: .entry(1), schema: schema) }
+        #expect(refusal?.code == .schemaMismatch)
+        #expect(defaults.propertyList(forKey: "size") == "big")
+        #expect(try Set(defaults.rollBack(to: .entry(1))) == ["size", "list"])
+        #expect(defaults.propertyList(forKey: "size") == .integer(12))
+        #expect(defaults.propertyList(forKey: "list") == nil)
+        #expect(try await scenario.etcdValues() == ["size": .integer(12)])
+        // Following again, the store shows etcd's values: the same.
+        follower.start()
+        #expect(await eventually { follower.resyncCount == 2 })
+        #expect(follower.values == ["size": .integer(12)])
+        #expect(await eventually { connection.backend.installedRevision == follower.position.revision })
+        #expect(defaults.propertyList(forKey: "size") == .integer(12))
+        #expect(defaults.propertyList(forKey: "list") == nil)
+    }
+
     @Test func aSecretValueNeverAppearsInHistoryOutputWithoutShowSecrets() async throws {
         let scenario = try await FleetScenario()
         defer { scenario.server.stop() }

@@ -306,6 +306,29 @@ final class RecordingListener: Sendable {
         listener.stop()
     }
 
+    /// A backend's per-key news at a version older than the values installed since (a fleet watch
+    /// batch decided before this process's write, arriving after its answer) is not applied: the
+    /// store says so, which asks for a reload, and reads keep the write.
+    @Test func perKeyNewsOlderThanTheValuesInstalledIsNotApplied() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "suite", directory: directory.path)
+        let store = SuiteStore(location: location, backend: MemoryBackend(), clock: ManualStoreClock())
+        #expect(store.load().isEmpty)
+        let listener = try RecordingListener(observing: store)
+        store.set(12, forKey: "size")
+        try store.flush()
+        store.set("big", forKey: "size")
+        try store.flush()
+        // The news of the first write (version 1) comes after the second's answer (version 2).
+        #expect(!store.applyIfIdle([SuiteKeyChange(key: "size", value: 12)], version: 1))
+        #expect(store.value(forKey: "size") == "big")
+        #expect(listener.changes.withLock { $0.map(\.0.new) } == [12, "big"])
+        // News at the values' version, or later, is applied.
+        #expect(store.applyIfIdle([SuiteKeyChange(key: "size", value: "huge")], version: 3))
+        #expect(store.value(forKey: "size") == "huge")
+        listener.stop()
+    }
+
     @Test func reloadRequestsCoalesceOnTheClock() throws {
         let directory = try TemporaryDirectory()
         let (store, _, clock) = try Self.makeStore(in: directory)

@@ -381,12 +381,24 @@ extension SuiteStore {
     /// (a remote follower's news is delivered on its own thread, without a hop); returns false,
     /// doing nothing, if one is. Keys this process changed and has not written keep their local
     /// value; nothing of the suite is compared but the keys given.
+    ///
+    /// Changes at a version older than the values installed are stale (a fleet watch batch
+    /// decided before this process's write, and arriving after its answer): they would take the
+    /// write back from reads. They are not applied either, and false asks for the reload that
+    /// reads the backend whole.
     package func applyIfIdle(_ changes: [SuiteKeyChange], version: UInt64) -> Bool {
+        var isStale = false
         let applied = inputOutput.withLockIfAvailable { operations -> Deliveries in
             operations += 1
-            return applyChange(origin: .external) { $0.values.apply(changes, version: version) }
+            return applyChange(origin: .external) { state in
+                guard version >= state.values.version else {
+                    isStale = true
+                    return []
+                }
+                return state.values.apply(changes, version: version)
+            }
         }
-        guard let deliveries = applied else { return false }
+        guard let deliveries = applied, !isStale else { return false }
         // One message of the follower is one burst: its notification is posted here, with no
         // timer and no worker woken (docs/design.md, "The change notification").
         deliveries.run(postingNow: true)
