@@ -207,8 +207,6 @@ final class InotifyThread {
         }
     }
 
-    /// Arms the directories that are wanted and pending; marks those no longer wanted for
-    /// disarming after ``lingerInterval``.
     /// Writes barrier `number`: its event is queued behind every event queued before this call,
     /// and so behind every event of the looks that asked for barriers up to `number` (they asked,
     /// under the registry's lock, before this thread read the number).
@@ -229,6 +227,8 @@ final class InotifyThread {
         core.deliver([.barrierPassed(number)])
     }
 
+    /// Arms the directories that are wanted and pending; marks those no longer wanted for
+    /// disarming after ``lingerInterval``.
     private func reconcile() {
         let (version, wanted) = core.registry.withLock { ($0.directoriesVersion, $0.directoryStatus) }
         reconciledVersion = version

@@ -8,21 +8,32 @@ import LiveDefaultsWatching
 ///
 /// There is one store per file per process (``SuiteStore/open(_:watching:)``); every ``Defaults``
 /// that searches the suite shares it.
+///
+/// Its jobs, a file each:
+/// - `SuiteStore.swift`: the state, making and loading the store, reading it, and telling its
+///   readers of each change;
+/// - `SuiteStore+LocalChanges.swift`: this process's changes (``set(_:forKey:beforeApplying:)``,
+///   ``replaceAll(with:beforeApplying:)``) and writing them to the backend (``flush()``, the
+///   background flush);
+/// - `SuiteStore+OutsideChanges.swift`: following the backend (``startWatching()``) and taking in
+///   what changed there (``reload(goneForGood:)``, ``scheduleReload(goneForGood:)``,
+///   ``applyIfIdle(_:version:)``), a migration's writes among them (``migrating(_:)``);
+/// - `StoreRegistry.swift`: the process's one store per file (``open(_:watching:)``).
 package final class SuiteStore: Sendable {
     package let location: SuiteLocation
     package let backend: any SuiteBackend
-    private let clock: any StoreClock
+    let clock: any StoreClock
     /// Whether this store is in the process's registry of file stores.
     private let isRegistered: Bool
     /// The values, the schedule, the last error and the readers: changed only in the process's
     /// change order, so that a `set` and its readers' refresh take one lock (``ChangeOrdered``).
-    private let state: ChangeOrdered<State>
+    let state: ChangeOrdered<State>
     /// Serialises the backend's loads, writes and reloads for this store (never held while
     /// delivering to observers). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
     /// guarded value in two different objects for a race, so the lock guards a real one.
-    private let inputOutput = Locked<Int>(0)
+    let inputOutput = Locked<Int>(0)
 
-    private struct State {
+    struct State {
         var values = SuiteValues()
         var schedule = StoreSchedule()
         var lastError: DefaultsError?
@@ -34,7 +45,7 @@ package final class SuiteStore: Sendable {
     /// reader gone is dropped the next time one is added. A class, not a struct: a struct holding
     /// a weak reference is copied and destroyed through the runtime's weak-reference calls
     /// whenever it is read out of the array, on every `set` (about 110 instructions).
-    private final class Reader {
+    final class Reader {
         weak var defaults: Defaults?
 
         init(_ defaults: Defaults) {
@@ -96,85 +107,6 @@ package final class SuiteStore: Sendable {
         state.withLock { $0.values.hasPendingChanges }
     }
 
-    // MARK: Writing
-
-    /// Sets (or, with nil, removes) `key`: memory at once, the backend at the next flush.
-    ///
-    /// - Parameters:
-    ///   - value: The new value, or nil to remove the key.
-    ///   - key: The key.
-    ///   - beforeApplying: Run under the change lock just before the value changes (a `Defaults`
-    ///     queues its prior calls there, so they come right before their change).
-    package func set(_ value: PropertyListValue?, forKey key: String, beforeApplying: (() -> Void)? = nil) {
-        // Hashed once, for the pending changes and for each reader's effective values.
-        let hashed = HashedKey(key)
-        let deliveries = ChangeLock.withLock { () -> Deliveries in
-            beforeApplying?()
-            var readers: [Reader] = []
-            state.withLockHeld { state in
-                if state.values.set(value, forKey: hashed) { readers = state.readers }
-                backend.journal(value, forKey: key)
-                armFlush(&state)
-            }
-            var deliveries = Deliveries()
-            for reader in readers {
-                guard let defaults = reader.defaults else { continue }
-                deliveries.append(defaults, defaults.storeChanged(self, key: hashed, to: value, origin: .local))
-            }
-            return deliveries
-        }
-        deliveries.run()
-    }
-
-    /// Sets (nil: removes) each key of `values` as one step, recorded in the suite's history with
-    /// `origin` (a rollback, a migration) rather than the process's own (docs/design.md, "History:
-    /// origins"). The plain ``set(_:forKey:beforeApplying:)`` stays as it is.
-    package func set(_ values: [(key: String, value: PropertyListValue?)], origin: DefaultsHistoryEntry.Origin) {
-        let deliveries = ChangeLock.withLock { () -> Deliveries in
-            var changed: [(key: String, value: PropertyListValue?)] = []
-            let readers = state.withLockHeld { state -> [Reader] in
-                for (key, value) in values {
-                    if state.values.set(value, forKey: key) { changed.append((key, value)) }
-                    if let generation = state.values.pendingGeneration(forKey: key) {
-                        backend.journalOrigin(origin, forKey: key, generation: generation)
-                    }
-                    backend.journal(value, forKey: key)
-                }
-                armFlush(&state)
-                return state.readers
-            }
-            var deliveries = Deliveries()
-            for reader in readers {
-                guard let defaults = reader.defaults else { continue }
-                for (key, value) in changed {
-                    deliveries.append(
-                        defaults, defaults.storeChanged(self, key: HashedKey(key), to: value, origin: .local))
-                }
-            }
-            return deliveries
-        }
-        deliveries.run()
-    }
-
-    /// Replaces every value of the suite (nil or empty removes them all).
-    ///
-    /// - Parameters:
-    ///   - values: The suite's new values.
-    ///   - beforeApplying: As for ``set(_:forKey:beforeApplying:)``.
-    package func replaceAll(with values: [String: PropertyListValue], beforeApplying: (() -> Void)? = nil) {
-        let deliveries = ChangeLock.withLock { () -> Deliveries in
-            beforeApplying?()
-            let (changes, readers) = state.withLockHeld { state in
-                let changes = state.values.replaceAll(with: values)
-                backend.journalReplacement(values)
-                armFlush(&state)
-                return (changes, state.readers)
-            }
-            return tell(readers, changes, origin: .local)
-        }
-        deliveries.run()
-    }
-
     // MARK: Readers
 
     /// Tells `defaults` of every change of this store from now on, in the step that makes it.
@@ -195,7 +127,7 @@ package final class SuiteStore: Sendable {
 
     /// Tells `readers` which keys changed. Called under the change lock, in the same step as the
     /// change itself, so every reader sees every change in the order it was applied.
-    private func tell(_ readers: [Reader], _ changes: [StoredChange], origin: ChangeOrigin) -> Deliveries {
+    func tell(_ readers: [Reader], _ changes: [StoredChange], origin: ChangeOrigin) -> Deliveries {
         var deliveries = Deliveries()
         guard !changes.isEmpty else { return deliveries }
         let keys = ChangedKeys.many(Set(changes.lazy.map(\.key)))
@@ -210,7 +142,7 @@ package final class SuiteStore: Sendable {
     /// under the change lock (docs/design.md, "Observation: one order for every change").
     ///
     /// - Returns: The readers' deliveries, for the caller to run once it holds no lock.
-    private func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> Deliveries {
+    func applyChange(origin: ChangeOrigin, _ body: (inout State) -> [StoredChange]) -> Deliveries {
         ChangeLock.withLock {
             let (changes, readers) = state.withLockHeld { state in (body(&state), state.readers) }
             return tell(readers, changes, origin: origin)
@@ -218,7 +150,7 @@ package final class SuiteStore: Sendable {
     }
 }
 
-// MARK: - Loading, flushing and reloading
+// MARK: - Loading
 
 extension SuiteStore {
     /// Loads the values from the backend for the first time. A bad file leaves the store empty and
@@ -237,229 +169,6 @@ extension SuiteStore {
                 if let error = load.error { state.lastError = error }
             }
             return [load.error].compactMap { $0 } + load.warnings
-        }
-    }
-
-    /// Writes this process's pending changes now, through the backend (for files: lock ▸ re-read if
-    /// changed ▸ merge ▸ atomic replace).
-    ///
-    /// - Throws: ``DefaultsError`` when the file cannot be locked or written. The values stay in
-    ///   memory and pending, and a later flush writes them.
-    package func flush() throws(DefaultsError) {
-        try flush(tellingReaders: true)
-    }
-
-    /// Writes the pending changes, as ``flush()`` does.
-    ///
-    /// - Parameter tellingReaders: False from the deinitialiser, which holds the only reference and
-    ///   may run under the change lock: the state is then reached without it.
-    /// - Throws: ``DefaultsError`` when nothing was written.
-    private func flush(tellingReaders: Bool) throws(DefaultsError) {
-        var deliveries = Deliveries()
-        defer { deliveries.run() }
-        func access<Result>(_ body: (inout State) -> Result) -> Result {
-            tellingReaders ? state.withLock(body) : state.withExclusiveAccess(body)
-        }
-        try inputOutput.withLock { operations throws(DefaultsError) in
-            operations += 1
-            // The stored values are taken out of the state while the write runs (every use of them
-            // is under `inputOutput`, as this is), so the backend merges into them in place.
-            let taken = access { state -> (SuiteWrite, SuiteSnapshot)? in
-                guard let outgoing = state.values.outgoing() else { return nil }
-                backend.journalMark()
-                return (outgoing, SuiteSnapshot(values: state.values.takeStored(), version: state.values.version))
-            }
-            guard case (let outgoing, var known)? = taken else { return }
-            let written: SuiteWritten
-            do throws(DefaultsError) {
-                written = try backend.write(outgoing, over: &known)
-            } catch {
-                access { state in
-                    state.values.putBackStored(known.values)
-                    state.lastError = error
-                }
-                throw error
-            }
-            let install = { (state: inout State) -> [StoredChange] in
-                state.schedule.flushSucceeded()
-                if let code = state.lastError?.code,
-                    code == .writeFailed || code == .lockFailed || code == .corruptFile || code == .remoteUnavailable
-                        || code == .remoteRejected
-                {
-                    state.lastError = nil
-                }
-                // Values other processes wrote, net of this process's changes made during the write.
-                return state.values.install(
-                    written.snapshot.values, version: written.snapshot.version, after: outgoing,
-                    unchangedByOthers: written.unchangedByOthers)
-            }
-            if tellingReaders {
-                deliveries = applyChange(origin: .external, install)
-            } else {
-                _ = access(install)
-            }
-            if let refusal = written.refusal {
-                access { $0.lastError = refusal }
-                throw refusal
-            }
-        }
-    }
-
-    /// Looks at the backend again after an outside change and delivers the difference (origin
-    /// `.external`). Keys this process changed and has not written keep their local value.
-    ///
-    /// - Parameter goneForGood: The backend's watch said the suite is gone for good (a suite
-    ///   found absent then reads as empty; otherwise an absent suite is no change).
-    package func reload(goneForGood: Bool = false) {
-        reload { goneForGood }
-    }
-
-    /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload takes
-    /// the schedule's request then, so that a "gone for good" overtaken by later news is not
-    /// applied, nor applied twice).
-    private func reload(goneForGood: () -> Bool) {
-        let (deliveries, problem) = inputOutput.withLock { operations in
-            operations += 1
-            return reloadHeld(goneForGood: goneForGood(), origin: .external)
-        }
-        if let problem { DefaultsErrorReporting.report(problem) }
-        deliveries.run()
-    }
-
-    /// Runs `body` — a migration, which writes the backend's storage under its own lock — while no
-    /// write or reload of this store runs, and reloads in the same hold: the changes reach
-    /// observers with the origin `.migration` when `body` called its `willWrite` (this process
-    /// wrote them), else (steps another process ran) `.external`. The watcher's reload of the same
-    /// write waits for the hold, then finds the file this store has read: no mark to look up, the
-    /// change carries its origin (docs/design.md, "Migrations").
-    package func migrating<Value>(
-        _ body: (_ willWrite: () -> Void) throws(DefaultsError) -> Value
-    ) throws(DefaultsError) -> Value {
-        let (outcome, deliveries, problem) = inputOutput.withLock {
-            operations -> (Result<Value, DefaultsError>, Deliveries, DefaultsError?) in
-            operations += 1
-            var wrote = false
-            let outcome: Result<Value, DefaultsError>
-            do throws(DefaultsError) {
-                outcome = .success(try body { wrote = true })
-            } catch {
-                outcome = .failure(error)
-            }
-            let (deliveries, problem) = reloadHeld(goneForGood: false, origin: wrote ? .migration : .external)
-            return (outcome, deliveries, problem)
-        }
-        if let problem { DefaultsErrorReporting.report(problem) }
-        deliveries.run()
-        return try outcome.get()
-    }
-
-    /// Looks at the backend again and installs what changed, delivered with `origin`. Call
-    /// holding the I/O lock.
-    ///
-    /// - Returns: The deliveries to run and a problem to report, once no lock is held.
-    private func reloadHeld(goneForGood: Bool, origin: ChangeOrigin) -> (Deliveries, DefaultsError?) {
-        switch backend.reload(goneForGood: goneForGood) {
-        case .unchanged:
-            return (Deliveries(), nil)
-        case .failed(let error):
-            return (Deliveries(), error)
-        case .unreadable(let error, let isNew):
-            state.withLock { $0.lastError = error }
-            return (Deliveries(), isNew ? error : nil)
-        case .changed(let snapshot):
-            // An edit outside LiveDefaults is recorded in the suite's history by one process.
-            backend.recordOutsideChange(from: state.withLock { $0.values.stored }, to: snapshot.values)
-            let deliveries = applyChange(origin: origin) { state in
-                if state.lastError?.code == .corruptFile { state.lastError = nil }
-                return state.values.install(snapshot.values, version: snapshot.version, after: nil)
-            }
-            return (deliveries, nil)
-        }
-    }
-
-    /// Applies a backend's per-key changes on this thread, if no write or reload is under way
-    /// (a remote follower's news is delivered on its own thread, without a hop); returns false,
-    /// doing nothing, if one is. Keys this process changed and has not written keep their local
-    /// value; nothing of the suite is compared but the keys given.
-    ///
-    /// Changes at a version older than the values installed are stale (a fleet watch batch
-    /// decided before this process's write, and arriving after its answer): they would take the
-    /// write back from reads. They are not applied either, and false asks for the reload that
-    /// reads the backend whole.
-    package func applyIfIdle(_ changes: [SuiteKeyChange], version: UInt64) -> Bool {
-        var isStale = false
-        let applied = inputOutput.withLockIfAvailable { operations -> Deliveries in
-            operations += 1
-            return applyChange(origin: .external) { state in
-                guard version >= state.values.version else {
-                    isStale = true
-                    return []
-                }
-                return state.values.apply(changes, version: version)
-            }
-        }
-        guard let deliveries = applied, !isStale else { return false }
-        // One message of the follower is one burst: its notification is posted here, with no
-        // timer and no worker woken (docs/design.md, "The change notification").
-        deliveries.run(postingNow: true)
-        return true
-    }
-
-    /// Asks for a reload soon, off the calling thread. The schedule is the one owner of when to
-    /// reload: requests made before the armed reload starts coalesce into it.
-    ///
-    /// - Parameter goneForGood: The suite is gone for good (see ``reload(goneForGood:)``).
-    package func scheduleReload(goneForGood: Bool = false) {
-        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood ? .goneForGood : .mayHaveChanged) }
-        guard arms else { return }
-        clock.run(after: .zero) { [weak self] in
-            guard let self else { return }
-            self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload { self.state.withLock { $0.schedule.takeReloadRequest() == .goneForGood } }
-        }
-    }
-
-    /// Arms the background flush when the schedule says so (once per burst of changes).
-    @inline(__always)
-    private func armFlush(_ state: inout State) {
-        guard let delay = state.schedule.changeMade() else { return }
-        arm(after: delay)
-    }
-
-    private func arm(after delay: Duration) {
-        clock.run(after: delay) { [weak self] in
-            self?.backgroundFlush()
-        }
-    }
-
-    private func backgroundFlush() {
-        state.withLock { $0.schedule.flushStarted() }
-        do {
-            try flush()
-        } catch {
-            // Keep the values and try again later, backing off; report once per distinct problem.
-            let isFirstFailure = state.withLock { state -> Bool in
-                let failure = state.schedule.flushFailed()
-                if let delay = failure.retryAfter { arm(after: delay) }
-                return failure.isFirstFailure
-            }
-            if isFirstFailure { DefaultsErrorReporting.report(error) }
-        }
-    }
-
-    /// Starts following outside changes to the suite (for files: its directory is watched).
-    package func startWatching() {
-        backend.startWatching { [weak self] change in
-            guard let self else { return }
-            switch change {
-            case .mayHaveChanged:
-                self.scheduleReload()
-            case .goneForGood:
-                self.scheduleReload(goneForGood: true)
-            case .changed(let changes, let version):
-                // Busy with a write or a reload: the reload that follows reads the backend whole.
-                if !self.applyIfIdle(changes, version: version) { self.scheduleReload() }
-            }
         }
     }
 }
