@@ -88,13 +88,6 @@ package enum HistoryHooks {
     /// Retention bounds for the suites of one directory (tests run side by side in one process,
     /// and ``Defaults/historyRetention`` is the process's).
     package static let retentionByDirectory = Locked<[String: DefaultsHistoryRetention]>([:])
-    /// Suite directories whose logs are not kept open between writes: tests that must remount a
-    /// directory read-only (a log open for writing keeps its file system busy, as a journal does).
-    package static let closedLogDirectories = Locked<Set<String>>([])
-
-    static func keepsOpen(forSuiteFile suitePath: String) -> Bool {
-        closedLogDirectories.withLock { $0.isEmpty ? true : !$0.contains(SuiteFile.directory(of: suitePath)) }
-    }
 }
 
 extension Defaults {
