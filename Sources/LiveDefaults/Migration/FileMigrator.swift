@@ -34,7 +34,8 @@ package struct FileMigrator {
             // journals are replayed first, under the same lock, as every write does (docs/design.md,
             // "The journal"), and go once the file holding them is written. Left to a later open,
             // they would be replayed over the migrated file (a renamed key back under its old name).
-            let dead = DeadJournal.take(suitePath: file.location.path, excluding: ownJournal)
+            var listing = JournalListing(directory: SuiteJournal.directory(forSuiteFile: file.location.path))
+            let dead = DeadJournal.take(excluding: ownJournal, listing: &listing, using: operations)
             var written = false
             defer {
                 for journal in dead {
