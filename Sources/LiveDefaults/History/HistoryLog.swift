@@ -18,6 +18,9 @@ package struct HistoryLog: Sendable {
     /// Whether the log is kept open between writes. A test that must remount the suite's directory
     /// read-only says no: a log open for writing keeps its file system busy, as a journal does.
     package let keepsOpen: Bool
+    /// The bounds this log is kept within when not the process's (``Defaults/historyRetention``):
+    /// a test sets its own on its own log, which no other test's sees.
+    package let retentionOverride = Locked<DefaultsHistoryRetention?>(nil)
 
     package init(suitePath: String, suite: String, keepsOpen: Bool = true) {
         self.suitePath = suitePath
@@ -122,7 +125,9 @@ package struct HistoryLog: Sendable {
                 return nil
             }
         }
-        let appender = Appender(path: path, suitePath: suitePath, descriptor: descriptor, using: operations)
+        let appender = Appender(
+            path: path, suitePath: suitePath, descriptor: descriptor, retentionOverride: retentionOverride,
+            using: operations)
         if keepsOpen { kept.withLock { $0 = appender } }
         return appender
     }
@@ -136,6 +141,8 @@ package struct HistoryLog: Sendable {
         let suitePath: String
         /// The operations the log was opened with, for the `close` when it goes (once a log).
         private let closing: any FileOperations
+        /// Its ``HistoryLog``'s bounds, when not the process's.
+        private let retentionOverride: Locked<DefaultsHistoryRetention?>
         private var descriptor: Int32
         private(set) var header = HistoryFormat.Header()
         private var size = 0
@@ -150,10 +157,14 @@ package struct HistoryLog: Sendable {
         /// Reused for each append's bytes.
         private var buffer = HistoryBytes()
 
-        init(path: String, suitePath: String, descriptor: Int32, using operations: some FileOperations) {
+        init(
+            path: String, suitePath: String, descriptor: Int32,
+            retentionOverride: Locked<DefaultsHistoryRetention?> = Locked(nil), using operations: some FileOperations
+        ) {
             self.path = path
             self.suitePath = suitePath
             self.descriptor = descriptor
+            self.retentionOverride = retentionOverride
             closing = operations
             var info = stat()
             if operations.fstat(descriptor, &info) == 0 {
@@ -165,6 +176,9 @@ package struct HistoryLog: Sendable {
         }
 
         deinit { closing.close(descriptor) }
+
+        /// The bounds the log is kept within: its ``HistoryLog``'s, else the process's.
+        var retention: DefaultsHistoryRetention { retentionOverride.withLock { $0 } ?? HistoryIdentity.retention }
 
         /// Reads the header (and adopts a tail past its end); `size` is the file's.
         private func load(using operations: some FileOperations) {

@@ -175,7 +175,7 @@ package struct FileMigrator {
                     HistoryBatch(
                         time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: identity, changes: changes)
                 ],
-                retention: HistoryIdentity.retention(forSuiteFile: file.location.path), using: operations)
+                retention: history.retention, using: operations)
         }
     }
 }

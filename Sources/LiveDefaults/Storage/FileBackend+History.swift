@@ -156,7 +156,7 @@ struct HistoryRecording {
         }
         if let last = batches.indices.last { batches[last].marker = identity }
         appender.append(
-            batches, retention: HistoryIdentity.retention(forSuiteFile: appender.suitePath), using: operations)
+            batches, retention: appender.retention, using: operations)
     }
 
     /// The origins of the changes a write took (``JournalSlot/markedOrigins``).
@@ -205,8 +205,7 @@ extension FileBackend {
                 known: old, knownIdentity: previous, found: new, foundIdentity: current, log: log, using: operations)
             guard !recorder.batches.isEmpty else { return }
             recorder.appender.append(
-                recorder.batches, retention: HistoryIdentity.retention(forSuiteFile: log.suitePath),
-                using: operations)
+                recorder.batches, retention: recorder.appender.retention, using: operations)
         }
     }
 }
