@@ -209,9 +209,9 @@ import Testing
         let operations = FailingFileOperations()
         operations.fail(.mmap, with: ENOMEM)
         // Nor may the history's log stay open between flushes.
-        HistoryHooks.closedLogDirectories.withLock { _ = $0.insert(disk.path) }
-        defer { HistoryHooks.closedLogDirectories.withLock { _ = $0.remove(disk.path) } }
-        let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: operations))
+        let store = SuiteStore(
+            location: location,
+            backend: FileBackend(location: location, operations: operations, keepsHistoryLogOpen: false))
         #expect(store.load().isEmpty)
         let defaults = try Defaults(primaryStore: store, watchesFiles: false)
         defaults.set("small", forKey: "before")

@@ -12,6 +12,13 @@ import Testing
         try Defaults(suiteName: "com.example.history", directory: directory.url, watchesFiles: watching)
     }
 
+    /// Keeps the log of `defaults`' suite within `retention` (its own log's bounds: the process's
+    /// ``Defaults/historyRetention`` is shared by the tests running side by side).
+    static func setRetention(_ retention: DefaultsHistoryRetention, of defaults: Defaults) throws {
+        let backend = try #require(defaults.suite.backend as? FileBackend<SystemFileOperations>)
+        backend.historyLog.retentionOverride.withLock { $0 = retention }
+    }
+
     static func logPath(_ directory: borrowing TemporaryDirectory) -> String {
         HistoryLog.path(forSuiteFile: directory.url.path + "/com.example.history.plist")
     }
@@ -57,11 +64,7 @@ import Testing
     @Test func theRetentionBoundsHold() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Self.open(directory)
-        let path = directory.url.path
-        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
-        HistoryHooks.retentionByDirectory.withLock {
-            $0[path] = DefaultsHistoryRetention(maxEntries: 40, maxBytes: 1 << 20)
-        }
+        try Self.setRetention(DefaultsHistoryRetention(maxEntries: 40, maxBytes: 1 << 20), of: defaults)
         for round in 0..<120 {
             defaults.set(.integer(Int64(round)), forKey: "counter")
             try defaults.synchronize()
@@ -71,9 +74,7 @@ import Testing
         #expect(entries.last?.newValue == .integer(119) && entries.last?.id == 120)
         #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.id + 1 == $1.id })
         // By bytes: entries of 2 KiB each, at most 16 KiB kept (a quarter over before pruning).
-        HistoryHooks.retentionByDirectory.withLock {
-            $0[path] = DefaultsHistoryRetention(maxEntries: 10_000, maxBytes: 16 * 1024)
-        }
+        try Self.setRetention(DefaultsHistoryRetention(maxEntries: 10_000, maxBytes: 16 * 1024), of: defaults)
         for round in 0..<60 {
             defaults.set(.string(String(repeating: "x", count: 1000) + "\(round)"), forKey: "text")
             try defaults.synchronize()
@@ -180,11 +181,7 @@ import Testing
     @Test func aRollbackPastWhatWasPrunedIsRefusedAndChangesNothing() throws {
         let directory = try TemporaryDirectory()
         let defaults = try Self.open(directory)
-        let path = directory.url.path
-        defer { HistoryHooks.retentionByDirectory.withLock { $0[path] = nil } }
-        HistoryHooks.retentionByDirectory.withLock {
-            $0[path] = DefaultsHistoryRetention(maxEntries: 4, maxBytes: 1 << 20)
-        }
+        try Self.setRetention(DefaultsHistoryRetention(maxEntries: 4, maxBytes: 1 << 20), of: defaults)
         for round in 0..<12 {
             defaults.set(.integer(Int64(round)), forKey: "n")
             try defaults.synchronize()

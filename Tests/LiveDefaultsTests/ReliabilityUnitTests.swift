@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsPropertyList
+import LiveDefaultsTestHelpers
 import Synchronization
 import TestSupport
 import Testing
@@ -94,9 +95,14 @@ import Testing
 
     /// Symbolic links and files planted at the names a write's temporary file takes: the write
     /// passes them over (never writing through a link, never removing what it did not create).
+    /// The names are planted through the store's own operations, which no other test sees.
     @Test func namesPlantedAtTemporaryFilesAreNeitherFollowedNorFatal() throws {
         let directory = try TemporaryDirectory()
-        let defaults = try Defaults(suiteName: "com.example.planted", directory: directory.url, watchesFiles: false)
+        let location = try SuiteLocation(suiteName: "com.example.planted", directory: directory.path)
+        let operations = FailingFileOperations()
+        let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: operations))
+        #expect(store.load().isEmpty)
+        let defaults = try Defaults(primaryStore: store, watchesFiles: false)
         let suitePath = directory.file("com.example.planted.plist").path
         let victim = directory.file("victim")
         try Data("victim".utf8).write(to: victim)
@@ -105,11 +111,11 @@ import Testing
         try FileManager.default.createSymbolicLink(
             atPath: planted[1], withDestinationPath: directory.file("absent").path)
         try Data("planted".utf8).write(to: URL(fileURLWithPath: planted[2]))
-        SuiteFile.plannedTemporaryNames.withLock { $0[suitePath] = planted }
+        operations.plantTemporaryNames(planted, beside: suitePath)
 
         defaults.set("value", forKey: "k")
         try defaults.synchronize()
-        #expect(SuiteFile.plannedTemporaryNames.withLock { $0[suitePath] } == nil, "every planted name was tried")
+        #expect(operations.plantedTemporaryNames(beside: suitePath).isEmpty, "every planted name was tried")
         #expect(try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: suitePath))).value == ["k": "value"])
         #expect(try Data(contentsOf: victim) == Data("victim".utf8), "nothing was written through the link")
         #expect(!FileManager.default.fileExists(atPath: directory.file("absent").path))
@@ -141,15 +147,14 @@ import Testing
         let directory = try TemporaryDirectory()
         let location = try SuiteLocation(suiteName: "com.example.taken", directory: directory.path)
         let clock = ManualStoreClock()
+        let operations = FailingFileOperations()
         let store = SuiteStore(
-            location: location, backend: FileBackend(location: location, operations: SystemFileOperations()),
-            clock: clock)
+            location: location, backend: FileBackend(location: location, operations: operations), clock: clock)
         #expect(store.load().isEmpty)
         let taken = directory.file("taken").path
         try Data().write(to: URL(fileURLWithPath: taken))
-        SuiteFile.plannedTemporaryNames.withLock {
-            $0[location.path] = Array(repeating: taken, count: SuiteFile.temporaryNameAttempts)
-        }
+        operations.plantTemporaryNames(
+            Array(repeating: taken, count: SuiteFile.temporaryNameAttempts), beside: location.path)
         store.set(.string("kept"), forKey: "k")
         let error = try #require(throws: DefaultsError.self) { try store.flush() }
         #expect(error.code == .writeFailed)

@@ -67,33 +67,12 @@ package enum HistoryIdentity {
         set { retentionBounds.withLock { $0 = newValue } }
     }
 
-    /// The bounds for the log of the suite file at `suitePath`: this process's, unless a test set
-    /// its own for the file's directory (``HistoryHooks``).
-    static func retention(forSuiteFile suitePath: String) -> DefaultsHistoryRetention {
-        HistoryHooks.retentionByDirectory.withLock { $0.isEmpty ? nil : $0[SuiteFile.directory(of: suitePath)] }
-            ?? retention
-    }
-
     /// `$LIVEDEFAULTS_HISTORY_MAX_ENTRIES` and `$LIVEDEFAULTS_HISTORY_MAX_BYTES`, else the defaults.
     private static func fromEnvironment() -> DefaultsHistoryRetention {
         func number(_ name: String) -> Int? { getenv(name).flatMap { Int(String(cString: $0)) } }
         return DefaultsHistoryRetention(
             maxEntries: number("LIVEDEFAULTS_HISTORY_MAX_ENTRIES") ?? DefaultsHistoryRetention.standard.maxEntries,
             maxBytes: number("LIVEDEFAULTS_HISTORY_MAX_BYTES") ?? DefaultsHistoryRetention.standard.maxBytes)
-    }
-}
-
-/// Test hooks for the history.
-package enum HistoryHooks {
-    /// Retention bounds for the suites of one directory (tests run side by side in one process,
-    /// and ``Defaults/historyRetention`` is the process's).
-    package static let retentionByDirectory = Locked<[String: DefaultsHistoryRetention]>([:])
-    /// Suite directories whose logs are not kept open between writes: tests that must remount a
-    /// directory read-only (a log open for writing keeps its file system busy, as a journal does).
-    package static let closedLogDirectories = Locked<Set<String>>([])
-
-    static func keepsOpen(forSuiteFile suitePath: String) -> Bool {
-        closedLogDirectories.withLock { $0.isEmpty ? true : !$0.contains(SuiteFile.directory(of: suitePath)) }
     }
 }
 

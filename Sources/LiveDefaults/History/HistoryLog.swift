@@ -3,6 +3,9 @@ import Foundation
 /// A suite file's history log (docs/design.md, "History: the log"): `.<suite file>.history`
 /// beside the file (or under the runtime directory, as its other sidecars: ``SidecarPlacement``),
 /// `0600`, appended under the suite's lock by the write that made the changes it records.
+///
+/// Its system calls go through the ``FileOperations`` each method is given: the suite's, for a
+/// store's writes (docs/design.md, "System calls: one seam").
 package struct HistoryLog: Sendable {
     /// The log's path.
     package let path: String
@@ -12,10 +15,17 @@ package struct HistoryLog: Sendable {
     /// The log kept open between writes (docs/design.md, "History: the log"): reused while the
     /// log's path still names the file it has open.
     private let kept = Locked<Appender?>(nil)
+    /// Whether the log is kept open between writes. A test that must remount the suite's directory
+    /// read-only says no: a log open for writing keeps its file system busy, as a journal does.
+    package let keepsOpen: Bool
+    /// The bounds this log is kept within when not the process's (``Defaults/historyRetention``):
+    /// a test sets its own on its own log, which no other test's sees.
+    package let retentionOverride = Locked<DefaultsHistoryRetention?>(nil)
 
-    package init(suitePath: String, suite: String) {
+    package init(suitePath: String, suite: String, keepsOpen: Bool = true) {
         self.suitePath = suitePath
         self.suite = suite
+        self.keepsOpen = keepsOpen
         path = Self.path(forSuiteFile: suitePath)
     }
 
@@ -57,8 +67,8 @@ package struct HistoryLog: Sendable {
 
     /// Reads every whole record (a torn tail is left out). No lock is needed: records are appended
     /// whole or checked, and a prune replaces the file by a rename.
-    package func read() -> Contents {
-        guard let data = FileManager.default.contents(atPath: path) else { return Contents() }
+    package func read(using operations: some FileOperations = SystemFileOperations()) -> Contents {
+        guard let data = operations.contents(ofFile: path) else { return Contents() }
         return data.withUnsafeBytes { Self.contents(of: $0) }
     }
 
@@ -81,21 +91,21 @@ package struct HistoryLog: Sendable {
     /// "History: reading"). A writer renames the suite file before it appends the change's record,
     /// so a reader told of the change (the console's redraw) could read the log between the two.
     /// Returns at once when there is no lock file (no write was made) or it cannot be opened.
-    package func waitForWriter() {
-        let target = SuiteFile(location: SuiteLocation(filePath: suitePath)).resolvedPath()
+    package func waitForWriter(using operations: some FileOperations = SystemFileOperations()) {
+        let target = SuiteFile(location: SuiteLocation(filePath: suitePath)).resolvedPath(using: operations)
         let base = SidecarPlacement.current.base(forSuiteFile: suitePath, target: target)
-        let descriptor = open(
+        let descriptor = operations.open(
             SuiteFile.sidecar(of: base, prefix: "", suffix: ".lock"), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return }
-        defer { close(descriptor) }  // closing releases the lock
-        while flock(descriptor, LOCK_SH) != 0, errno == EINTR {}
+        defer { operations.close(descriptor) }  // closing releases the lock
+        _ = try? SystemCall.retrying(.flock) { operations.flock(descriptor, LOCK_SH) }
     }
 
     /// Opens the log for appending; call under the suite's lock. Nil when it cannot be opened
     /// (reported once per path). The log this value opened last is reused while its path names it.
-    package func openForAppending() -> Appender? {
-        if let appender = kept.withLock({ $0 }), appender.isCurrent() { return appender }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    package func openForAppending(using operations: some FileOperations = SystemFileOperations()) -> Appender? {
+        if keepsOpen, let appender = kept.withLock({ $0 }), appender.isCurrent(using: operations) { return appender }
+        let descriptor = operations.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             let code = errno
             HistoryReports.once(
@@ -107,22 +117,32 @@ package struct HistoryLog: Sendable {
                     suite: suite, path: path, underlying: SystemError(errno: code, operation: "open")))
             return nil
         }
-        if !SidecarPlacement.current.isRelocated(suitePath), let owner = FileOwner.forSidecars(ofSuiteFile: suitePath) {
-            do throws(SystemError) { try owner.give(descriptor, using: SystemFileOperations()) } catch {
-                close(descriptor)
+        if !SidecarPlacement.current.isRelocated(suitePath),
+            let owner = FileOwner.forSidecars(ofSuiteFile: suitePath, using: operations)
+        {
+            do throws(SystemError) { try owner.give(descriptor, using: operations) } catch {
+                operations.close(descriptor)
                 return nil
             }
         }
-        let appender = Appender(path: path, suitePath: suitePath, descriptor: descriptor)
-        if HistoryHooks.keepsOpen(forSuiteFile: suitePath) { kept.withLock { $0 = appender } }
+        let appender = Appender(
+            path: path, suitePath: suitePath, descriptor: descriptor, retentionOverride: retentionOverride,
+            using: operations)
+        if keepsOpen { kept.withLock { $0 = appender } }
         return appender
     }
 
     /// The log opened under the suite's lock: what it says of the suite file, and appending. Kept
-    /// open between writes by its ``HistoryLog``, and used only under the suite's lock.
+    /// open between writes by its ``HistoryLog``, and used only under the suite's lock. Each
+    /// method makes its calls through the operations it is given (generic: no dynamic dispatch on
+    /// a flush); the close when it goes, through those it was opened with.
     package final class Appender: @unchecked Sendable {
         let path: String
         let suitePath: String
+        /// The operations the log was opened with, for the `close` when it goes (once a log).
+        private let closing: any FileOperations
+        /// Its ``HistoryLog``'s bounds, when not the process's.
+        private let retentionOverride: Locked<DefaultsHistoryRetention?>
         private var descriptor: Int32
         private(set) var header = HistoryFormat.Header()
         private var size = 0
@@ -137,30 +157,38 @@ package struct HistoryLog: Sendable {
         /// Reused for each append's bytes.
         private var buffer = HistoryBytes()
 
-        init(path: String, suitePath: String, descriptor: Int32) {
+        init(
+            path: String, suitePath: String, descriptor: Int32,
+            retentionOverride: Locked<DefaultsHistoryRetention?> = Locked(nil), using operations: some FileOperations
+        ) {
             self.path = path
             self.suitePath = suitePath
             self.descriptor = descriptor
+            self.retentionOverride = retentionOverride
+            closing = operations
             var info = stat()
-            if fstat(descriptor, &info) == 0 {
+            if operations.fstat(descriptor, &info) == 0 {
                 device = UInt64(info.st_dev)
                 inode = UInt64(info.st_ino)
                 size = Int(info.st_size)
             }
-            load()
+            load(using: operations)
         }
 
-        deinit { close(descriptor) }
+        deinit { closing.close(descriptor) }
+
+        /// The bounds the log is kept within: its ``HistoryLog``'s, else the process's.
+        var retention: DefaultsHistoryRetention { retentionOverride.withLock { $0 } ?? HistoryIdentity.retention }
 
         /// Reads the header (and adopts a tail past its end); `size` is the file's.
-        private func load() {
-            let read = headerBytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        private func load(using operations: some FileOperations) {
+            let read = headerBytes.withUnsafeMutableBytes { operations.pread(descriptor, $0.baseAddress, $0.count, 0) }
             if read == HistoryFormat.headerSize,
                 let found = headerBytes.withUnsafeBytes({ HistoryFormat.decodeHeader($0) })
             {
                 header = found
                 // Records a writer appended but whose header update it did not finish: adopted.
-                if size > header.end { adoptTail() }
+                if size > header.end { adoptTail(using: operations) }
             } else {
                 header = HistoryFormat.Header()
                 size = 0
@@ -170,16 +198,17 @@ package struct HistoryLog: Sendable {
 
         /// Whether the log's path still names the file open here (not pruned by a rename, removed
         /// or replaced since), with the header brought up to date: another process may have appended.
-        func isCurrent() -> Bool {
+        func isCurrent(using operations: some FileOperations) -> Bool {
             var info = stat()
-            guard stat(path, &info) == 0, UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode else {
+            guard operations.stat(path, &info) == 0, UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode
+            else {
                 return false
             }
             let found = Int(info.st_size)
-            let read = scratch.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            let read = scratch.withUnsafeMutableBytes { operations.pread(descriptor, $0.baseAddress, $0.count, 0) }
             if found == size, read == HistoryFormat.headerSize, sameHeader() { return true }
             size = found
-            load()
+            load(using: operations)
             return true
         }
 
@@ -197,9 +226,11 @@ package struct HistoryLog: Sendable {
         /// The suite file as the log's last record left it.
         var marker: FileIdentity? { header.marker }
 
-        private func adoptTail() {
+        private func adoptTail(using operations: some FileOperations) {
             var tail = [UInt8](repeating: 0, count: size - header.end)
-            let read = tail.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(header.end)) }
+            let read = tail.withUnsafeMutableBytes {
+                operations.pread(descriptor, $0.baseAddress, $0.count, off_t(header.end))
+            }
             guard read == tail.count else { return }
             tail.withUnsafeBytes { bytes in
                 var offset = 0
@@ -214,7 +245,10 @@ package struct HistoryLog: Sendable {
         }
 
         /// Appends `batches` (numbering their entries) and prunes when past a bound by a quarter.
-        package func append(_ batches: [HistoryBatch], retention: DefaultsHistoryRetention) {
+        package func append(
+            _ batches: [HistoryBatch], retention: DefaultsHistoryRetention,
+            using operations: some FileOperations = SystemFileOperations()
+        ) {
             buffer.bytes.removeAll(keepingCapacity: true)
             if size < HistoryFormat.headerSize { HistoryFormat.encodeHeader(header, into: &buffer) }
             let start = buffer.bytes.isEmpty ? header.end : 0
@@ -228,28 +262,30 @@ package struct HistoryLog: Sendable {
             }
             appended.end = (buffer.bytes.isEmpty ? header.end : start + buffer.bytes.count)
             guard appended != header else { return }
-            let written = buffer.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(start)) }
+            let written = buffer.bytes.withUnsafeBytes {
+                operations.pwrite(descriptor, $0.baseAddress, $0.count, off_t(start))
+            }
             guard written == buffer.bytes.count else { return }
-            if size > appended.end { _ = ftruncate(descriptor, off_t(appended.end)) }
+            if size > appended.end { _ = operations.ftruncate(descriptor, off_t(appended.end)) }
             // The header last: a process that dies before it leaves whole records the next writer adopts.
             // (Stored straight into the bytes kept to compare with the file's.)
             headerBytes.withUnsafeMutableBytes { bytes in
                 HistoryFormat.encodeHeader(appended, in: bytes)
-                _ = pwrite(descriptor, bytes.baseAddress, bytes.count, 0)
+                _ = operations.pwrite(descriptor, bytes.baseAddress, bytes.count, 0)
             }
             header = appended
             size = appended.end
             if header.entries > UInt64(retention.maxEntries + retention.maxEntries / 4)
                 || header.end > retention.maxBytes + retention.maxBytes / 4
             {
-                prune(retention)
+                prune(retention, using: operations)
             }
         }
 
         /// Keeps the newest entries within the bounds: a new file, renamed over the log.
-        func prune(_ retention: DefaultsHistoryRetention) {
+        func prune(_ retention: DefaultsHistoryRetention, using operations: some FileOperations) {
             var data = [UInt8](repeating: 0, count: size)
-            let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            let read = data.withUnsafeMutableBytes { operations.pread(descriptor, $0.baseAddress, $0.count, 0) }
             guard read == size else { return }
             var contents = data.withUnsafeBytes { HistoryLog.contents(of: $0) }
             var kept: [[UInt8]] = []
@@ -290,26 +326,31 @@ package struct HistoryLog: Sendable {
             var file = HistoryFormat.encodeHeader(pruned)
             for record in kept.reversed() { file += record }
             let temporary = path + ".tmp-\(getpid())"
-            let output = open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            let output = operations.open(temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard output >= 0 else { return }
             var keepsOutput = false
-            defer { if !keepsOutput { close(output) } }
+            defer { if !keepsOutput { operations.close(output) } }
             if !SidecarPlacement.current.isRelocated(suitePath),
-                let owner = FileOwner.forSidecars(ofSuiteFile: suitePath)
+                let owner = FileOwner.forSidecars(ofSuiteFile: suitePath, using: operations)
             {
-                do throws(SystemError) { try owner.give(output, using: SystemFileOperations()) } catch {
-                    unlink(temporary)
+                do throws(SystemError) { try owner.give(output, using: operations) } catch {
+                    operations.unlink(temporary)
                     return
                 }
             }
-            let written = file.withUnsafeBytes { write(output, $0.baseAddress, $0.count) }
             var info = stat()
-            guard written == file.count, fstat(output, &info) == 0, rename(temporary, path) == 0 else {
-                unlink(temporary)
+            do throws(SystemError) {
+                try operations.writeAll(output, Data(file))
+            } catch {
+                operations.unlink(temporary)
+                return
+            }
+            guard operations.fstat(output, &info) == 0, operations.rename(temporary, path) == 0 else {
+                operations.unlink(temporary)
                 return
             }
             // The new file is the log now: kept open in place of the old one.
-            close(descriptor)
+            operations.close(descriptor)
             descriptor = output
             keepsOutput = true
             device = UInt64(info.st_dev)

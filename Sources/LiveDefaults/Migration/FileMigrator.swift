@@ -2,7 +2,9 @@ import Foundation
 
 extension FileBackend {
     /// A migrator of this backend's file, which leaves this process's own journal alone.
-    package func fileMigrator() -> FileMigrator? { FileMigrator(file: file, ownJournal: ownJournalPath) }
+    package func fileMigrator() -> FileMigrator? {
+        FileMigrator(file: file, ownJournal: ownJournalPath, operations: operations)
+    }
 }
 
 /// Runs a migration's steps on a suite file under its lock (``Defaults/migrate(to:_:)``).
@@ -10,6 +12,9 @@ package struct FileMigrator {
     let file: SuiteFile
     /// This process's journal of the suite, if it has one: not a dead process's, never replayed here.
     var ownJournal: String? = nil
+    /// The system calls the migration makes (its backend's: docs/design.md, "System calls: one
+    /// seam"). An existential: a migration runs once, not per `set` or flush.
+    var operations: any FileOperations = SystemFileOperations()
 
     /// Runs the pending steps under the suite file's lock and writes them with their record.
     ///
@@ -23,13 +28,14 @@ package struct FileMigrator {
         to version: Int, willWrite: () -> Void, _ body: (inout DefaultsMigration) throws -> Void
     ) throws(DefaultsError) -> [Int] {
         let name = file.location.name
-        return try file.withLock(using: SystemFileOperations()) { (target) throws(DefaultsError) -> [Int] in
+        return try file.withLock(using: operations) { (target) throws(DefaultsError) -> [Int] in
             var (values, format) = try read(file)
             // A dead process's changes were made before this migration, so its steps see them: the
             // journals are replayed first, under the same lock, as every write does (docs/design.md,
             // "The journal"), and go once the file holding them is written. Left to a later open,
             // they would be replayed over the migrated file (a renamed key back under its old name).
-            let dead = DeadJournal.take(suitePath: file.location.path, excluding: ownJournal)
+            var listing = JournalListing(directory: SuiteJournal.directory(forSuiteFile: file.location.path))
+            let dead = DeadJournal.take(excluding: ownJournal, listing: &listing, using: operations)
             var written = false
             defer {
                 for journal in dead {
@@ -94,7 +100,7 @@ package struct FileMigrator {
     ) throws(DefaultsError) {
         for (other, keys) in record.moving.sorted(by: { $0.key < $1.key }) {
             let source = try otherFile(other)
-            try source.withLock(using: SystemFileOperations()) { (otherTarget) throws(DefaultsError) in
+            try source.withLock(using: operations) { (otherTarget) throws(DefaultsError) in
                 var (otherValues, otherFormat) = try read(source)
                 guard keys.contains(where: { otherValues[$0] != nil }) else { return }
                 for key in keys { otherValues[key] = nil }
@@ -121,7 +127,7 @@ package struct FileMigrator {
     private func read(_ file: SuiteFile) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
-        guard let contents = try file.read() else { return ([:], .binary) }
+        guard let contents = try file.read(using: operations) else { return ([:], .binary) }
         let decoded: (value: PropertyListValue, format: PropertyListFormat)
         do throws(PropertyListError) {
             decoded = try PropertyListCodec.decode(contents.data)
@@ -151,12 +157,13 @@ package struct FileMigrator {
                 suite: file.location.name, path: file.location.path)
         }
         var existing = stat()
-        let exists = stat(target, &existing) == 0
+        let exists = operations.stat(target, &existing) == 0
         // The suite's history records the migration's changes as such (docs/design.md, "History: origins").
         let before = (try? read(file).values) ?? [:]
-        let history = HistoryLog(suitePath: file.location.path, suite: file.location.name).openForAppending()
+        let history = HistoryLog(suitePath: file.location.path, suite: file.location.name)
+            .openForAppending(using: operations)
         let identity = try file.replace(
-            with: data, at: target, existing: exists ? existing : nil, using: SystemFileOperations())
+            with: data, at: target, existing: exists ? existing : nil, using: operations)
         if let history {
             var changes: [HistoryChange] = []
             for key in Set(before.keys).union(values.keys).sorted() where before[key] != values[key] {
@@ -168,7 +175,7 @@ package struct FileMigrator {
                     HistoryBatch(
                         time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: identity, changes: changes)
                 ],
-                retention: HistoryIdentity.retention(forSuiteFile: file.location.path))
+                retention: history.retention, using: operations)
         }
     }
 }

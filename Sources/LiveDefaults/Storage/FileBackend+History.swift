@@ -25,15 +25,15 @@ struct HistoryRecording {
     /// last write LiveDefaults recorded left another file (docs/design.md, "History: outside
     /// changes"). `known` is what this process last read or wrote, at `knownIdentity`: the exact
     /// base when that is the file the log's last record left; else the log's newest value of each key
-    /// is laid over it.
+    /// is laid over it. The log is read through `operations`.
     mutating func noteOutsideChange(
         known: [String: PropertyListValue], knownIdentity: FileIdentity?, found: [String: PropertyListValue],
-        foundIdentity: FileIdentity?, log: HistoryLog
+        foundIdentity: FileIdentity?, log: HistoryLog, using operations: some FileOperations
     ) {
         guard !isFresh, foundIdentity != appender.marker else { return }
         var overlay: [String: PropertyListValue?] = [:]
         if knownIdentity != appender.marker {
-            let contents = log.read()
+            let contents = log.read(using: operations)
             let start =
                 contents.batches.lastIndex { $0.marker != nil && $0.marker == knownIdentity }.map { $0 + 1 } ?? 0
             for batch in contents.batches[start...] {
@@ -146,15 +146,17 @@ struct HistoryRecording {
             HistoryBatch(time: HistoryBatch.now(), writer: HistoryIdentity.current, marker: nil, changes: changes))
     }
 
-    /// Appends what was gathered; the file the write left is `identity` (nil: removed).
-    mutating func finish(leaving identity: FileIdentity?) {
+    /// Appends what was gathered, through `operations`; the file the write left is `identity`
+    /// (nil: removed).
+    mutating func finish(leaving identity: FileIdentity?, using operations: some FileOperations) {
         // Each record of this write names the file as the write left it; an outside change's, the
         // file as it was found.
         for index in batches.indices where !batches[index].changes.allSatisfy({ $0.origin == .outside }) {
             batches[index].marker = identity
         }
         if let last = batches.indices.last { batches[last].marker = identity }
-        appender.append(batches, retention: HistoryIdentity.retention(forSuiteFile: appender.suitePath))
+        appender.append(
+            batches, retention: appender.retention, using: operations)
     }
 
     /// The origins of the changes a write took (``JournalSlot/markedOrigins``).
@@ -173,7 +175,7 @@ struct HistoryRecording {
 extension FileBackend {
     /// Opens the history for a write under the suite lock; nil when it cannot be kept.
     func startRecording() -> HistoryRecording? {
-        historyLog.openForAppending().map { HistoryRecording(appender: $0) }
+        historyLog.openForAppending(using: operations).map { HistoryRecording(appender: $0) }
     }
 
     /// The origins of the changes the write now under way took.
@@ -187,7 +189,8 @@ extension FileBackend {
         // A write LiveDefaults recorded (the common case: another process's flush): nothing to do,
         // and no lock taken. Only a process that had read the file the last record names knows the
         // values before the outside change exactly; the others leave it to that one (or to the next flush).
-        guard let marker = HistoryLog.peekMarker(log.path), marker != current, marker == previous else { return }
+        guard let marker = HistoryLog.peekMarker(log.path, using: operations), marker != current, marker == previous
+        else { return }
         try? file.withLock(using: operations) { (target) throws(DefaultsError) in
             guard let recording = startRecording(), recording.appender.marker == previous else { return }
             // A dead writer's journal: the change may be its flush, cut short before the log; the
@@ -196,26 +199,26 @@ extension FileBackend {
             defer { for journal in dead { journal.abandon() } }
             guard dead.allSatisfy({ $0.contents.records.isEmpty }) else { return }
             var info = stat()
-            guard stat(target, &info) == 0 ? FileIdentity(info) == current : current == nil else { return }
+            guard operations.stat(target, &info) == 0 ? FileIdentity(info) == current : current == nil else { return }
             var recorder = recording
             recorder.noteOutsideChange(
-                known: old, knownIdentity: previous, found: new, foundIdentity: current, log: log)
+                known: old, knownIdentity: previous, found: new, foundIdentity: current, log: log, using: operations)
             guard !recorder.batches.isEmpty else { return }
             recorder.appender.append(
-                recorder.batches, retention: HistoryIdentity.retention(forSuiteFile: log.suitePath))
+                recorder.batches, retention: recorder.appender.retention, using: operations)
         }
     }
 }
 
 extension HistoryLog {
     /// The suite file as the log's header names it, read without the lock (a hint: see
-    /// ``HistoryFormat``); nil when there is no log or it names none.
-    static func peekMarker(_ path: String) -> FileIdentity?? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// ``HistoryFormat``); nil when there is no log or it names none. Read through `operations`.
+    static func peekMarker(_ path: String, using operations: some FileOperations) -> FileIdentity?? {
+        let descriptor = operations.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
+        defer { operations.close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: HistoryFormat.headerSize)
-        let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        let read = bytes.withUnsafeMutableBytes { operations.pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard read == bytes.count, let header = bytes.withUnsafeBytes({ HistoryFormat.decodeHeader($0) }) else {
             return nil
         }

@@ -50,12 +50,20 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         }
     }
 
-    package init(location: SuiteLocation, operations: Operations) {
+    /// A backend of the suite file at `location`.
+    ///
+    /// - Parameters:
+    ///   - location: The suite file.
+    ///   - operations: The system calls the backend, its journal and its history log make.
+    ///   - keepsHistoryLogOpen: Whether the history log stays open between writes: a test that
+    ///     remounts the suite's directory read-only says no (a file open for writing keeps its file
+    ///     system busy).
+    package init(location: SuiteLocation, operations: Operations, keepsHistoryLogOpen: Bool = true) {
         self.file = SuiteFile(location: location)
         self.operations = operations
         self.journaling = Locked(
             JournalSlot(suitePath: location.path, suite: location.name, operations: operations, makesDirectory: true))
-        self.historyLog = HistoryLog(suitePath: location.path, suite: location.name)
+        self.historyLog = HistoryLog(suitePath: location.path, suite: location.name, keepsOpen: keepsHistoryLogOpen)
     }
 
     private var location: SuiteLocation { file.location }
@@ -69,7 +77,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         var load = SuiteLoad()
         if let problem = replayDeadJournals() { load.warnings.append(problem) }
         do throws(DefaultsError) {
-            let contents = try file.read()
+            let contents = try file.read(using: operations)
             let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
             load.snapshot = state.withLock { state in
                 state.bytes = contents?.data
@@ -92,7 +100,9 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     /// The warning to give when others could replace the suite file (the store is still used),
     /// once per directory.
     private func directoryWarning() -> DefaultsError? {
-        guard let warning = file.directoryInsecurity(), let directory = warning.path else { return nil }
+        guard let warning = file.directoryInsecurity(using: operations), let directory = warning.path else {
+            return nil
+        }
         let isNew = insecureDirectoriesReported.withLock { $0.insert(directory).inserted }
         return isNew ? warning : nil
     }
@@ -163,7 +173,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private func removeOrphanedTemporaryFilesOnce() {
         let clean = state.withLock { $0.cleanedTemporaryFiles }
         if !clean {
-            file.removeOrphanedTemporaryFiles()
+            file.removeOrphanedTemporaryFiles(using: operations)
             state.withLock { $0.cleanedTemporaryFiles = true }
         }
     }
@@ -236,19 +246,19 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         do throws(DefaultsError) {
             if rereads {
                 // Someone else wrote since we last looked (or the file is bad): start from what is there now.
-                if let contents = try file.read() {
+                if let contents = try file.read(using: operations) {
                     do throws(DefaultsError) {
                         let parsed = try parse(contents.data)
                         history?.noteOutsideChange(
                             known: merged, knownIdentity: last.identity, found: parsed.values,
-                            foundIdentity: contents.identity, log: log)
+                            foundIdentity: contents.identity, log: log, using: operations)
                         giveBack()
                         merged = parsed.values
                         format = parsed.format
                     } catch {
                         // (The values this store knows are written, with this process's changes.)
                         // Contract 4: never replace a bad file without keeping it.
-                        if let kept = try file.keepAside() {
+                        if let kept = try file.keepAside(using: operations) {
                             DefaultsErrorReporting.report(
                                 DefaultsError(
                                     .corruptFile,
@@ -259,14 +269,15 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                     }
                 } else {
                     history?.noteOutsideChange(
-                        known: merged, knownIdentity: last.identity, found: [:], foundIdentity: nil, log: log)
+                        known: merged, knownIdentity: last.identity, found: [:], foundIdentity: nil, log: log,
+                        using: operations)
                     giveBack()
                     merged = [:]
                 }
             } else {
                 history?.noteOutsideChange(
                     known: merged, knownIdentity: last.identity, found: merged,
-                    foundIdentity: exists ? FileIdentity(existing) : nil, log: log)
+                    foundIdentity: exists ? FileIdentity(existing) : nil, log: log, using: operations)
             }
             // A dead process's changes, in the order written, before this process's own.
             for journal in dead where !journal.contents.records.isEmpty {
@@ -298,7 +309,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
                 history?.noteOwn(origins: takenOrigins())
             }
             if changes.removesSuite {
-                try file.remove()
+                try file.remove(using: operations)
             } else {
                 let encoded: Data
                 do throws(PropertyListError) {
@@ -338,7 +349,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             throw error
         }
         finished = true
-        history?.finish(leaving: identity)
+        history?.finish(leaving: identity, using: operations)
         for journal in dead { journal.finish(suitePath: location.path, suite: location.name) }
         let version = state.withLock { state -> UInt64 in
             state.bytes = data

@@ -24,26 +24,31 @@ package struct FileOwner: Sendable, Equatable {
     /// The owner a file root makes in place of `existing` (what `stat` said of it, nil when there
     /// is no file) in `directory` should have: the existing file's, or for a new file the
     /// directory's when another user owns it. Nil when this process is not root, or when the file
-    /// would be root's anyway.
-    package static func forFile(replacing existing: stat?, in directory: String) -> FileOwner? {
+    /// would be root's anyway. The directory's `stat` goes through `operations`.
+    package static func forFile(
+        replacing existing: stat?, in directory: String, using operations: some FileOperations = SystemFileOperations()
+    ) -> FileOwner? {
         guard process.user == 0 else { return nil }
         if let existing {
             let owner = FileOwner(user: existing.st_uid, group: existing.st_gid)
             return owner == process ? nil : owner
         }
         var info = stat()
-        guard stat(directory, &info) == 0, info.st_uid != process.user else { return nil }
+        guard operations.stat(directory, &info) == 0, info.st_uid != process.user else { return nil }
         return FileOwner(user: info.st_uid, group: info.st_gid)
     }
 
     /// The owner of the sidecars (lock, journals) kept beside the suite file at `path`: the suite
     /// file's (its path followed through links), or its directory's while there is none. Nil when
-    /// this process is not root, or the sidecars would be root's anyway.
-    package static func forSidecars(ofSuiteFile path: String) -> FileOwner? {
+    /// this process is not root, or the sidecars would be root's anyway. The `stat`s go through
+    /// `operations`.
+    package static func forSidecars(
+        ofSuiteFile path: String, using operations: some FileOperations = SystemFileOperations()
+    ) -> FileOwner? {
         guard process.user == 0 else { return nil }
         var info = stat()
-        let exists = stat(path, &info) == 0
-        return forFile(replacing: exists ? info : nil, in: SuiteFile.directory(of: path))
+        let exists = operations.stat(path, &info) == 0
+        return forFile(replacing: exists ? info : nil, in: SuiteFile.directory(of: path), using: operations)
     }
 
     /// Gives the file open at `descriptor` to this owner, unless it has it already. Only a file of

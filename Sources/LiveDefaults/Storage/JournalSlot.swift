@@ -100,7 +100,8 @@ package struct JournalSlot {
         mkdirs(parent)
         // Root gives a directory it makes in another user's to that user, as the flush does
         // (docs/design.md, "Owners of the files root writes").
-        guard operations.mkdir(directory, 0o700) == 0, let owner = FileOwner.forFile(replacing: nil, in: parent)
+        guard operations.mkdir(directory, 0o700) == 0,
+            let owner = FileOwner.forFile(replacing: nil, in: parent, using: operations)
         else { return }
         try? owner.giveDirectory(directory, using: operations)
     }

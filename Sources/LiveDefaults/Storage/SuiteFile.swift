@@ -15,18 +15,12 @@ package struct SuiteFile: Sendable {
     }
 
     /// The path writes go to: the suite file, or, when it is a symlink, the file the link finally
-    /// names (so a dotfile manager's link survives the replace).
-    package func resolvedPath() -> String {
+    /// names (so a dotfile manager's link survives the replace). Its `readlink`s go through
+    /// `operations` (docs/design.md, "System calls: one seam").
+    package func resolvedPath(using operations: some FileOperations = SystemFileOperations()) -> String {
         var path = location.path
         for _ in 0..<32 {
-            let target = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { buffer in
-                guard let start = buffer.baseAddress else {
-                    preconditionFailure("a temporary allocation of \(buffer.count) bytes has an address")
-                }
-                let count = readlink(path, start, buffer.count - 1)
-                return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-            }
-            guard let target else { return path }
+            guard let target = operations.readlink(path) else { return path }
             path = target.hasPrefix("/") ? target : Self.directory(of: path) + "/" + target
         }
         return path
@@ -74,7 +68,7 @@ package struct SuiteFile: Sendable {
     package func withLock<T, Operations: FileOperations>(
         using operations: Operations, _ body: (_ target: String) throws(DefaultsError) -> T
     ) throws(DefaultsError) -> T {
-        let target = resolvedPath()
+        let target = resolvedPath(using: operations)
         let base = SidecarPlacement.current.base(forSuiteFile: location.path, target: target)
         let lockPath = Self.sidecar(of: base, prefix: "", suffix: ".lock")
         let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW
@@ -82,7 +76,7 @@ package struct SuiteFile: Sendable {
         // before every write (a `readlink` and a `stat` fewer per flush).
         var opened = operations.open(lockPath, flags, 0o600)
         if opened < 0, errno == ENOENT {
-            try createDirectoryIfNeeded()
+            try createDirectoryIfNeeded(using: operations)
             if base != target, let code = SidecarPlacement.makeDirectory(of: lockPath, using: operations) {
                 throw DefaultsError(
                     .lockFailed,
@@ -97,7 +91,7 @@ package struct SuiteFile: Sendable {
             descriptor = opened
             // A lock beside the file is the file's owner's as much as the file (docs/design.md,
             // "Owners of the files root writes"); one under root's runtime directory stays root's.
-            if base == target, let owner = FileOwner.forSidecars(ofSuiteFile: target) {
+            if base == target, let owner = FileOwner.forSidecars(ofSuiteFile: target, using: operations) {
                 do { try owner.give(descriptor, using: operations) } catch {
                     operations.close(descriptor)
                     throw error
@@ -130,7 +124,7 @@ package struct SuiteFile: Sendable {
     package func replace<Operations: FileOperations>(
         with data: Data, using operations: Operations, synced: Bool = true
     ) throws(DefaultsError) -> FileIdentity {
-        let target = resolvedPath()
+        let target = resolvedPath(using: operations)
         var existing = stat()
         let exists = operations.stat(target, &existing) == 0
         return try replace(
@@ -155,10 +149,10 @@ package struct SuiteFile: Sendable {
     ) throws(DefaultsError) -> FileIdentity {
         let directory = Self.directory(of: target)
         // A file in place means its directory is there.
-        if existing == nil { try createDirectoryIfNeeded() }
+        if existing == nil { try createDirectoryIfNeeded(using: operations) }
         let mode: mode_t = existing.map { $0.st_mode & 0o7777 } ?? 0o600
         // Root keeps the owner of the file it replaces (docs/design.md, "Owners of the files root writes").
-        let owner = FileOwner.forFile(replacing: existing, in: directory)
+        let owner = FileOwner.forFile(replacing: existing, in: directory, using: operations)
         var temporary = ""
         var written = stat()
         var inspected = false
@@ -188,7 +182,7 @@ package struct SuiteFile: Sendable {
             if !temporary.isEmpty { operations.unlink(temporary) }
             throw self.error(.writeFailed, "Could not write", error, path: target)
         }
-        if synced { Self.syncDirectory(directory) }
+        if synced { operations.syncDirectory(directory) }
         return FileIdentity(inspected ? written : stat())
     }
 
@@ -207,25 +201,16 @@ package struct SuiteFile: Sendable {
     /// How many names a write tries for its temporary file before it gives up.
     static let temporaryNameAttempts = 16
 
-    /// Names the next temporary files beside a suite file take, before random ones: a seam for
-    /// tests that plant a file or a symbolic link at a temporary file's name. Keyed by suite file.
-    package static let plannedTemporaryNames = Locked<[String: [String]]>([:])
-
     /// Creates a new temporary file beside `target` (exclusive create, no symlink following), and
     /// sets `path` to it. A name already taken — a planted file or symbolic link, which is never
-    /// written through nor removed — is passed over for another random one.
+    /// written through nor removed — is passed over for another random one. The operations may
+    /// name the first ones (``FileOperations/plannedTemporaryName(beside:)``: tests plant there).
     private func createTemporaryFile<Operations: FileOperations>(
         beside target: String, path: inout String, using operations: Operations
     ) throws(SystemError) -> Int32 {
         for attempt in 1...Self.temporaryNameAttempts {
-            let planned = Self.plannedTemporaryNames.withLock { names -> String? in
-                guard var queue = names[target], !queue.isEmpty else { return nil }
-                let name = queue.removeFirst()
-                names[target] = queue.isEmpty ? nil : queue
-                return name
-            }
             let candidate =
-                planned
+                operations.plannedTemporaryName(beside: target)
                 ?? Self.sidecar(
                     of: target, prefix: ".",
                     suffix: Self.temporaryMarker + "\(getpid())-\(Self.nextNameNumber())")
@@ -243,44 +228,66 @@ package struct SuiteFile: Sendable {
     }
 
     /// Removes the suite file (the whole persistent domain). A missing file is not an error.
-    package func remove() throws(DefaultsError) {
-        if unlink(resolvedPath()) != 0, errno != ENOENT {
+    package func remove(using operations: some FileOperations = SystemFileOperations()) throws(DefaultsError) {
+        if operations.unlink(resolvedPath(using: operations)) != 0, errno != ENOENT {
             throw error(.writeFailed, "Could not remove", SystemError(errno: errno, operation: "unlink"))
         }
-        Self.syncDirectory(location.directory)
+        operations.syncDirectory(location.directory)
     }
 
     /// Keeps the current (bad) file as `<suite file>.corrupt-<time>` before anything replaces it.
     ///
     /// - Returns: The path it was kept at, or nil when there was no file.
-    package func keepAside() throws(DefaultsError) -> String? {
-        let target = resolvedPath()
-        guard access(target, F_OK) == 0 else { return nil }
+    package func keepAside(using operations: some FileOperations = SystemFileOperations()) throws(DefaultsError)
+        -> String?
+    {
+        let target = resolvedPath(using: operations)
+        guard operations.access(target, F_OK) == 0 else { return nil }
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
             .replacingOccurrences(of: ":", with: "")
         var kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp)
         var attempt = 1
-        while access(kept, F_OK) == 0 {
+        while operations.access(kept, F_OK) == 0 {
             attempt += 1
             kept = Self.sidecar(of: target, prefix: "", suffix: ".corrupt-" + stamp + "-\(attempt)")
         }
         // A hard link keeps the bytes without a moment in which the suite file is missing.
-        if link(target, kept) != 0 {
-            do {
-                let bytes = try Data(contentsOf: URL(fileURLWithPath: target))
-                guard
-                    FileManager.default.createFile(
-                        atPath: kept, contents: bytes, attributes: [.posixPermissions: 0o600])
-                else { throw SystemError(errno: errno, operation: "create") }
+        if operations.link(target, kept) != 0 {
+            do throws(SystemError) {
+                try copy(target, to: kept, using: operations)
             } catch {
                 throw DefaultsError(
                     .writeFailed,
                     "Could not keep the unreadable file \(target) aside as \(kept); it was left unchanged and nothing was written.",
-                    suite: location.name, path: target, underlying: SendableDescription(error))
+                    suite: location.name, path: target, underlying: error)
             }
         }
-        Self.syncDirectory(Self.directory(of: target))
+        operations.syncDirectory(Self.directory(of: target))
         return kept
+    }
+
+    /// Copies the file at `source` to a new file (`0600`) at `destination`, where no file may be:
+    /// a file system without hard links keeps a bad file aside so.
+    private func copy(_ source: String, to destination: String, using operations: some FileOperations)
+        throws(SystemError)
+    {
+        let input = try SystemCall.retrying(.open) { operations.open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) }
+        defer { operations.close(input) }
+        var info = stat()
+        try SystemCall.retrying(.fstat) { operations.fstat(input, &info) }
+        let bytes = try operations.readAll(input, sizeHint: Int(info.st_size))
+        let output = try SystemCall.retrying(.open) {
+            operations.open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        do throws(SystemError) {
+            try operations.writeAll(output, bytes)
+            try SystemCall.retrying(.fsync) { operations.fsync(output) }
+        } catch {
+            operations.close(output)
+            operations.unlink(destination)
+            throw error
+        }
+        operations.close(output)
     }
 
     /// Why the directory the suite file is written in is unsafe, or nil when it is not (or does
@@ -290,10 +297,12 @@ package struct SuiteFile: Sendable {
     /// remove the suite file — or owned by another user than this one or root. In a sticky
     /// directory such as `/tmp` others cannot replace or remove this user's files, and names they
     /// plant are never written through (exclusive create, no symlink following).
-    package func directoryInsecurity() -> DefaultsError? {
-        let directory = Self.directory(of: resolvedPath())
+    package func directoryInsecurity(using operations: some FileOperations = SystemFileOperations())
+        -> DefaultsError?
+    {
+        let directory = Self.directory(of: resolvedPath(using: operations))
         var info = stat()
-        guard stat(directory, &info) == 0 else { return nil }
+        guard operations.stat(directory, &info) == 0 else { return nil }
         let mode = info.st_mode & 0o7777
         let problem: String
         if mode & (S_IWGRP | S_IWOTH) != 0, mode & S_ISVTX == 0 {
@@ -314,15 +323,16 @@ package struct SuiteFile: Sendable {
     }
 
     /// Removes temporary files of this suite left by writers that died mid-write.
-    package func removeOrphanedTemporaryFiles() {
-        let target = resolvedPath()
+    package func removeOrphanedTemporaryFiles(using operations: some FileOperations = SystemFileOperations()) {
+        let target = resolvedPath(using: operations)
         let directory = Self.directory(of: target)
         let prefix = Self.name(of: Self.sidecar(of: target, prefix: ".", suffix: Self.temporaryMarker))
-        guard let names = SystemFileOperations().directoryEntries(directory) else { return }
+        guard let names = operations.directoryEntries(directory) else { return }
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
-            guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            unlink(directory + "/" + name)
+            guard let pid = pid_t(pidText), pid != getpid(), operations.processExists(pid) != 0, errno == ESRCH
+            else { continue }
+            operations.unlink(directory + "/" + name)
         }
     }
 
@@ -353,22 +363,22 @@ package struct SuiteFile: Sendable {
         return directory + "/" + prefix + name + suffix
     }
 
-    private func createDirectoryIfNeeded() throws(DefaultsError) {
-        let directory = Self.directory(of: resolvedPath())
+    private func createDirectoryIfNeeded(using operations: some FileOperations) throws(DefaultsError) {
+        let directory = Self.directory(of: resolvedPath(using: operations))
         var info = stat()
-        if stat(directory, &info) == 0 { return }
+        if operations.stat(directory, &info) == 0 { return }
         var path = ""
         for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
             path += "/" + component
-            if mkdir(path, 0o700) != 0 {
+            if operations.mkdir(path, 0o700) != 0 {
                 if errno == EEXIST { continue }
                 throw error(
                     .writeFailed, "Could not create the directory for", SystemError(errno: errno, operation: "mkdir"))
             }
             // Root making a directory in another user's takes that user's owner, as the file will.
-            if let owner = FileOwner.forFile(replacing: nil, in: Self.directory(of: path)) {
+            if let owner = FileOwner.forFile(replacing: nil, in: Self.directory(of: path), using: operations) {
                 do throws(SystemError) {
-                    try owner.giveDirectory(path, using: SystemFileOperations())
+                    try owner.giveDirectory(path, using: operations)
                 } catch {
                     throw self.error(.writeFailed, "Could not give the new directory \(path) to its owner for", error)
                 }
@@ -387,13 +397,6 @@ package struct SuiteFile: Sendable {
     static func name(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
         return String(path[path.utf8.index(after: slash)...])
-    }
-
-    private static func syncDirectory(_ directory: String) {
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        _ = fsync(descriptor)
-        close(descriptor)
     }
 
     private func error(

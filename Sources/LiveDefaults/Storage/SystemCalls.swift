@@ -3,9 +3,10 @@ import Foundation
 /// The system calls the library makes, by name: what a ``SystemError`` names, and what a test
 /// makes fail (``FileOperations/fault(_:)``). docs/design.md, "System calls: one seam".
 package enum SystemCall: String, Sendable, CaseIterable {
-    case open, close, read, pread, write, fsync, flock, rename, unlink, mkdir, access, stat, fstat, fchown, fchmod
+    case open, close, read, pread, write, pwrite, fsync, ftruncate, flock, rename, link, unlink, readlink, mkdir
+    case access, stat, fstat, fchown, fchmod
     case fallocate = "posix_fallocate"
-    case mmap, munmap, opendir
+    case mmap, munmap, opendir, kill
 
     /// Runs `body` until it does not fail with `EINTR`; a result of -1 throws the `errno` it left,
     /// as a ``SystemError`` naming `call`. The one rule for interrupted calls and their errors.
@@ -39,6 +40,11 @@ package enum SystemCall: String, Sendable, CaseIterable {
 package protocol FileOperations: Sendable {
     /// The `errno` that `call` fails with instead of being made; nil to make the real call.
     func fault(_ call: SystemCall) -> Int32?
+
+    /// The name the next temporary file beside the suite file at `target` is to take, before the
+    /// random ones (``SuiteFile``'s atomic replace); nil for a random name. Tests plant a file or a
+    /// symbolic link at the name they give here.
+    func plannedTemporaryName(beside target: String) -> String?
 }
 
 /// The real system calls, never failed on purpose.
@@ -47,6 +53,9 @@ package struct SystemFileOperations: FileOperations {
 
     @inline(__always)
     package func fault(_ call: SystemCall) -> Int32? { nil }
+
+    @inline(__always)
+    package func plannedTemporaryName(beside target: String) -> String? { nil }
 }
 
 extension FileOperations {
@@ -83,7 +92,17 @@ extension FileOperations {
     }
 
     @inline(__always)
+    package func pwrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int, _ offset: off_t) -> Int {
+        fails(.pwrite) ? -1 : Glibc.pwrite(descriptor, buffer, count, offset)
+    }
+
+    @inline(__always)
     package func fsync(_ descriptor: Int32) -> Int32 { fails(.fsync) ? -1 : Glibc.fsync(descriptor) }
+
+    @inline(__always)
+    package func ftruncate(_ descriptor: Int32, _ length: off_t) -> Int32 {
+        fails(.ftruncate) ? -1 : Glibc.ftruncate(descriptor, length)
+    }
 
     @inline(__always)
     package func flock(_ descriptor: Int32, _ operation: Int32) -> Int32 {
@@ -95,9 +114,33 @@ extension FileOperations {
         fails(.rename) ? -1 : Glibc.rename(source, destination)
     }
 
+    /// `link`: a second name for the file at `source`.
+    @inline(__always)
+    package func link(_ source: String, _ destination: String) -> Int32 {
+        fails(.link) ? -1 : Glibc.link(source, destination)
+    }
+
     @inline(__always)
     @discardableResult
     package func unlink(_ path: String) -> Int32 { fails(.unlink) ? -1 : Glibc.unlink(path) }
+
+    /// `readlink`: the target of the symbolic link at `path`, nil when it is not one (or cannot be
+    /// read; `errno` is then set).
+    package func readlink(_ path: String) -> String? {
+        guard !fails(.readlink) else { return nil }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { buffer in
+            guard let start = buffer.baseAddress else {
+                preconditionFailure("a temporary allocation of \(buffer.count) bytes has an address")
+            }
+            let count = Glibc.readlink(path, start, buffer.count - 1)
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+        }
+    }
+
+    /// `kill(pid, 0)`: 0 when a process `pid` exists (and may be signalled), else -1 with `errno`
+    /// (`ESRCH`: there is none).
+    @inline(__always)
+    package func processExists(_ pid: pid_t) -> Int32 { fails(.kill) ? -1 : Glibc.kill(pid, 0) }
 
     @inline(__always)
     package func mkdir(_ path: String, _ mode: mode_t) -> Int32 { fails(.mkdir) ? -1 : Glibc.mkdir(path, mode) }
@@ -187,6 +230,26 @@ extension FileOperations {
             }
         }
         if let failure { throw failure }
+    }
+
+    /// Syncs the directory at `path` (after a rename or removal in it), best effort: a directory
+    /// that cannot be opened or synced is left as it is.
+    package func syncDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+
+    /// Reads the whole file at `path` (following symbolic links unless `flags` says `O_NOFOLLOW`);
+    /// nil when it cannot be opened, inspected or read.
+    package func contents(ofFile path: String, flags: Int32 = 0) -> Data? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | flags)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = Glibc.stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        return try? readAll(descriptor, sizeHint: Int(info.st_size))
     }
 
     /// Reads the whole file open at `descriptor`, `sizeHint` bytes expected.
