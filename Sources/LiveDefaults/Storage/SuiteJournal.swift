@@ -71,7 +71,8 @@ package final class SuiteJournal: @unchecked Sendable {
         // Root writing another user's suite file gives its journals to that user, who replays them
         // (docs/design.md, "Owners of the files root writes"); under root's runtime directory they stay root's.
         let owner =
-            SidecarPlacement.current.isRelocated(suitePath) ? nil : FileOwner.forSidecars(ofSuiteFile: suitePath)
+            SidecarPlacement.current.isRelocated(suitePath)
+            ? nil : FileOwner.forSidecars(ofSuiteFile: suitePath, using: operations)
         if let owner {
             do throws(SystemError) { try owner.giveDirectory(directory, using: operations) } catch {
                 throw failure("give to its owner the directory of", error.errno)
