@@ -155,15 +155,34 @@ final class FileWatcherCore: Sendable {
         registry.withLock { $0.finished(work) }
     }
 
-    /// Re-resolves the registration's symbolic link (it may point elsewhere now), then calls it.
+    /// Calls the registration, after resolving its path again when it may lead elsewhere now: an
+    /// event since the last resolution may have changed a link or a directory on the way
+    /// (``WatchRegistry/Registration/pathEvents``), polling sees no events, or the final file is
+    /// now a symbolic link itself (a link renamed over it: one `lstat`). Resolving costs a `lstat`
+    /// per component and the path's string work, which every flush of this process paid for its
+    /// own rename when it was done on every call.
     private func call(_ identifier: UInt64, _ change: FileChange) {
-        guard let path = registry.withLock({ $0.registrations[identifier]?.watched.path }) else { return }
-        let resolved = WatchedPath.resolve(path)
-        let (callback, directoriesChanged) = registry.withLock { registry in
-            let changed = registry.update(identifier, to: resolved)
-            return (registry.registrations[identifier]?.onChange, changed)
+        let found = registry.withLock { registry -> (WatchedPath, UInt64?, (@Sendable (FileChange) -> Void))? in
+            guard let registration = registry.registrations[identifier] else { return nil }
+            let isStale = registration.pathEvents != registration.resolvedAt || registry.isPolled(registration)
+            return (registration.watched, isStale ? registration.pathEvents : nil, registration.onChange)
         }
-        if directoriesChanged { wakeInotifyThread() }
-        callback?(change)
+        guard let (watched, staleAt, callback) = found else { return }
+        if staleAt != nil || Self.isSymbolicLink(watched.target.map(Self.path(of:)) ?? watched.path) {
+            let resolved = WatchedPath.resolve(watched.path)
+            if registry.withLock({ $0.update(identifier, to: resolved, resolvedAt: staleAt) }) { wakeInotifyThread() }
+        }
+        callback(change)
+    }
+
+    /// The path of a directory entry.
+    private static func path(of entry: WatchedEntry) -> String {
+        entry.directory == "/" ? "/" + entry.name : entry.directory + "/" + entry.name
+    }
+
+    /// Whether `path` is a symbolic link (`lstat`).
+    private static func isSymbolicLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
     }
 }

@@ -9,11 +9,19 @@ extension WatchRegistry {
                 for directory in directories { _ = directoryReappeared(directory) }
             }
             guard let identifiers = registrationsByEntry[entry] else { return false }
-            for identifier in identifiers { apply(change, to: identifier, now: now) }
+            for identifier in identifiers {
+                if let final = registrations[identifier].map({ $0.watched.target ?? $0.watched.link }),
+                    entry != final || (change != .written && change != .attributesChanged)
+                {
+                    registrations[identifier]?.pathEvents &+= 1
+                }
+                apply(change, to: identifier, now: now)
+            }
             return true
         case .overflow:
             // Events were lost, a sight of the file among them perhaps: absences start again.
             for identifier in registrations.keys {
+                registrations[identifier]?.pathEvents &+= 1
                 registrations[identifier]?.awaySince = nil
                 scheduleCall(identifier, at: now, isLook: false)
             }
@@ -30,6 +38,7 @@ extension WatchRegistry {
             // absence seen before no longer counts, and the look starts a new one if it finds the
             // file away.
             for identifier in users(of: directory) {
+                registrations[identifier]?.pathEvents &+= 1
                 registrations[identifier]?.awaySince = nil
                 scheduleCall(identifier, at: now, isLook: true)
             }
@@ -38,7 +47,10 @@ extension WatchRegistry {
             guard directoryUsers[directory] != nil else { return false }
             directoryStatus[directory] = .missing
             _ = retryAwaited(in: directory)
-            for identifier in users(of: directory) { apply(.removed, to: identifier, now: now) }
+            for identifier in users(of: directory) {
+                registrations[identifier]?.pathEvents &+= 1
+                apply(.removed, to: identifier, now: now)
+            }
             return true
         case .directoryMissing(let directory, let entry):
             guard directoryUsers[directory] != nil else { return false }

@@ -122,6 +122,14 @@ struct WatchRegistry: Sendable {
         /// An absence that a barrier found unbroken: no event read up to the judging look showed
         /// the file (its ``awaySince``).
         var confirmedAbsence: UInt64?
+        /// Counts the events that may have changed where the path leads: a link on the way
+        /// re-pointed, a name on the way made or removed, a directory lost or armed again, an
+        /// overflow. A write or an attribute change of the final file is not one (the call checks
+        /// with one `lstat` that the file was not replaced by a link).
+        var pathEvents: UInt64 = 1
+        /// ``pathEvents`` as it was when the path was last resolved: the next call resolves it
+        /// again only when they differ (docs/design.md, "Live reload: the watcher's threads").
+        var resolvedAt: UInt64 = 0
     }
 
     /// The work that fell due, to be done outside the lock.
@@ -242,7 +250,12 @@ struct WatchRegistry: Sendable {
     /// wanted keeps its watch and its status.
     ///
     /// - Returns: Whether the set of wanted directories changed.
-    mutating func update(_ identifier: UInt64, to watched: WatchedPath) -> Bool {
+    ///   - resolvedAt: The registration's ``Registration/pathEvents`` read before resolving, if
+    ///     the path was resolved because of them.
+    mutating func update(_ identifier: UInt64, to watched: WatchedPath, resolvedAt: UInt64? = nil) -> Bool {
+        if let resolvedAt, let registration = registrations[identifier], registration.resolvedAt < resolvedAt {
+            registrations[identifier]?.resolvedAt = resolvedAt
+        }
         guard let old = registrations[identifier]?.watched, old != watched else { return false }
         if watched.isChainTooLong, !old.isChainTooLong { reportChainTooLong(watched.path) }
         for entry in old.entries where !watched.entries.contains(entry) {

@@ -228,6 +228,26 @@ private func run(_ arguments: [String]) throws {
         }
     }
 
+    /// A plain file replaced by a symbolic link (renamed over it, as a dotfile manager does): the
+    /// link's target is watched from then on, though the rename was only a write of the file's
+    /// own name (the call looks whether the file became a link).
+    @Test func aFileReplacedByALinkFollowsTheLinksTarget() async throws {
+        try await withTemporaryDirectory { directory in
+            let targets = directory + "/targets"
+            try FileManager.default.createDirectory(atPath: targets, withIntermediateDirectories: false)
+            let path = directory + "/suite.plist"
+            try write("one", to: path, atomically: false)
+            let (watch, recorder) = try await startWatching(path)
+            try write("two", to: targets + "/real.plist", atomically: false)
+            try FileManager.default.createSymbolicLink(
+                atPath: directory + "/new-link", withDestinationPath: targets + "/real.plist")
+            try run(["mv", "-T", directory + "/new-link", path])
+            await expectCalls(2, recorder, watch)
+            try write("three", to: targets + "/real.plist", atomically: true)
+            await expectCalls(3, recorder, watch)
+        }
+    }
+
     @Test func pollingWatcherSeesChangesAndDeletions() async throws {
         let watcher = FileWatcher(forcePolling: true) { problem in Issue.record("a problem: \(problem.message)") }
         #expect(watcher.mode == .polling)

@@ -212,6 +212,32 @@ import Testing
         #expect(decide(&registry, at: ms(161), seeing: nil) == [call(identifier, .goneForGood)])
     }
 
+    /// Only events that may change where the path leads make the next call resolve it again: a
+    /// write of the final file does not (every flush of this process is one), a link on the way
+    /// re-pointed, a name made or removed, or a directory armed again does.
+    @Test func onlyEventsOnTheWayMakeThePathResolvedAgain() {
+        var registry = registry()
+        let linked = WatchedPath(
+            path: "/d/f", link: WatchedEntry(directory: "/d", name: "f"),
+            hops: [WatchedEntry(directory: "/d", name: "f")], target: WatchedEntry(directory: "/t", name: "real"))
+        let identifier = registry.add(linked, onChange: { _ in }, now: 0).identifier
+        func events() -> UInt64 { registry.registrations[identifier]?.pathEvents ?? 0 }
+        let first = events()
+        _ = registry.apply(.entry(WatchedEntry(directory: "/t", name: "real"), .written), now: 1)
+        _ = registry.apply(.entry(WatchedEntry(directory: "/t", name: "real"), .attributesChanged), now: 2)
+        #expect(events() == first, "a write of the target is not an event on the way")
+        _ = registry.apply(.entry(WatchedEntry(directory: "/d", name: "f"), .written), now: 3)
+        #expect(events() == first + 1, "the link re-pointed")
+        _ = registry.apply(.entry(WatchedEntry(directory: "/t", name: "real"), .appeared), now: 4)
+        #expect(events() == first + 2, "the target made")
+        _ = registry.apply(.directoryArmed("/t"), now: 5)
+        #expect(events() == first + 3, "a directory armed again")
+        _ = registry.update(identifier, to: linked, resolvedAt: first + 3)
+        #expect(registry.registrations[identifier]?.resolvedAt == first + 3)
+        _ = registry.update(identifier, to: linked, resolvedAt: first)
+        #expect(registry.registrations[identifier]?.resolvedAt == first + 3, "an older resolution changes nothing")
+    }
+
     /// Without barriers (polling, or no barrier channel), a verdict stands on the looks alone.
     @Test func withoutBarriersAVerdictStandsOnTheLooks() {
         var registry = registry()
