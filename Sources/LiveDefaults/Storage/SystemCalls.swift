@@ -190,6 +190,12 @@ extension FileOperations {
     }
 
     /// Reads the whole file open at `descriptor`, `sizeHint` bytes expected.
+    ///
+    /// When `sizeHint` is the size `fstat` gave and that many bytes came, the read stops there:
+    /// the bytes are the file as that `fstat` saw it (its identity, ``FileIdentity``, is what the
+    /// caller keeps), and a second `read` would only find the end of the file (one system call of a
+    /// cold open's 19, docs/performance.md). A file that grew in between fills the one spare byte
+    /// of the buffer and is read on to its end, as a file whose size says nothing (`/proc`'s 0) is.
     package func readAll(_ descriptor: Int32, sizeHint: Int) throws(SystemError) -> Data {
         var data = Data(count: max(sizeHint, 0) + 1)
         var length = 0
@@ -206,6 +212,7 @@ extension FileOperations {
             }
             if count == 0 { break }
             length += count
+            if length == sizeHint, sizeHint > 0 { break }
         }
         data.count = length
         return data
