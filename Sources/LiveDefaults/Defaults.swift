@@ -177,7 +177,7 @@ public final class Defaults: Sendable {
         }
         self.candidateLayers = CandidateLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,
-            excluding: Set([location.path] + [global?.location.path].compactMap { $0 }),
+            excluding: [location.path] + [global?.location.path].compactMap { $0 },
             host: hostLayer.map { (stores.open($0.location), $0.isAnyHost) }, watching: stores.watchesFiles)
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.

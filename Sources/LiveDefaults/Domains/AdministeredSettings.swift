@@ -61,11 +61,54 @@ public struct AdministeredSettings: Sendable, Hashable {
     public static func fromEnvironment() -> AdministeredSettings {
         // Two variables read directly: building the whole environment as a dictionary took a
         // good part of opening a small suite.
-        var environment: [String: String] = [:]
-        for name in ["XDG_CONFIG_DIRS", "LIVEDEFAULTS_MANAGED_DIR"] {
-            if let value = getenv(name) { environment[name] = String(cString: value) }
+        let configDirectories = getenv("XDG_CONFIG_DIRS").map { String(cString: $0) }
+        let managed = getenv("LIVEDEFAULTS_MANAGED_DIR").map { String(cString: $0) }
+        // The settings (and their directories' paths) are made again only when a variable
+        // changed: every open of a suite by name asks, and making them cost about 11,000
+        // instructions of a cold open of a small suite (docs/performance.md).
+        if let last = lastFromEnvironment.withLock({ $0 }), last.configDirectories == configDirectories,
+            last.managed == managed
+        {
+            return last.settings
         }
-        return fromEnvironment(environment)
+        var environment: [String: String] = [:]
+        environment["XDG_CONFIG_DIRS"] = configDirectories
+        environment["LIVEDEFAULTS_MANAGED_DIR"] = managed
+        let settings = fromEnvironment(environment)
+        let made = EnvironmentSettings(
+            configDirectories: configDirectories, managed: managed, settings: settings, paths: Paths(settings))
+        lastFromEnvironment.withLock { $0 = made }
+        return settings
+    }
+
+    /// The settings ``fromEnvironment()`` last made, with the variables they were made from.
+    private struct EnvironmentSettings: Sendable {
+        let configDirectories: String?
+        let managed: String?
+        let settings: AdministeredSettings
+        let paths: Paths
+    }
+
+    private static let lastFromEnvironment = Locked<EnvironmentSettings?>(nil)
+
+    /// The directories as paths (what the files are opened by).
+    struct Paths: Sendable {
+        /// ``managedDirectory``'s path.
+        let managed: String?
+        /// ``systemDirectories``' paths.
+        let system: [String]
+
+        init(_ settings: AdministeredSettings) {
+            managed = settings.managedDirectory?.path
+            system = settings.systemDirectories.map(\.path)
+        }
+    }
+
+    /// The directories' paths: those ``fromEnvironment()`` made with the settings when these are
+    /// its settings (each `URL`'s `path` costs a few thousand instructions).
+    var paths: Paths {
+        if let last = Self.lastFromEnvironment.withLock({ $0 }), last.settings == self { return last.paths }
+        return Paths(self)
     }
 
     /// The settings `environment` gives (``fromEnvironment()``).

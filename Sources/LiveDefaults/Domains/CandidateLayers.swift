@@ -39,14 +39,15 @@ final class CandidateLayers: Sendable {
     ///   - host: The host layer (``host``), if any.
     ///   - watching: Whether the files are followed live.
     init(
-        settings: AdministeredSettings, suiteName: String, excluding excluded: Set<String>,
+        settings: AdministeredSettings, suiteName: String, excluding excluded: [String],
         host: (SuiteStore, Bool)?, watching: Bool
     ) {
         self.settings = settings
         self.host = host.map { (store: $0.0, isAnyHost: $0.1) }
         let names = suiteName == Defaults.globalDomain ? [suiteName] : [suiteName, Defaults.globalDomain]
+        let paths = settings.paths
         var managed: [SuiteStore] = []
-        if let directory = settings.managedDirectory?.path, watching || Self.isDirectory(directory) {
+        if let directory = paths.managed, watching || Self.isDirectory(directory) {
             for name in names {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),
                     !excluded.contains(location.path), watching || Self.exists(location.path)
@@ -60,7 +61,9 @@ final class CandidateLayers: Sendable {
             }
         }
         var system: [SuiteStore] = []
-        let directories = settings.systemDirectories.map(\.path).filter { watching || Self.isDirectory($0) }
+        // No `stat` of each directory first: a file in a directory that is not there is not there
+        // either, and the usual `/etc/xdg` is there (one system call fewer per open).
+        let directories = paths.system
         for name in names {
             for directory in directories {
                 guard let location = try? SuiteLocation(suiteName: name, directory: directory),

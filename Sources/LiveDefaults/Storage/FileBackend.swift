@@ -17,8 +17,23 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private let state = Locked(State())
     /// This process's journal of the suite (``JournalSlot``).
     let journaling: Locked<JournalSlot>
-    /// The suite's history log (FileBackend+History.swift).
-    let historyLog: HistoryLog
+    /// The suite's history log (FileBackend+History.swift), made at the first write that records
+    /// (``historyLog``).
+    private let madeHistoryLog = Locked<HistoryLog?>(nil)
+    /// Whether the history log stays open between writes (see ``init(location:operations:keepsHistoryLogOpen:)``).
+    private let keepsHistoryLogOpen: Bool
+
+    /// The suite's history log. Its path is worked out at the first write, not at open: a store
+    /// that is only read never needs it (about 7,500 instructions of a cold open per store,
+    /// docs/performance.md). Made once, since it keeps the log open between writes.
+    var historyLog: HistoryLog {
+        madeHistoryLog.withLock { made in
+            if let made { return made }
+            let log = HistoryLog(suitePath: location.path, suite: location.name, keepsOpen: keepsHistoryLogOpen)
+            made = log
+            return log
+        }
+    }
 
     private struct State {
         /// The bytes last read from or written to the file: a reload that finds another identity
@@ -63,7 +78,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         self.operations = operations
         self.journaling = Locked(
             JournalSlot(suitePath: location.path, suite: location.name, operations: operations, makesDirectory: true))
-        self.historyLog = HistoryLog(suitePath: location.path, suite: location.name, keepsOpen: keepsHistoryLogOpen)
+        self.keepsHistoryLogOpen = keepsHistoryLogOpen
     }
 
     private var location: SuiteLocation { file.location }
