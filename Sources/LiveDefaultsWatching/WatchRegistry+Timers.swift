@@ -5,30 +5,33 @@ extension WatchRegistry {
         swap(&work.reports, &pendingReports)
         let pollNow = now >= nextPoll
         if pollNow { nextPoll = now + pollInterval }
-        for (identifier, var registration) in registrations {
-            var changed = false
-            if let deadline = registration.callDeadline, deadline <= now {
-                registration.callDeadline = nil
+        // In place, by index: iterating a copy while assigning back made the dictionary copy
+        // itself, and each registration be copied out and back, on every event.
+        let mayBePolled = mode == .polling || directoryStatus.values.contains(.failed)
+        var index = registrations.startIndex
+        while index != registrations.endIndex {
+            defer { registrations.formIndex(after: &index) }
+            let identifier = registrations.keys[index]
+            if let deadline = registrations.values[index].callDeadline, deadline <= now {
+                registrations.values[index].callDeadline = nil
                 work.calls.append(identifier)
-                work.callPaths[identifier] = registration.watched.path
-                if registration.callIsLook { work.looks.insert(identifier) }
-                registration.callIsLook = false
-                changed = true
+                work.callPaths[identifier] = registrations.values[index].watched.path
+                if registrations.values[index].callIsLook { work.looks.insert(identifier) }
+                registrations.values[index].callIsLook = false
             }
-            if let deadline = registration.settleDeadline, deadline <= now {
-                registration.settleDeadline = nil
-                work.settleChecks.append((identifier, registration.watched.path))
-                changed = true
+            if let deadline = registrations.values[index].settleDeadline, deadline <= now {
+                registrations.values[index].settleDeadline = nil
+                work.settleChecks.append((identifier, registrations.values[index].watched.path))
             }
-            if let deadline = registration.absenceCheckDeadline, deadline <= now {
-                registration.absenceCheckDeadline = nil
-                work.absenceChecks.append((identifier, registration.watched.path))
-                changed = true
+            if let deadline = registrations.values[index].absenceCheckDeadline, deadline <= now {
+                registrations.values[index].absenceCheckDeadline = nil
+                work.absenceChecks.append((identifier, registrations.values[index].watched.path))
             }
-            if isPolled(registration), pollNow || registration.baseline == .unknown {
-                work.polls.append((identifier, registration.watched.path))
+            if mayBePolled, isPolled(registrations.values[index]),
+                pollNow || registrations.values[index].baseline == .unknown
+            {
+                work.polls.append((identifier, registrations.values[index].watched.path))
             }
-            if changed { registrations[identifier] = registration }
         }
         inFlight.formUnion(work.calls)
         inFlight.formUnion(work.settleChecks.lazy.map(\.id))
@@ -52,11 +55,12 @@ extension WatchRegistry {
         }
         var needsPolling =
             mode == .inotify && directoryStatus.contains { $0.value == .missing && awaited[$0.key] == nil }
+        let mayBePolled = mode == .polling || directoryStatus.values.contains(.failed)
         for registration in registrations.values {
             consider(registration.callDeadline)
             consider(registration.settleDeadline)
             consider(registration.absenceCheckDeadline)
-            if !needsPolling, isPolled(registration) { needsPolling = true }
+            if !needsPolling, mayBePolled, isPolled(registration) { needsPolling = true }
         }
         if needsPolling { consider(nextPoll) }
         return deadline
