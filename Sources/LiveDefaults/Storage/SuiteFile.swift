@@ -309,7 +309,7 @@ package struct SuiteFile: Sendable {
             problem =
                 "can be written by other users (mode \(String(mode, radix: 8))), who could replace or remove "
                 + "the suite file. Make it private (chmod 700)"
-        } else if info.st_uid != geteuid(), info.st_uid != 0 {
+        } else if info.st_uid != FileOwner.process.user, info.st_uid != 0 {  // no `geteuid` per open
             problem =
                 "belongs to another user (uid \(info.st_uid)), who could replace or remove the suite file. "
                 + "Keep suites in a directory of your own"
