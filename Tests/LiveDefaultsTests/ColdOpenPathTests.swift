@@ -21,6 +21,31 @@ struct ColdOpenPathTests {
         #expect(location.name == name)
     }
 
+    /// A path split at its last "/" from its bytes, as Foundation's path methods would split it.
+    @Test(arguments: [
+        ("/a/b/com.example.app.plist", "/a/b", "com.example.app.plist"),
+        ("/x.plist", "/", "x.plist"),
+        ("/tmp/répertoire/café.plist", "/tmp/répertoire", "café.plist"),
+        ("no-slash", ".", "no-slash"),
+        ("/a/b/", "/a/b", ""),
+    ])
+    func aPathSplitsAtItsLastSlash(path: String, directory: String, name: String) {
+        #expect(SuiteFile.directory(of: path) == directory)
+        #expect(SuiteFile.name(of: path) == name)
+    }
+
+    /// The journals directory, built in one copy, is the directory, "/.", the name and ".journals"
+    /// (a file at the root keeps the "//" the old appends gave it).
+    @Test(arguments: [
+        ("/a/b/com.example.app.plist", "/a/b/.com.example.app.plist.journals"),
+        ("/x.plist", "//.x.plist.journals"),
+        ("/tmp/répertoire/café.réglages.plist", "/tmp/répertoire/.café.réglages.plist.journals"),
+        ("/a/.hidden.plist", "/a/..hidden.plist.journals"),
+    ])
+    func aJournalsDirectoryIsBesideItsSuiteFile(path: String, journals: String) {
+        #expect(SuiteJournal.directory(forSuiteFile: path) == journals)
+    }
+
     /// Reads `contents` from a file through ``FileOperations/readAll(_:sizeHint:)`` with `sizeHint`.
     private func read(_ contents: Data, sizeHint: Int) throws -> Data {
         let directory = try TemporaryDirectory()

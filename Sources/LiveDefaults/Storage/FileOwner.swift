@@ -18,8 +18,9 @@ package struct FileOwner: Sendable, Equatable {
         self.group = group
     }
 
-    /// This process's effective user and group, read once: only a process of root gives files away.
-    private static let process = FileOwner(user: geteuid(), group: getegid())
+    /// This process's effective user and group, read once: only a process of root gives files away,
+    /// and a suite's directory is safe when it is root's or this user's (``SuiteFile``).
+    static let process = FileOwner(user: geteuid(), group: getegid())
 
     /// The owner a file root makes in place of `existing` (what `stat` said of it, nil when there
     /// is no file) in `directory` should have: the existing file's, or for a new file the

@@ -35,8 +35,28 @@ package final class SuiteJournal: @unchecked Sendable {
     /// The hidden directory holding the journals of the suite file at `suitePath`: beside it, or
     /// under the runtime directory for an administrator's file (``SidecarPlacement``).
     package static func directory(forSuiteFile suitePath: String) -> String {
-        let base = SidecarPlacement.current.base(forSuiteFile: suitePath)
-        return SuiteFile.directory(of: base) + "/." + SuiteFile.name(of: base) + ".journals"
+        var base = SidecarPlacement.current.base(forSuiteFile: suitePath)
+        guard let slash = SuiteFile.lastSlash(in: base) else {
+            return SuiteFile.directory(of: base) + "/." + SuiteFile.name(of: base) + ".journals"
+        }
+        // `<directory>/.<name>.journals`, the path's bytes copied once into a string of that size:
+        // the split and three appends cost each store about 7,500 instructions of a cold open
+        // (docs/performance.md).
+        let suffix = ".journals".utf8
+        return base.withUTF8 { bytes in
+            // The directory as ``SuiteFile/directory(of:)`` gives it ("/" for a file at the root).
+            let directoryEnd = slash == 0 ? 1 : slash
+            let directoryBytes = UnsafeBufferPointer<UInt8>(rebasing: bytes[..<directoryEnd])
+            let nameBytes = UnsafeBufferPointer<UInt8>(rebasing: bytes[(slash + 1)...])
+            let count = directoryEnd + 2 + nameBytes.count + suffix.count
+            return String(unsafeUninitializedCapacity: count) { buffer in
+                var end = buffer.initialize(fromContentsOf: directoryBytes)
+                buffer[end] = UInt8(ascii: "/")
+                buffer[end + 1] = UInt8(ascii: ".")
+                end = buffer[(end + 2)...].initialize(fromContentsOf: nameBytes)
+                return buffer[end...].initialize(fromContentsOf: suffix)
+            }
+        }
     }
 
     /// Creates this process's journal for the suite file at `suitePath`.
