@@ -40,9 +40,13 @@ package struct JournalSlot {
     package var path: String? { journal?.path }
 
     /// Appends a change (nil: a removal). Called under the owner's lock, in the changes' order.
+    ///
+    /// Inlined, with the journal called where it is stored: the journal is made out of line (once),
+    /// and the call needs no copy of the reference (its retain and release) on every `set`.
+    @inline(__always)
     package mutating func append(_ value: PropertyListValue?, forKey key: String) {
-        guard let journal = madeJournal() else { return }
-        if let problem = journal.append(value == nil ? .remove : .set, key: key, value: value) { disable(problem) }
+        if journal == nil, madeJournal() == nil { return }
+        if let problem = journal?.append(value == nil ? .remove : .set, key: key, value: value) { disable(problem) }
     }
 
     /// Records that the change of `key` made at `generation` comes from `origin` (appended before
@@ -79,6 +83,7 @@ package struct JournalSlot {
         markedOrigins = [:]
     }
 
+    @inline(never)
     private mutating func madeJournal() -> SuiteJournal? {
         if let journal { return journal }
         guard !disabled else { return nil }
