@@ -143,6 +143,7 @@ struct FleetJournalTests {
             #expect(journal.append(.set, key: "y", value: "flipped") == nil)
             corrupt = (journal.path, good + JournalFormat.recordHeaderSize + 9)
         }
+        for path in [torn.path, corrupt.path] { try #require(waitUntilUnlocked(path), "\(path)'s lock was freed") }
         #expect(truncate(torn.path, off_t(torn.cut)) == 0)
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: corrupt.path))
         try handle.seek(toOffset: UInt64(corrupt.flip))

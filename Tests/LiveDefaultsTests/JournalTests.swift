@@ -19,11 +19,15 @@ import Testing
     static func deadJournal(
         _ directory: borrowing TemporaryDirectory, _ changes: [(String, PropertyListValue?)]
     ) throws -> String {
-        let journal = try SuiteJournal(suitePath: try location(directory).path)
-        for (key, value) in changes {
-            #expect(journal.append(value == nil ? .remove : .set, key: key, value: value) == nil)
-        }
-        return journal.path
+        let path = try { () throws -> String in
+            let journal = try SuiteJournal(suitePath: try location(directory).path)
+            for (key, value) in changes {
+                #expect(journal.append(value == nil ? .remove : .set, key: key, value: value) == nil)
+            }
+            return journal.path
+        }()
+        try #require(waitUntilUnlocked(path), "the journal's lock was freed")
+        return path
     }
 
     static func journalBytes(_ path: String) throws -> [UInt8] {
@@ -218,6 +222,7 @@ import Testing
         try first.flush()
         let deadPath = dead.path
         _ = consume dead  // the process dies (its lock goes)
+        try #require(waitUntilUnlocked(deadPath), "the journal's lock was freed")
         // After its death: live writers' changes are later, and win, whoever flushes first.
         first.set(.string("first, after the death"), forKey: "k")
         second.set(.string("second, after the death"), forKey: "j")
@@ -270,6 +275,7 @@ import Testing
         // The writer dies: its lock goes, and the directory does not change.
         let otherPath = other.path
         _ = consume other
+        try #require(waitUntilUnlocked(otherPath), "the journal's lock was freed")
         store.set(.integer(0), forKey: "ours")
         try store.flush()
         #expect(store.value(forKey: "theirs") == .string("unwritten"), "replayed at the next flush")

@@ -115,3 +115,21 @@ public func startWithOutputInFiles(
     try process.run()
     return process
 }
+
+/// Waits (up to 10 s) until no open file description of `path` holds its `flock`: a journal
+/// closed in a test is a dead process's only then. A child that another test of this process is
+/// starting holds a copy of every descriptor until it runs its program (they close on exec), and
+/// a replay meanwhile takes the journal for a live process's.
+///
+/// - Returns: Whether the lock was free before the deadline (false also when `path` cannot be opened).
+public func waitUntilUnlocked(_ path: String) -> Bool {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+        usleep(1_000)  // polling the lock, which has no event to wait on
+    }
+    return false
+}
