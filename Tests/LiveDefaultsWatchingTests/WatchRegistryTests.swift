@@ -159,10 +159,7 @@ import Testing
     /// the events read by then show the file back, and no "gone for good" is said.
     @Test func aVerdictWaitsForEventsStillQueuedWhenItWasReached() {
         var registry = registry()
-        registry.servesBarriers = true
-        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        let identifier = watchAndCall(&registry, servesBarriers: true)
         // Round N: the file goes at 10 ms, and a look finds it away.
         _ = registry.apply(.entry(path.link, .removed), now: ms(10))
         #expect(decide(&registry, at: ms(10), seeing: nil).isEmpty)
@@ -197,10 +194,7 @@ import Testing
     /// before the look, was back for a moment, and not gone for good.)
     @Test func aDirectoryArmedAgainStartsTheAbsenceAgain() {
         var registry = registry()
-        registry.servesBarriers = true
-        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        let identifier = watchAndCall(&registry, servesBarriers: true)
         _ = registry.apply(.directoryLost("/d"), now: ms(10))
         #expect(decide(&registry, at: ms(10), seeing: nil).isEmpty)
         _ = registry.apply(.directoryArmed("/d"), now: ms(60))
@@ -241,9 +235,7 @@ import Testing
     /// Without barriers (polling, or no barrier channel), a verdict stands on the looks alone.
     @Test func withoutBarriersAVerdictStandsOnTheLooks() {
         var registry = registry()
-        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        let identifier = watchAndCall(&registry, servesBarriers: false)
         _ = registry.apply(.entry(path.link, .removed), now: ms(10))
         _ = decide(&registry, at: ms(10), seeing: nil)
         #expect(decide(&registry, at: ms(110), seeing: nil) == [call(identifier, .goneForGood)])
@@ -253,10 +245,7 @@ import Testing
     /// inotify stops while a verdict waits for its barrier: polling judges the absence again.
     @Test func aVerdictWaitingWhenInotifyStopsIsJudgedByPolling() {
         var registry = registry()
-        registry.servesBarriers = true
-        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
-        _ = registry.apply(.directoryArmed("/d"), now: 0)
-        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        let identifier = watchAndCall(&registry, servesBarriers: true)
         _ = registry.apply(.entry(path.link, .removed), now: ms(10))
         _ = decide(&registry, at: ms(10), seeing: nil)
         #expect(decide(&registry, at: ms(110), seeing: nil).isEmpty)
@@ -305,6 +294,17 @@ import Testing
         #expect(!registry.isQuiet(identifier))
         registry.finished(look)
         #expect(registry.isQuiet(identifier))
+    }
+
+    /// Watches `path` in `registry` and makes its first call, the file there (at 1 ms).
+    ///
+    /// - Returns: The registration.
+    private func watchAndCall(_ registry: inout WatchRegistry, servesBarriers: Bool) -> UInt64 {
+        registry.servesBarriers = servesBarriers
+        let identifier = registry.add(path, onChange: { _ in }, now: 0).identifier
+        _ = registry.apply(.directoryArmed("/d"), now: 0)
+        _ = decide(&registry, at: ms(1), seeing: stamp(1))
+        return identifier
     }
 
     private let grace: UInt64 = 100_000_000

@@ -13,11 +13,7 @@ import Foundation
 public func runToEnd(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL? = nil
 ) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = directory }
+    let process = configuredProcess(executable, arguments, environment: environment, in: directory)
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
@@ -25,6 +21,18 @@ public func runToEnd(
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     return (process.terminationStatus, text)
+}
+
+/// A process for `executable`, not yet started (nil `environment` or `directory`: this process's).
+private func configuredProcess(
+    _ executable: String, _ arguments: [String], environment: [String: String]?, in directory: URL?
+) -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = directory }
+    return process
 }
 
 /// How a program that ran to its end ended, and what it printed, each stream apart.
@@ -49,11 +57,7 @@ public struct FinishedProcess: Sendable {
 public func runToEndApart(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL? = nil
 ) throws -> FinishedProcess {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = directory }
+    let process = configuredProcess(executable, arguments, environment: environment, in: directory)
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output
