@@ -1,101 +1,144 @@
 import Foundation
 
 /// Reads one line of a watch stream (``EtcdWatchLine``) without `JSONDecoder`: etcd's fields
-/// mapped from the line's ``JSONValue``.
+/// mapped as the line is read, by ``JSONReader``.
 ///
 /// Every watch message goes through this between the bytes and the observers. `JSONDecoder`'s
 /// generic containers took about 100 µs a message on a 2-core machine, where a message arrives
-/// with cold caches every few milliseconds; the JSON parser (JSONValue.swift) and this mapping of
-/// the few fields the follower reads take a few (docs/design.md, "Fleet settings: from the bytes
-/// to the observer"; the benchmark's `etcd-json` rows measure it against `JSONSerialization` and
-/// json-c). It accepts what `JSONDecoder` accepts for these types: any valid JSON, unknown fields
-/// ignored, `null` for an absent field, 64-bit integers as strings or numbers, bytes as base64;
+/// with cold caches every few milliseconds; this reader takes a few (docs/design.md, "Fleet
+/// settings: from the bytes to the observer"; the benchmark's `etcd-json` rows measure it against
+/// `JSONSerialization` and json-c). It accepts what `JSONDecoder` accepts for these types: any
+/// valid JSON, unknown fields skipped (and checked), `null` for an absent field, a field given
+/// twice read from its first value, 64-bit integers as strings or numbers, bytes as base64;
 /// anything else throws ``EtcdWatchLineReader/Failure`` naming what was wrong and where.
 package enum EtcdWatchLineReader {
     package typealias Failure = JSONFailure
 
     /// The line's result or error.
     package static func read(_ line: Data) throws -> EtcdWatchLine {
-        let fields = try JSONValue.parse(line, what: "the watch message").object("the line")
-        return EtcdWatchLine(
-            result: try fields["result"].flatMap { try result($0) },
-            error: try fields["error"].flatMap { try streamError($0) })
+        try JSONReader.read(line, what: "the watch message") { reader in
+            var line = EtcdWatchLine()
+            var seen: UInt32 = 0
+            let isObject = try reader.object("the line") { reader, name in
+                if name.is("result"), JSONReader.first(&seen, 0) {
+                    line.result = try result(&reader)
+                } else if name.is("error"), JSONReader.first(&seen, 1) {
+                    line.error = try streamError(&reader)
+                } else {
+                    try reader.skipValue()
+                }
+            }
+            guard isObject else { throw Failure(description: "the line is null, not an object") }
+            return line
+        }
     }
 
     // MARK: The mapping
 
-    private static func result(_ node: JSONValue) throws -> EtcdWatchResult? {
-        guard let fields = try node.optionalObject("result") else { return nil }
-        var events: [EtcdEvent]?
-        if let list = try fields["events"]?.optionalArray("events") {
-            events = []
-            for item in list { if let event = try event(item) { events?.append(event) } }
-        }
-        return EtcdWatchResult(
-            header: try fields["header"].flatMap { try header($0) },
-            watch_id: try fields["watch_id"].flatMap { try integer($0, "watch_id") },
-            created: try fields["created"]?.optionalBool("created"),
-            canceled: try fields["canceled"]?.optionalBool("canceled"),
-            compact_revision: try fields["compact_revision"].flatMap { try integer($0, "compact_revision") },
-            cancel_reason: try fields["cancel_reason"]?.optionalString("cancel_reason"),
-            events: events)
-    }
-
-    private static func header(_ node: JSONValue) throws -> EtcdResponseHeader? {
-        guard let fields = try node.optionalObject("header") else { return nil }
-        return EtcdResponseHeader(
-            cluster_id: try fields["cluster_id"].flatMap { try integer($0, "cluster_id") },
-            member_id: try fields["member_id"].flatMap { try integer($0, "member_id") },
-            revision: try fields["revision"].flatMap { try integer($0, "revision") },
-            raft_term: try fields["raft_term"].flatMap { try integer($0, "raft_term") })
-    }
-
-    private static func event(_ node: JSONValue) throws -> EtcdEvent? {
-        guard let fields = try node.optionalObject("an event") else { return nil }
-        return EtcdEvent(
-            type: try fields["type"]?.optionalString("type"), kv: try fields["kv"].flatMap { try keyValue($0) })
-    }
-
-    private static func keyValue(_ node: JSONValue) throws -> EtcdKeyValue? {
-        guard let fields = try node.optionalObject("kv") else { return nil }
-        return EtcdKeyValue(
-            key: try fields["key"].flatMap { try bytes($0, "key") },
-            value: try fields["value"].flatMap { try bytes($0, "value") },
-            create_revision: try fields["create_revision"].flatMap { try integer($0, "create_revision") },
-            mod_revision: try fields["mod_revision"].flatMap { try integer($0, "mod_revision") },
-            version: try fields["version"].flatMap { try integer($0, "version") })
-    }
-
-    private static func streamError(_ node: JSONValue) throws -> EtcdStreamError? {
-        guard let fields = try node.optionalObject("error") else { return nil }
-        func code(_ name: String) throws -> Int? {
-            let value: EtcdInteger<Int64>? = try fields[name].flatMap { try integer($0, name) }
-            return value.map { Int($0.value) }
-        }
-        return EtcdStreamError(
-            grpc_code: try code("grpc_code"), http_code: try code("http_code"),
-            message: try fields["message"]?.optionalString("message"))
-    }
-
-    private static func integer<Value: FixedWidthInteger & Codable & Sendable>(_ node: JSONValue, _ name: String) throws
-        -> EtcdInteger<Value>?
-    {
-        switch node {
-        case .null: return nil
-        case .string(let text), .number(let text):
-            guard let value = Value(text) else {
-                throw Failure(description: "\"\(name)\" is \"\(text.prefix(40))\", not a 64-bit integer")
+    private static func result(_ reader: inout JSONReader) throws -> EtcdWatchResult? {
+        var result = EtcdWatchResult()
+        var seen: UInt32 = 0
+        let isObject = try reader.object("\"result\"") { reader, name in
+            if name.is("header"), JSONReader.first(&seen, 0) {
+                result.header = try header(&reader)
+            } else if name.is("events"), JSONReader.first(&seen, 1) {
+                var events: [EtcdEvent] = []
+                let isArray = try reader.array("\"events\"") { reader in
+                    if let event = try event(&reader) { events.append(event) }
+                }
+                result.events = isArray ? events : nil
+            } else if name.is("watch_id"), JSONReader.first(&seen, 2) {
+                result.watch_id = try integer(&reader, "\"watch_id\"")
+            } else if name.is("created"), JSONReader.first(&seen, 3) {
+                result.created = try reader.bool("\"created\"")
+            } else if name.is("canceled"), JSONReader.first(&seen, 4) {
+                result.canceled = try reader.bool("\"canceled\"")
+            } else if name.is("compact_revision"), JSONReader.first(&seen, 5) {
+                result.compact_revision = try integer(&reader, "\"compact_revision\"")
+            } else if name.is("cancel_reason"), JSONReader.first(&seen, 6) {
+                result.cancel_reason = try reader.string("\"cancel_reason\"")
+            } else {
+                try reader.skipValue()
             }
-            return EtcdInteger(value)
-        default: throw Failure(description: "\"\(name)\" is \(node.kind), not an integer")
         }
+        return isObject ? result : nil
     }
 
-    private static func bytes(_ node: JSONValue, _ name: String) throws -> EtcdBytes? {
-        guard let text = try node.optionalString(name) else { return nil }
-        guard let data = Data(base64Encoded: text) else {
-            throw Failure(description: "\"\(name)\" is not base64: \(text.prefix(40))")
+    private static func header(_ reader: inout JSONReader) throws -> EtcdResponseHeader? {
+        var header = EtcdResponseHeader()
+        var seen: UInt32 = 0
+        let isObject = try reader.object("\"header\"") { reader, name in
+            if name.is("revision"), JSONReader.first(&seen, 0) {
+                header.revision = try integer(&reader, "\"revision\"")
+            } else if name.is("cluster_id"), JSONReader.first(&seen, 1) {
+                header.cluster_id = try integer(&reader, "\"cluster_id\"")
+            } else if name.is("member_id"), JSONReader.first(&seen, 2) {
+                header.member_id = try integer(&reader, "\"member_id\"")
+            } else if name.is("raft_term"), JSONReader.first(&seen, 3) {
+                header.raft_term = try integer(&reader, "\"raft_term\"")
+            } else {
+                try reader.skipValue()
+            }
         }
-        return EtcdBytes(data)
+        return isObject ? header : nil
+    }
+
+    private static func event(_ reader: inout JSONReader) throws -> EtcdEvent? {
+        var event = EtcdEvent()
+        var seen: UInt32 = 0
+        let isObject = try reader.object("an event") { reader, name in
+            if name.is("kv"), JSONReader.first(&seen, 0) {
+                event.kv = try keyValue(&reader)
+            } else if name.is("type"), JSONReader.first(&seen, 1) {
+                event.type = try reader.string("\"type\"")
+            } else {
+                try reader.skipValue()
+            }
+        }
+        return isObject ? event : nil
+    }
+
+    private static func keyValue(_ reader: inout JSONReader) throws -> EtcdKeyValue? {
+        var keyValue = EtcdKeyValue()
+        var seen: UInt32 = 0
+        let isObject = try reader.object("\"kv\"") { reader, name in
+            if name.is("key"), JSONReader.first(&seen, 0) {
+                keyValue.key = try reader.base64("\"key\"").map(EtcdBytes.init)
+            } else if name.is("value"), JSONReader.first(&seen, 1) {
+                keyValue.value = try reader.base64("\"value\"").map(EtcdBytes.init)
+            } else if name.is("mod_revision"), JSONReader.first(&seen, 2) {
+                keyValue.mod_revision = try integer(&reader, "\"mod_revision\"")
+            } else if name.is("create_revision"), JSONReader.first(&seen, 3) {
+                keyValue.create_revision = try integer(&reader, "\"create_revision\"")
+            } else if name.is("version"), JSONReader.first(&seen, 4) {
+                keyValue.version = try integer(&reader, "\"version\"")
+            } else {
+                try reader.skipValue()
+            }
+        }
+        return isObject ? keyValue : nil
+    }
+
+    private static func streamError(_ reader: inout JSONReader) throws -> EtcdStreamError? {
+        var error = EtcdStreamError()
+        var seen: UInt32 = 0
+        let isObject = try reader.object("\"error\"") { reader, name in
+            if name.is("grpc_code"), JSONReader.first(&seen, 0) {
+                error.grpc_code = try reader.integer("\"grpc_code\"", as: Int.self)
+            } else if name.is("http_code"), JSONReader.first(&seen, 1) {
+                error.http_code = try reader.integer("\"http_code\"", as: Int.self)
+            } else if name.is("message"), JSONReader.first(&seen, 2) {
+                error.message = try reader.string("\"message\"")
+            } else {
+                try reader.skipValue()
+            }
+        }
+        return isObject ? error : nil
+    }
+
+    private static func integer<Value: FixedWidthInteger & Codable & Sendable>(
+        _ reader: inout JSONReader, _ field: @autoclosure () -> String
+    ) throws -> EtcdInteger<Value>? {
+        try reader.integer(field(), as: Value.self).map(EtcdInteger.init)
     }
 }

@@ -24,6 +24,14 @@ import Testing
         #"{"result":{"header":{"cluster_id":18446744073709551615,"revision":9223372036854775807},"watch_id":-1}}"#,
         #"{}"#,
         #"{"result":{"events":[]}}"#,
+        // A name given twice: its first value counts, as JSONDecoder reads it, the later ones
+        // still checked as JSON.
+        #"{"result":{"created":true,"created":false,"header":{"revision":"5","revision":"6"},"events":[{"kv":{"key":"YQ==","key":"Yg=="}}]}}"#,
+        #"{"result":{"cancel_reason":"first","cancel_reason":null},"result":{"created":true}}"#,
+        // Base64 the in-place decoder leaves to Foundation (bits past the end, no padding), and
+        // integers it leaves to the standard library (escaped, signed, 19 digits).
+        #"{"result":{"events":[{"kv":{"key":"QR==","value":"YWJj"}},{"kv":{"key":"L2E\/Yg=="}}]}}"#,
+        #"{"result":{"header":{"revision":"\u0031\u0032","cluster_id":"+7","member_id":"1234567890123456789"},"watch_id":"-0"}}"#,
     ]
 
     static func canonical(_ line: EtcdWatchLine) throws -> Data {
@@ -74,7 +82,10 @@ import Testing
         (#"{"result":{"created":tru}}"#, "expected true"),
         (#"{'result':{}}"#, "expected a member name"),
         ("", "ended where a value was expected"),
-        (String(repeating: "[", count: 100), "nested more than"),
+        (#"{"extra":"# + String(repeating: "[", count: 100), "nested more than"),
+        (#"{"result":{"cancel_reason":"a"},"extra":[1,2,}"#, "unexpected character"),
+        (#"{"result":{"header":{"revision":true}}}"#, "not an integer"),
+        (#"{"result":{"events":[{"kv":{"value":7}}]}}"#, "not a string"),
     ]
 
     @Test(arguments: badLines) func refusesWhatIsNotAMessage(_ line: String, _ problem: String) {
