@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaults
+import LiveDefaultsEtcdClient
 import LiveDefaultsPropertyList
 import Synchronization
 
@@ -15,6 +16,8 @@ enum ChildProcess {
         case "memory" where arguments.count == 4:
             residentGrowthHere(
                 library: arguments[1], suite: arguments[2], directory: URL(fileURLWithPath: arguments[3]))
+        case "repeat" where arguments.count == 4 && arguments[1].hasPrefix("json"):
+            readWatchLine(arguments[1], line: Int(arguments[2]) ?? 0, times: Int(arguments[3]) ?? 0)
         case "repeat" where arguments.count == 4:
             repeatWork(arguments[1], size: Int(arguments[2]) ?? 0, times: Int(arguments[3]) ?? 0)
         case "etcd-cold" where arguments.count == 4:
@@ -141,6 +144,24 @@ enum ChildProcess {
         observation?.cancel()
         if defaults != nil || setFloor != nil || what.hasPrefix("cold") {
             try? FileManager.default.removeItem(at: directory)
+        }
+        exit(0)
+    }
+
+    /// Reads one of the `etcd-json` rows' watch lines (`line`: 0 one change, 1 ten changes, 2 a
+    /// progress notification) `times` times, by the client's reader (`json`) or by json-c with the
+    /// same mapping (`json-c`), for instruction counts as `repeatWork`'s: `valgrind
+    /// --tool=callgrind livedefaults-bench --child repeat json 1 2000`, minus the same with 0 times.
+    static func readWatchLine(_ reader: String, line: Int, times: Int) -> Never {
+        guard EtcdBenchmark.watchLines.indices.contains(line) else { exit(2) }
+        let data = Data(EtcdBenchmark.watchLines[line].1.utf8)
+        switch reader {
+        case "json":
+            for _ in 0..<times { blackHole(try? EtcdWatchLineReader.read(data)) }
+        case "json-c":
+            guard let jsonC = JSONC.load() else { exit(3) }
+            for _ in 0..<times { blackHole(jsonC.read(data)) }
+        default: exit(2)
         }
         exit(0)
     }

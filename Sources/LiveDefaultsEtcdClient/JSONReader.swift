@@ -333,41 +333,42 @@ struct JSONReader {
         if text.isEmpty { return Data() }
         let padding =
             text[text.count - 1] != UInt8(ascii: "=") ? 0 : text[text.count - 2] != UInt8(ascii: "=") ? 1 : 2
-        var data = Data(count: text.count / 4 * 3 - padding)
-        let decoded = data.withUnsafeMutableBytes { (output: UnsafeMutableRawBufferPointer) -> Bool in
-            var out = 0
-            var offset = 0
-            while offset < text.count {
-                let last = offset + 4 == text.count
-                var group: UInt32 = 0
-                for position in 0..<4 {
-                    let character = text[offset + position]
-                    let sextet: UInt8
-                    if last && position >= 4 - padding {
-                        sextet = 0
-                    } else {
-                        sextet = base64Sextets[Int(character)]
-                        if sextet > 63 { return false }
-                    }
-                    group = group << 6 | UInt32(sextet)
-                }
-                if last {
-                    // Bits past the last byte must be zero, as canonical base64 has them.
-                    if padding == 2 && group & 0xFFFF != 0 || padding == 1 && group & 0xFF != 0 { return false }
-                    output[out] = UInt8(truncatingIfNeeded: group >> 16)
-                    if padding < 2 { output[out + 1] = UInt8(truncatingIfNeeded: group >> 8) }
-                    if padding < 1 { output[out + 2] = UInt8(truncatingIfNeeded: group) }
-                } else {
+        let count = text.count / 4 * 3 - padding
+        return base64Sextets.withUnsafeBufferPointer { sextets in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 2) { output -> Data? in
+                // Every group but the last: four digits, three bytes. A byte that is no digit has
+                // the high bit set in the table, so one test after the four looks finds it.
+                var out = 0
+                var offset = 0
+                let whole = text.count - 4
+                while offset < whole {
+                    let a = sextets[Int(text[offset])]
+                    let b = sextets[Int(text[offset + 1])]
+                    let c = sextets[Int(text[offset + 2])]
+                    let d = sextets[Int(text[offset + 3])]
+                    guard (a | b | c | d) < 64 else { return nil }
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
                     output[out] = UInt8(truncatingIfNeeded: group >> 16)
                     output[out + 1] = UInt8(truncatingIfNeeded: group >> 8)
                     output[out + 2] = UInt8(truncatingIfNeeded: group)
                     out += 3
+                    offset += 4
                 }
-                offset += 4
+                // The last group, its padding read as zero digits.
+                var group: UInt32 = 0
+                for position in 0..<4 {
+                    let sextet = position >= 4 - padding ? 0 : sextets[Int(text[offset + position])]
+                    guard sextet < 64 else { return nil }
+                    group = group << 6 | UInt32(sextet)
+                }
+                // Bits past the last byte must be zero, as canonical base64 has them.
+                if padding == 2 && group & 0xFFFF != 0 || padding == 1 && group & 0xFF != 0 { return nil }
+                output[out] = UInt8(truncatingIfNeeded: group >> 16)
+                output[out + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                output[out + 2] = UInt8(truncatingIfNeeded: group)
+                return Data(buffer: UnsafeMutableBufferPointer(rebasing: output[..<count]))
             }
-            return true
         }
-        return decoded ? data : nil
     }
 
     /// Each byte's value as a base64 digit, 0xFF for a byte that is none.
@@ -417,18 +418,39 @@ struct JSONReader {
         index += 1  // "
         let start = index
         var ascii = true
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let range = start..<index
-                index += 1
-                if !ascii { try validate(range) }
-                return .plain(range)
+        scan: while true {
+            // Eight bytes at a time while none of them is a quote, a backslash, a control
+            // character or outside ASCII (most strings, base64 and digits among them).
+            if let base = bytes.baseAddress {
+                while index + 8 <= bytes.count {
+                    let word = (base + index).loadUnaligned(as: UInt64.self)
+                    let ones: UInt64 = 0x0101_0101_0101_0101
+                    let highs: UInt64 = 0x8080_8080_8080_8080
+                    let quotes = word ^ (ones &* 0x22)
+                    let backslashes = word ^ (ones &* 0x5C)
+                    let special =
+                        ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)
+                        | ((word &- ones &* 0x20) & ~word) | word
+                    if special & highs != 0 { break }
+                    index += 8
+                }
             }
-            if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw failure("a control character in a string") }
-            if byte >= 0x80 { ascii = false }
-            index += 1
+            // Byte by byte up to the next word, or to the end.
+            let stop = Swift.min(index + 8, bytes.count)
+            guard index < stop else { break scan }
+            while index < stop {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    let range = start..<index
+                    index += 1
+                    if !ascii { try validate(range) }
+                    return .plain(range)
+                }
+                if byte == UInt8(ascii: "\\") { break scan }
+                if byte < 0x20 { throw failure("a control character in a string") }
+                if byte >= 0x80 { ascii = false }
+                index += 1
+            }
         }
         // An escape: the rest byte by byte, resolved into a buffer to check it as UTF-8.
         var resolved = Array(bytes[start..<index])
