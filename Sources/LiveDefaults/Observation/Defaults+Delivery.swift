@@ -122,10 +122,14 @@ extension Defaults {
         _ key: HashedKey, _ state: inout State, origin: ChangeOrigin, suiteValue: PropertyListValue??
     ) -> Bool {
         let new = Self.resolve(key.string, &state, suite: suite, global: global, suiteValue: suiteValue)
-        guard let change = state.effective.set(new, for: key) else { return false }
-        if change.isObserved || state.observers.observesEveryKey {
-            state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+        let everyKey = state.observers.observesEveryKey
+        var old: PropertyListValue? = nil
+        switch state.effective.set(new, for: key, old: &old, keepingOld: everyKey) {
+        case .unchanged: return false
+        case .changed: if !everyKey { return true }
+        case .changedObserved: break
         }
+        state.observers.enqueue(key: key, old: old, new: new, origin: origin)
         return true
     }
 
