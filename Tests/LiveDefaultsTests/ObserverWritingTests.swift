@@ -43,9 +43,9 @@ import Testing
         let token = defaults.observe("counter") { change in
             let new = Self.integer(change.newValue)
             let onWriter = writer.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-            received.withLock {
-                $0.append(Received(key: change.key, old: Self.integer(change.oldValue), new: new, onWritingThread: onWriter))
-            }
+            let old = Self.integer(change.oldValue)
+            let entry = Received(key: change.key, old: old, new: new, onWritingThread: onWriter)
+            received.withLock { $0.append(entry) }
             if new == 1 {
                 defaults.set(2, forKey: "counter")
                 defaults.set(3, forKey: "counter")
