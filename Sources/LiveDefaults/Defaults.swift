@@ -111,7 +111,7 @@ public final class Defaults: Sendable {
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that cannot name a file.
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
-        try self.init(suiteName: suiteName, directoryPath: directory?.path, watchesFiles: watchesFiles)
+        try self.init(suiteName: suiteName, directoryPath: directory?.suiteDirectoryPath, watchesFiles: watchesFiles)
     }
 
     /// ``init(suiteName:directory:watchesFiles:)`` with the directory as a path: the `defaults` command

@@ -36,8 +36,22 @@ package struct SuiteFile: Sendable {
 
     /// Reads the file as ``read()`` does, opening it through `operations` (tests make that fail).
     package func read<Operations: FileOperations>(using operations: Operations) throws(DefaultsError) -> Contents? {
-        // Non-blocking, so that opening a FIFO planted at the path returns at once.
-        let descriptor = operations.open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
+        var isLink = true
+        return try read(using: operations, isLink: &isLink)
+    }
+
+    /// Reads the file as ``read()`` does, and tells whether the suite path itself may be a symbolic
+    /// link: `isLink` is false when the open showed it is not one (it was opened without following
+    /// links, or nothing is there), so that ``resolvedPath(using:)`` needs no `readlink` to know
+    /// (docs/design.md, "Opening a suite: what a cold open does").
+    package func read<Operations: FileOperations>(using operations: Operations, isLink: inout Bool)
+        throws(DefaultsError) -> Contents?
+    {
+        // Non-blocking, so that opening a FIFO planted at the path returns at once. Not following a
+        // link first: `ELOOP` says the path is one, and it is opened again, following it.
+        var descriptor = operations.open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0)
+        isLink = descriptor < 0 && errno == ELOOP
+        if isLink { descriptor = operations.open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) }
         if descriptor < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
@@ -297,10 +311,12 @@ package struct SuiteFile: Sendable {
     /// remove the suite file — or owned by another user than this one or root. In a sticky
     /// directory such as `/tmp` others cannot replace or remove this user's files, and names they
     /// plant are never written through (exclusive create, no symlink following).
-    package func directoryInsecurity(using operations: some FileOperations = SystemFileOperations())
-        -> DefaultsError?
-    {
-        let directory = Self.directory(of: resolvedPath(using: operations))
+    /// `isLink` false says the suite path is known not to be a symbolic link (``read(using:isLink:)``
+    /// found so), and no `readlink` is made.
+    package func directoryInsecurity(
+        using operations: some FileOperations = SystemFileOperations(), isLink: Bool = true
+    ) -> DefaultsError? {
+        let directory = Self.directory(of: isLink ? resolvedPath(using: operations) : location.path)
         var info = stat()
         guard operations.stat(directory, &info) == 0 else { return nil }
         let mode = info.st_mode & 0o7777
