@@ -156,6 +156,10 @@ public final class Defaults: Sendable {
         location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
         administeredSettings: AdministeredSettings? = nil, host: Host? = nil
     ) throws {
+        // The suite directory's `stat` made once for this open's stores (docs/design.md, "Opening a
+        // suite: what a cold open does").
+        let directoryMemo = OpenDirectoryMemo.begin()
+        defer { directoryMemo?.end() }
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores

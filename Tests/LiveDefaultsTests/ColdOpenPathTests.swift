@@ -125,4 +125,36 @@ struct ColdOpenPathTests {
         #expect(direct.warnings.map(\.code) == [.insecureDirectory])
         #expect(direct.warnings.first?.path == alsoOpen.path)
     }
+
+    /// The directory's `stat` is kept for one open only: a directory made writable by others after
+    /// one open is warned about at the next, and within an open its `stat` is made once.
+    @Test func theDirectoryIsLookedAtAgainAtEachOpen() throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.file("suites")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        #expect(chmod(directory.path, 0o700) == 0)
+        let reported = Locked<[DefaultsError]>([])
+        let reporting = DefaultsErrorReporting.listen { error in
+            if error.code == .insecureDirectory, error.path == directory.path { reported.withLock { $0.append(error) } }
+        }
+        defer { reporting.cancel() }
+        let first = try Defaults(suiteName: "com.example.first", directory: directory, watchesFiles: false)
+        #expect(reported.withLock { $0 }.isEmpty)
+        #expect(OpenDirectoryMemo.current == nil)
+        #expect(chmod(directory.path, 0o777) == 0)
+        let second = try Defaults(suiteName: "com.example.second", directory: directory, watchesFiles: false)
+        #expect(reported.withLock { $0.count } == 1)
+        _ = (first, second)
+
+        let memo = try #require(OpenDirectoryMemo.begin())
+        #expect(OpenDirectoryMemo.begin() == nil, "an open under way keeps its own memo")
+        let before = OpenDirectoryMemo.stat(of: directory.path, using: SystemFileOperations())
+        #expect(chmod(directory.path, 0o700) == 0)
+        let within = OpenDirectoryMemo.stat(of: directory.path, using: SystemFileOperations())
+        memo.end()
+        let after = OpenDirectoryMemo.stat(of: directory.path, using: SystemFileOperations())
+        #expect(before?.st_mode == within?.st_mode)
+        #expect(after.map { $0.st_mode & 0o777 } == 0o700)
+        #expect(OpenDirectoryMemo.current == nil)
+    }
 }

@@ -317,8 +317,7 @@ package struct SuiteFile: Sendable {
         using operations: some FileOperations = SystemFileOperations(), isLink: Bool = true
     ) -> DefaultsError? {
         let directory = Self.directory(of: isLink ? resolvedPath(using: operations) : location.path)
-        var info = stat()
-        guard operations.stat(directory, &info) == 0 else { return nil }
+        guard let info = OpenDirectoryMemo.stat(of: directory, using: operations) else { return nil }
         let mode = info.st_mode & 0o7777
         let problem: String
         if mode & (S_IWGRP | S_IWOTH) != 0, mode & S_ISVTX == 0 {
@@ -447,5 +446,56 @@ package struct SuiteFile: Sendable {
         return DefaultsError(
             code, "\(verb) \(path) for suite \"\(location.name)\": \(cause). \(advice)\(kept)",
             suite: location.name, path: path, underlying: cause)
+    }
+}
+
+/// The `stat` of each suite directory one open of a ``Defaults`` made, kept on its thread for that
+/// open alone: the suite and its global domain are in the same directory, and the warning about a
+/// directory others can write needs it once (docs/design.md, "Opening a suite: what a cold open
+/// does"). Outside an open nothing is kept: a directory found safe may not stay so.
+final class OpenDirectoryMemo {
+    private var directory = ""
+    private var info = Glibc.stat()
+    private var isSet = false
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The memo of the open under way on this thread, if any.
+    static var current: OpenDirectoryMemo? {
+        pthread_getspecific(key).map { Unmanaged<OpenDirectoryMemo>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Starts keeping `stat`s on this thread; nil when an open under way already does (its end
+    /// then ends the memo).
+    static func begin() -> OpenDirectoryMemo? {
+        guard pthread_getspecific(key) == nil else { return nil }
+        let memo = OpenDirectoryMemo()
+        pthread_setspecific(key, Unmanaged.passRetained(memo).toOpaque())
+        return memo
+    }
+
+    /// Stops keeping them: what was kept is forgotten.
+    func end() {
+        pthread_setspecific(Self.key, nil)
+        Unmanaged.passUnretained(self).release()
+    }
+
+    /// `directory`'s `stat`, made through `operations` the first time in this open; nil when it
+    /// fails (not kept).
+    static func stat(of directory: String, using operations: some FileOperations) -> Glibc.stat? {
+        let memo = current
+        if let memo, memo.isSet, memo.directory == directory { return memo.info }
+        var info = Glibc.stat()
+        guard operations.stat(directory, &info) == 0 else { return nil }
+        if let memo {
+            memo.directory = directory
+            memo.info = info
+            memo.isSet = true
+        }
+        return info
     }
 }
