@@ -16,18 +16,19 @@ extension Defaults {
 }
 
 extension URL {
-    /// The path of a directory given as a file URL, for opening a suite in it: the URL's encoded
-    /// path as it is when decoding could change nothing (an absolute file URL, no base, no `%`),
-    /// else `path`, which resolves a relative URL against its base and decodes (docs/design.md,
-    /// "Opening a suite: what a cold open does"). A trailing `/` is left for ``SuiteLocation`` to cut.
+    /// The path of a directory URL, for opening a suite in it: the URL's encoded path as it is when
+    /// decoding could change nothing (no base URL, absolute, no `%`, no trailing `/`), else `path`,
+    /// which resolves a relative URL against its base, decodes and cuts a trailing `/`
+    /// (docs/design.md, "Opening a suite: what a cold open does").
     var suiteDirectoryPath: String {
-        guard isFileURL, baseURL == nil else { return path }
+        guard baseURL == nil else { return path }
         let encoded = path(percentEncoded: true)
         var isPlain = encoded.utf8.first == UInt8(ascii: "/")
-        for byte in encoded.utf8 where byte == UInt8(ascii: "%") { isPlain = false }
-        guard isPlain else { return path }
-        var trimmed = Substring(encoded)
-        while trimmed.utf8.count > 1, trimmed.utf8.last == UInt8(ascii: "/") { trimmed.removeLast() }
-        return trimmed.utf8.count == encoded.utf8.count ? encoded : String(trimmed)
+        var last: UInt8 = 0
+        for byte in encoded.utf8 {
+            if byte == UInt8(ascii: "%") { isPlain = false }
+            last = byte
+        }
+        return isPlain && (last != UInt8(ascii: "/") || encoded.utf8.count == 1) ? encoded : path
     }
 }
