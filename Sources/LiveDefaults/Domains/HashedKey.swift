@@ -21,13 +21,16 @@ struct HashedKey: Hashable, Sendable, CustomStringConvertible {
         // A small ASCII string (up to 15 bytes, the usual key) holds its bytes in its own two words:
         // they are hashed where they are, with no call to reach them. The hash is the one `hash(_:)`
         // gives the same bytes in any other representation.
-        let words = unsafeBitCast(string, to: (UInt64, UInt64).self)
-        let discriminator = words.1 &>> 56
-        if discriminator & 0xF0 == 0xE0 {
-            hash = Self.hashSmall(words.0, words.1 & 0x00FF_FFFF_FFFF_FFFF, count: discriminator & 0x0F)
-        } else {
-            hash = Self.hashOfLarge(string)
-        }
+        // (The layout of a 64-bit little-endian `String`: elsewhere every string takes the general path.)
+        #if _pointerBitWidth(_64) && _endian(little)
+            let words = unsafeBitCast(string, to: (UInt64, UInt64).self)
+            let discriminator = words.1 &>> 56
+            if discriminator & 0xF0 == 0xE0 {
+                hash = Self.hashSmall(words.0, words.1 & 0x00FF_FFFF_FFFF_FFFF, count: discriminator & 0x0F)
+                return
+            }
+        #endif
+        hash = Self.hashOfLarge(string)
     }
 
     var description: String { string }
