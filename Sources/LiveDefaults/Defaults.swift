@@ -119,7 +119,7 @@ public final class Defaults: Sendable {
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that cannot name a file.
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
-        try self.init(suiteName: suiteName, directoryPath: directory?.path, watchesFiles: watchesFiles)
+        try self.init(suiteName: suiteName, directoryPath: directory?.suiteDirectoryPath, watchesFiles: watchesFiles)
     }
 
     /// ``init(suiteName:directory:watchesFiles:)`` with the directory as a path: the `defaults` command
@@ -164,6 +164,10 @@ public final class Defaults: Sendable {
         location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
         administeredSettings: AdministeredSettings? = nil, host: Host? = nil
     ) throws {
+        // The suite directory's `stat` made once for this open's stores (docs/design.md, "Opening a
+        // suite: what a cold open does").
+        let directoryMemo = OpenDirectoryMemo.begin()
+        defer { directoryMemo?.end() }
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores

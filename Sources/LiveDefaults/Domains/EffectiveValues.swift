@@ -16,7 +16,9 @@ struct EffectiveValues {
 
     /// Resolved `values`, with the keys `observedKeys` marked.
     init(_ values: [String: PropertyListValue], observedKeys: some Sequence<HashedKey>) {
-        entries.reserveCapacity(values.count)
+        // Made at its size: `reserveCapacity` on the empty table took the generic resize path and
+        // the dictionary's metadata accessor (docs/design.md, "Opening a suite: what a cold open does").
+        entries = Dictionary(minimumCapacity: values.count)
         for (key, value) in values { entries[HashedKey(key)] = Entry(value: value, isObserved: false) }
         for key in observedKeys { entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true }
     }
