@@ -137,6 +137,10 @@ package final class FileWatcher: Sendable {
         InotifyReader.shared.runAfterCall(action)
     }
 
+    /// Whether the calling thread is the one reading inotify now (for tests: where a call or the
+    /// work after it runs).
+    package static var isOnInotifyThread: Bool { InotifyReader.shared.isReading }
+
     /// How many times a new thread took over reading inotify from one held by work run after a
     /// call (``runAfterCall(_:)``), in this process.
     package static var readerTakeovers: Int { InotifyReader.shared.takeovers }

@@ -51,6 +51,12 @@ final class InotifyReader: Sendable {
     /// How many times a new thread took over reading.
     var takeovers: Int { state.withLock { $0.takeovers } }
 
+    /// Whether the calling thread reads inotify now.
+    var isReading: Bool {
+        let current = pthread_self()
+        return state.withLock { state in state.thread.map { pthread_equal($0, current) != 0 } ?? false }
+    }
+
     /// Installs the watchdog's timer.
     func install(timer: @escaping Timer) {
         state.withLock { $0.timer = timer }
