@@ -28,12 +28,23 @@ import Testing
         guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
+    /// Stamps seen, with their threads.
+    final class Seen: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stamps: [Int64: String] = [:]
+
+        func withLock<Result>(_ body: (inout [Int64: String]) -> Result) -> Result {
+            lock.withLock { body(&stamps) }
+        }
+    }
+
     /// A suite written from outside, its `Defaults`, and what its observer of `stamp` saw: each
     /// stamp with the name of the thread it was delivered on.
     final class Watched: Sendable {
         let path: String
         let defaults: Defaults
-        let seen = Mutex<[Int64: String]>([:])
+        /// Under an `NSLock` (pthread), which the thread sanitizer sees; it does not see `Mutex`'s futex.
+        let seen = Seen()
         /// Called in the observer before the stamp is noted (the slow observer waits there).
         let hold: @Sendable (Int64) -> Void
 
