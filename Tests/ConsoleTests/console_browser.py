@@ -232,9 +232,13 @@ class Session:
         return None
 
     def value_text(self, key):
-        row = self.row(key)
-        return None if row is None else self.driver.execute_script(
-            "return arguments[0].querySelector('td.value').firstChild.textContent", row)
+        """The text of the value cell in the row of `key`, or None: found and read in one script, so
+        that the page re-rendering its rows in between (it does while it tries to reconnect) cannot
+        leave a stale element."""
+        return self.driver.execute_script(
+            "const row = [...document.querySelectorAll('#rows tr.row')]"
+            ".find((element) => element.getAttribute('data-key') === arguments[0]);"
+            "return row ? row.querySelector('td.value').firstChild.textContent : null", key)
 
     def expand(self, key):
         from selenium.webdriver.common.by import By
