@@ -67,6 +67,10 @@ package struct StoreSchedule: Sendable, Equatable {
     package private(set) var reloadPlace = ReloadPlace.inline
     /// The fast reloads in a row the next move to a worker asks for before coming back.
     private var fastReloadsToReturn = Self.fewestFastReloadsToReturn
+    /// What counts as a slow reload for this suite: ``slowReload``. Tests raise it for a suite of
+    /// their own where they need its reloads to count as fast on any machine (a thread-sanitizer
+    /// build on a loaded machine takes over 1 ms for any reload).
+    package var slowReloadLimit = Self.slowReload
 
     package init() {}
 
@@ -159,10 +163,10 @@ package struct StoreSchedule: Sendable, Equatable {
     /// Whether the next reload runs inline (on the watcher's thread, when it can).
     package var reloadsInline: Bool { reloadPlace == .inline }
 
-    /// A reload and its observers ran, taking `duration`: one over ``slowReload`` moves the suite
+    /// A reload and its observers ran, taking `duration`: one over ``slowReloadLimit`` moves the suite
     /// to a worker; fast ones in a row bring it back (see ``ReloadPlace``).
     package mutating func reloadFinished(taking duration: Duration) {
-        let isSlow = duration > Self.slowReload
+        let isSlow = duration > slowReloadLimit
         switch reloadPlace {
         case .inline:
             guard isSlow else { return }
