@@ -23,10 +23,9 @@ extension Defaults {
         suiteName: String, directory: URL? = nil, watchesFiles: Bool = true,
         administeredSettings: AdministeredSettings
     ) throws {
-        let directoryPath = directory?.suiteDirectoryPath
-        let location = try SuiteLocation(suiteName: suiteName, directory: directoryPath)
+        let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
         try self.init(
-            location: location, directory: directoryPath, stores: .files(watching: watchesFiles),
+            location: location, directory: directory?.path, stores: .files(watching: watchesFiles),
             administeredSettings: administeredSettings)
     }
 

@@ -1,3 +1,0 @@
-#include "CObservationThread.h"
-
-_Thread_local bool livedefaults_observation_thread_delivering = false;
