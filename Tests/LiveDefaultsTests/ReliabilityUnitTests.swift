@@ -62,16 +62,25 @@ import Testing
     }
 
     /// What is not a regular file at the suite's path: reading it would block (a FIFO) or never
-    /// end (`/dev/zero`). Refused with `readFailed`, left in place, the store usable in memory.
-    @Test(arguments: ["FIFO", "symbolic link to /dev/zero", "directory"])
+    /// end (a device like `/dev/zero`). Refused with `readFailed`, left in place, the store usable
+    /// in memory, and nothing written through a link to it. The device is a copy of `/dev/zero`
+    /// made in the test's own directory (as root; else a link to a FIFO there), never the
+    /// machine's: a write through the link must not be able to replace a device others use.
+    @Test(arguments: ["FIFO", "symbolic link to a device", "directory"])
     func whatIsNotARegularFileIsRefusedAndLeftAlone(kind: String) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("com.example.special.plist").path
+        let linked = directory.file("zero").path
         switch kind {
         case "FIFO": #expect(mkfifo(path, 0o600) == 0)
         case "directory": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        default: try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero")
+        default:
+            Self.makeSpecialFile(at: linked)
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: linked)
         }
+        var before = stat()
+        let isLink = kind.hasPrefix("symbolic link")
+        if isLink { #expect(lstat(linked, &before) == 0) }
         let opened = Locked<Defaults?>(nil)
         let url = directory.url
         let thread = Thread {
@@ -91,6 +100,48 @@ import Testing
         #expect(lstat(path, &info) == 0)
         let expectedType = kind == "FIFO" ? S_IFIFO : kind == "directory" ? S_IFDIR : S_IFLNK
         #expect(info.st_mode & S_IFMT == expectedType, "the thing at the path was left as it was")
+        if isLink {
+            var after = stat()
+            #expect(lstat(linked, &after) == 0)
+            #expect(
+                after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino,
+                "what the link names was left as it was")
+        }
+    }
+
+    /// Makes, at `path` in a test's own directory, what a link to a special file names: as root a
+    /// character device with `/dev/zero`'s numbers (a copy: the machine's device is never linked
+    /// to, so a write through the link could not replace it), else a FIFO.
+    static func makeSpecialFile(at path: String) {
+        var zero = stat()
+        if getuid() == 0, stat("/dev/zero", &zero) == 0, zero.st_mode & S_IFMT == S_IFCHR {
+            #expect(mknod(path, S_IFCHR | 0o666, zero.st_rdev) == 0, "mknod: \(errno)")
+        } else {
+            #expect(mkfifo(path, 0o600) == 0)
+        }
+    }
+
+    /// The replace itself refuses what is not a regular file, whatever a read before it found: a
+    /// link to a FIFO (or, as root, to a device) is not renamed over.
+    @Test func replaceNeverRenamesOverWhatIsNotARegularFile() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "com.example.special", directory: directory.path)
+        let linked = directory.file("special").path
+        Self.makeSpecialFile(at: linked)
+        try FileManager.default.createSymbolicLink(atPath: location.path, withDestinationPath: linked)
+        var before = stat()
+        #expect(lstat(linked, &before) == 0)
+        let error = #expect(throws: DefaultsError.self) {
+            try SuiteFile(location: location).replace(with: Data("plist".utf8), using: SystemFileOperations())
+        }
+        #expect(error?.code == .writeFailed)
+        #expect(error?.message.contains("not a regular file") == true)
+        var after = stat()
+        #expect(lstat(linked, &after) == 0)
+        #expect(after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+                == ["com.example.special.plist", "special"], "no temporary file was left")
     }
 
     /// Symbolic links and files planted at the names a write's temporary file takes: the write

@@ -48,13 +48,7 @@ package struct SuiteFile: Sendable {
         guard operations.fstat(descriptor, &info) == 0 else {
             throw error(.readFailed, "Could not inspect", SystemError(errno: errno, operation: "fstat"))
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw DefaultsError(
-                .readFailed,
-                "The suite file \(location.path) for suite \"\(location.name)\" is not a regular file (\(Self.kind(of: info))), "
-                    + "so it was not read and will not be replaced. Remove it to use the suite.",
-                suite: location.name, path: location.path)
-        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw notRegularFile(info, code: .readFailed) }
         do {
             let data = try operations.readAll(descriptor, sizeHint: Int(info.st_size))
             return Contents(data: data, identity: FileIdentity(info))
@@ -143,10 +137,15 @@ package struct SuiteFile: Sendable {
     /// - Returns: The identity of the file written, from its open descriptor after the rename (no
     ///   path lookup, and it is this write's file even if another program replaced the path since).
     /// - Throws: ``DefaultsError`` with code `writeFailed` when the directory cannot be made or the
-    ///   file cannot be written; the old file is then left as it was.
+    ///   file cannot be written, or when what is at `target` is not a regular file (a device, a
+    ///   FIFO, a directory: never replaced, whatever the caller's read found); the old file is then
+    ///   left as it was.
     package func replace<Operations: FileOperations>(
         with data: Data, at target: String, existing: stat?, using operations: Operations, synced: Bool = true
     ) throws(DefaultsError) -> FileIdentity {
+        // The last guard of the refusal ``read(using:)`` makes: the device a link names (say
+        // `/dev/zero`) is never renamed over, whatever the read before found.
+        if let existing, existing.st_mode & S_IFMT != S_IFREG { throw notRegularFile(existing, code: .writeFailed) }
         let directory = Self.directory(of: target)
         // A file in place means its directory is there.
         if existing == nil { try createDirectoryIfNeeded(using: operations) }
@@ -337,6 +336,16 @@ package struct SuiteFile: Sendable {
     }
 
     static let temporaryMarker = ".tmp-"
+
+    /// The error for a suite file that is not a regular file (`info`, of the file or of what its
+    /// link names): it is neither read nor replaced.
+    private func notRegularFile(_ info: stat, code: DefaultsError.Code) -> DefaultsError {
+        DefaultsError(
+            code,
+            "The suite file \(location.path) for suite \"\(location.name)\" is not a regular file (\(Self.kind(of: info))), "
+                + "so it was not read and will not be replaced. Remove it to use the suite.",
+            suite: location.name, path: location.path)
+    }
 
     /// What kind of file `info` describes, in words.
     private static func kind(of info: stat) -> String {
