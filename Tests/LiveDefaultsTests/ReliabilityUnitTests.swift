@@ -144,6 +144,34 @@ import Testing
                 == ["com.example.special.plist", "special"], "no temporary file was left")
     }
 
+    /// The race that once replaced this machine's `/dev/zero`: the suite file's link goes (a
+    /// test's directory removed, a person's `rm`) after a write resolved it to the device and
+    /// before the write read it. The write reads the path it resolved, so it finds the device and
+    /// refuses it (`readFailed`; had it read the suite file's path, it would have found no file);
+    /// the replace's own check is the second guard (the test above).
+    @Test func aLinkRemovedDuringAWriteDoesNotLetItReplaceWhatTheLinkNamed() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "com.example.special", directory: directory.path)
+        let linked = directory.file("special").path
+        Self.makeSpecialFile(at: linked)
+        try FileManager.default.createSymbolicLink(atPath: location.path, withDestinationPath: linked)
+        let operations = LinkRemovingOperations(link: location.path)
+        let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: operations))
+        _ = store.load()
+        let defaults = try Defaults(primaryStore: store, watchesFiles: false)
+        var before = stat()
+        #expect(lstat(linked, &before) == 0)
+        defaults.set("in memory", forKey: "k")
+        operations.isArmed.withLock { $0 = true }
+        let error = #expect(throws: DefaultsError.self) { try defaults.synchronize() }
+        #expect(error?.code == .readFailed)
+        #expect(error?.message.contains("not a regular file") == true)
+        #expect(operations.isArmed.withLock { !$0 }, "the link was removed during the write")
+        var after = stat()
+        #expect(lstat(linked, &after) == 0)
+        #expect(after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino)
+    }
+
     /// Symbolic links and files planted at the names a write's temporary file takes: the write
     /// passes them over (never writing through a link, never removing what it did not create).
     /// The names are planted through the store's own operations, which no other test sees.
@@ -328,4 +356,26 @@ import Testing
         }
         stable.forEach { $0.cancel() }
     }
+}
+
+/// The system calls, with the suite file's link removed at the first `stat` once armed: after a
+/// write has resolved the link, before it reads the file.
+private final class LinkRemovingOperations: FileOperations {
+    let link: String
+    let isArmed = Locked(false)
+
+    init(link: String) { self.link = link }
+
+    func fault(_ call: SystemCall) -> Int32? {
+        if call == .stat,
+            isArmed.withLock({ armed in
+                defer { armed = false }; return armed
+            })
+        {
+            unlink(link)
+        }
+        return nil
+    }
+
+    func plannedTemporaryName(beside target: String) -> String? { nil }
 }

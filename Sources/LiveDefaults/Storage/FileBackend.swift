@@ -261,7 +261,8 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         do throws(DefaultsError) {
             if rereads {
                 // Someone else wrote since we last looked (or the file is bad): start from what is there now.
-                if let contents = try file.read(using: operations) {
+                // `target`, not the suite file's path: what is read is what is replaced.
+                if let contents = try file.read(using: operations, at: target) {
                     do throws(DefaultsError) {
                         let parsed = try parse(contents.data)
                         history?.noteOutsideChange(

@@ -35,9 +35,19 @@ package struct SuiteFile: Sendable {
     }
 
     /// Reads the file as ``read()`` does, opening it through `operations` (tests make that fail).
-    package func read<Operations: FileOperations>(using operations: Operations) throws(DefaultsError) -> Contents? {
+    ///
+    /// - Parameters:
+    ///   - operations: The system calls to make (``FileOperations``).
+    ///   - target: The path to open: the suite file (nil), or the path a write resolved it to
+    ///     (``withLock(using:_:)``'s), so that a write reads the very file it replaces even if the
+    ///     suite file's link goes or changes in between.
+    /// - Returns: The contents, or nil when there is no file.
+    /// - Throws: ``DefaultsError/Code/readFailed`` as ``read()`` does.
+    package func read<Operations: FileOperations>(using operations: Operations, at target: String? = nil)
+        throws(DefaultsError) -> Contents?
+    {
         // Non-blocking, so that opening a FIFO planted at the path returns at once.
-        let descriptor = operations.open(location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
+        let descriptor = operations.open(target ?? location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
         if descriptor < 0 {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
