@@ -38,6 +38,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux's timerfd, for the library's delayed work (glibc's header; nothing to link).
         .systemLibrary(name: "CTimerFD", path: "Sources/CTimerFD"),
+        // A thread-local flag for the delivery of observations (docs/design.md, "Observation: the `set` path"):
+        // read inline, without Foundation's thread dictionary or a `pthread_getspecific` call.
+        .target(name: "CObservationThread", path: "Sources/CObservationThread"),
         // `Locked` for the watcher and the etcd client; the library compiles the same file again (a symbolic link),
         // in-module for the read path (docs/design.md).
         .target(name: "LiveDefaultsLocking", path: "Sources/LiveDefaultsLocking"),
@@ -52,7 +55,8 @@ let package = Package(
             path: "Sources/LiveDefaultsWatching"),
         // The library: the store and its files, the search list, observation, typed keys.
         .target(
-            name: "LiveDefaults", dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching", "CTimerFD"],
+            name: "LiveDefaults",
+            dependencies: ["LiveDefaultsPropertyList", "LiveDefaultsWatching", "CTimerFD", "CObservationThread"],
             path: "Sources/LiveDefaults"),
         // The etcd client: libcurl's POST, the v3 JSON gateway's wire format and watch-line reader, unary calls
         // and watches; synchronous (libcurl blocks; it is loaded at the first call: Sources/CCurl/shim.h).

@@ -24,7 +24,7 @@ build() {
     rm -rf "$graphs" "$out/$module.doccarchive"
     mkdir -p "$graphs"
     swift-symbolgraph-extract -module-name "$module" -target "$triple" -I "$modules" -I Sources/CInotifyTools \
-        -I Sources/CTimerFD -I Sources/CCurl -module-cache-path "$out/ModuleCache" -minimum-access-level public \
+        -I Sources/CTimerFD -I Sources/CCurl -I Sources/CObservationThread/include -module-cache-path "$out/ModuleCache" -minimum-access-level public \
         -skip-synthesized-members -output-dir "$graphs" "$@"
     scripts/check-doc-coverage.py "$graphs" "$catalog"
     # docc prints its diagnostics and exits non-zero on any warning.

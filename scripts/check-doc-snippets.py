@@ -109,6 +109,7 @@ def main():
             "swiftc", "-typecheck", "-swift-version", "6", "-I", os.path.join(BUILD, "Modules"),
             "-I", os.path.join(ROOT, "Sources", "CInotifyTools"), "-I", os.path.join(ROOT, "Sources", "CCurl"),
             "-I", os.path.join(ROOT, "Sources", "CTimerFD"),
+            "-I", os.path.join(ROOT, "Sources", "CObservationThread", "include"),
             "-module-cache-path", os.path.join(scratch, "ModuleCache"), path,
         ]
         result = subprocess.run(command, capture_output=True, text=True)
@@ -129,6 +130,7 @@ def main():
         "swiftc", "-typecheck", "-swift-version", "6", "-parse-as-library", "-module-name", "OnboardingKit",
         "-I", os.path.join(BUILD, "Modules"), "-I", os.path.join(ROOT, "Sources", "CInotifyTools"),
         "-I", os.path.join(ROOT, "Sources", "CTimerFD"),
+        "-I", os.path.join(ROOT, "Sources", "CObservationThread", "include"),
         "-module-cache-path", os.path.join(scratch, "ModuleCache"),
     ] + sources
     result = subprocess.run(command, capture_output=True, text=True)

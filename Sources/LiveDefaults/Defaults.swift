@@ -99,6 +99,14 @@ public final class Defaults: Sendable {
         /// Set while a persistent-domain call of this instance changes a store: the call posts the
         /// notification itself, at once, as Foundation does.
         var notificationPostedByCaller = false
+
+        /// Whether no layer comes before the suite in the search list: the layers
+        /// `walkSearchList(suite:global:_:)` visits before the suite (SearchList.swift) are all empty.
+        @inline(__always)
+        var hasNoLayerAboveSuite: Bool {
+            arguments.isEmpty && forced.isEmpty && storesBeforeSuite.isEmpty && volatileDomains.isEmpty
+                && currentHost.isEmpty
+        }
     }
 
     /// Opens the suite `suiteName`, stored in `$XDG_CONFIG_HOME/<suiteName>.plist` (else
@@ -111,7 +119,7 @@ public final class Defaults: Sendable {
     /// - Throws: ``DefaultsError/Code/invalidSuiteName`` for a name that cannot name a file.
     ///   A corrupt file does not throw: the store opens empty and ``lastError`` says what happened.
     public convenience init(suiteName: String, directory: URL? = nil, watchesFiles: Bool = true) throws {
-        try self.init(suiteName: suiteName, directoryPath: directory?.path, watchesFiles: watchesFiles)
+        try self.init(suiteName: suiteName, directoryPath: directory?.suiteDirectoryPath, watchesFiles: watchesFiles)
     }
 
     /// ``init(suiteName:directory:watchesFiles:)`` with the directory as a path: the `defaults` command
@@ -156,6 +164,10 @@ public final class Defaults: Sendable {
         location: SuiteLocation, directory: String?, stores: StoreSource, primary: SuiteStore? = nil,
         administeredSettings: AdministeredSettings? = nil, host: Host? = nil
     ) throws {
+        // The suite directory's `stat` made once for this open's stores (docs/design.md, "Opening a
+        // suite: what a cold open does").
+        let directoryMemo = OpenDirectoryMemo.begin()
+        defer { directoryMemo?.end() }
         self.suiteName = location.name
         self.directory = directory
         self.stores = stores
@@ -310,6 +322,10 @@ public final class Defaults: Sendable {
         _ key: String, _ state: inout State, suite: SuiteStore, global: SuiteStore?,
         suiteValue: PropertyListValue?? = nil
     ) -> PropertyListValue? {
+        // A suite's own `set` with no layer above the suite (the usual case): the suite's new value
+        // is the effective one, without the walk and its lookup's copy of the key (about 100
+        // instructions of every `set`, docs/design.md, "Observation: the `set` path").
+        if case .some(.some(let known)) = suiteValue, state.hasNoLayerAboveSuite { return known }
         var lookup = SearchListLookup(key: key, suiteValue: suiteValue)
         state.walkSearchList(suite: suite, global: global, &lookup)
         if lookup.stoppedAtKnownSuiteValue, case .some(let known) = suiteValue { return known }

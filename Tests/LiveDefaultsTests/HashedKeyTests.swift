@@ -45,6 +45,52 @@ import Testing
         for name in names { #expect(table[HashedKey(name)] == name) }
     }
 
+    /// `string` in a representation other than the small one: its bytes in an allocated buffer.
+    static func large(_ string: String) -> String {
+        var copy = String()
+        copy.reserveCapacity(64)
+        copy.append(contentsOf: string)
+        return copy
+    }
+
+    /// A small string (up to 15 ASCII bytes, hashed from its own words) and the same bytes held in
+    /// an allocated buffer (hashed from there) are the same key, at every length.
+    @Test func smallAndLargeRepresentationsHashAlike() {
+        let characters = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        for length in 0...20 {
+            let small = String(characters.prefix(length))
+            let large = Self.large(small)
+            #expect(
+                unsafeBitCast(small, to: (UInt, UInt).self) != unsafeBitCast(large, to: (UInt, UInt).self),
+                "length \(length): the two are one representation")
+            #expect(HashedKey(small).hashValue == HashedKey(large).hashValue, "length \(length)")
+            #expect(HashedKey(small) == HashedKey(large))
+        }
+    }
+
+    /// Changing any one byte of a key, at any length up to 40, changes its hash, in both the small
+    /// and the allocated representation: no byte is left out of the hash (the words a small string
+    /// holds its bytes in, and the tail after the last full word).
+    @Test func everyPositionOfEveryLengthIsHashed() {
+        var collisions: [String] = []
+        for length in 1...40 {
+            let base = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            let baseHash = HashedKey(String(decoding: base, as: UTF8.self)).hashValue
+            for position in 0..<length {
+                var changed = base
+                changed[position] = UInt8(ascii: "b")
+                let string = String(decoding: changed, as: UTF8.self)
+                for key in [string, Self.large(string)] where HashedKey(key).hashValue == baseHash {
+                    collisions.append("length \(length), position \(position)")
+                }
+            }
+            // One byte longer or shorter is another hash too.
+            let longer = String(decoding: base + [UInt8(ascii: "a")], as: UTF8.self)
+            if HashedKey(longer).hashValue == baseHash { collisions.append("length \(length) and \(length + 1)") }
+        }
+        #expect(collisions.isEmpty, "hashed alike: \(collisions.prefix(5))")
+    }
+
     @Test func manyKeysSpreadAndAreAllFound() {
         var table: [HashedKey: Int] = [:]
         for index in 0..<20_000 { table[HashedKey("key-\(index)")] = index }

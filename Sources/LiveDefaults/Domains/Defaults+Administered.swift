@@ -23,9 +23,10 @@ extension Defaults {
         suiteName: String, directory: URL? = nil, watchesFiles: Bool = true,
         administeredSettings: AdministeredSettings
     ) throws {
-        let location = try SuiteLocation(suiteName: suiteName, directory: directory?.path)
+        let directoryPath = directory?.suiteDirectoryPath
+        let location = try SuiteLocation(suiteName: suiteName, directory: directoryPath)
         try self.init(
-            location: location, directory: directory?.path, stores: .files(watching: watchesFiles),
+            location: location, directory: directoryPath, stores: .files(watching: watchesFiles),
             administeredSettings: administeredSettings)
     }
 

@@ -16,7 +16,9 @@ struct EffectiveValues {
 
     /// Resolved `values`, with the keys `observedKeys` marked.
     init(_ values: [String: PropertyListValue], observedKeys: some Sequence<HashedKey>) {
-        entries.reserveCapacity(values.count)
+        // Made at its size: `reserveCapacity` on the empty table took the generic resize path and
+        // the dictionary's metadata accessor (docs/design.md, "Opening a suite: what a cold open does").
+        entries = Dictionary(minimumCapacity: values.count)
         for (key, value) in values { entries[HashedKey(key)] = Entry(value: value, isObserved: false) }
         for key in observedKeys { entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true }
     }
@@ -32,33 +34,52 @@ struct EffectiveValues {
         entries.compactMap { entry in entry.value.value.map { (entry.key.string, $0) } }
     }
 
+    /// What ``set(_:for:old:keepingOld:)`` did.
+    enum Update {
+        case unchanged
+        /// Changed; the key has no observers of its own.
+        case changed
+        /// Changed; the key has observers of its own.
+        case changedObserved
+    }
+
     /// Sets the value of `key`.
     ///
-    /// - Returns: nil when the value did not change; else the old value and whether the key has
-    ///   observers of its own.
-    mutating func set(_ new: PropertyListValue?, for key: HashedKey) -> (old: PropertyListValue?, isObserved: Bool)? {
+    /// - Parameters:
+    ///   - new: The new value; nil when the key resolves to nothing.
+    ///   - key: The key.
+    ///   - old: Receives the value replaced (nil when there was none) when the key has observers of
+    ///     its own or `keepingOld`; left as it is otherwise. Pass nil.
+    ///   - keepingOld: Whether to give the old value even when the key has no observers of its own
+    ///     (an observer of every key).
+    /// - Returns: Whether the value changed, and whether the key has observers of its own.
+    ///
+    /// No optional tuple comes back: one held the old value, which every `set` copied out and
+    /// destroyed even with no observer (docs/design.md, "Observation: the `set` path").
+    @inline(__always)
+    mutating func set(
+        _ new: PropertyListValue?, for key: HashedKey, old: inout PropertyListValue?, keepingOld: Bool
+    ) -> Update {
         guard let index = entries.index(forKey: key) else {
             // No entry: no value and no observer.
-            guard let new else { return nil }
+            guard let new else { return .unchanged }
             entries[key] = Entry(value: new, isObserved: false)
-            return (nil, false)
+            return .changed
         }
-        // Compared and swapped in place, rather than copying the entry out and storing the new
-        // value back: fewer outlined copies of the values on every `set` (docs/performance.md,
-        // "Issue 40").
-        let change = Self.replace(&entries.values[index], with: new)
-        if let change, new == nil, !change.isObserved { entries.remove(at: index) }
-        return change
+        // Compared and replaced in place, rather than copying the entry out and storing it back.
+        let update = Self.replace(&entries.values[index], with: new, old: &old, keepingOld: keepingOld)
+        if update == .changed, case .none = new { entries.remove(at: index) }
+        return update
     }
 
     @inline(__always)
     private static func replace(
-        _ entry: inout Entry, with new: PropertyListValue?
-    ) -> (old: PropertyListValue?, isObserved: Bool)? {
-        if entry.value == new { return nil }
-        var old = new
-        swap(&old, &entry.value)
-        return (old, entry.isObserved)
+        _ entry: inout Entry, with new: PropertyListValue?, old: inout PropertyListValue?, keepingOld: Bool
+    ) -> Update {
+        if entry.value == new { return .unchanged }
+        if entry.isObserved || keepingOld { swap(&old, &entry.value) }
+        entry.value = new
+        return entry.isObserved ? .changedObserved : .changed
     }
 
     /// Records whether `key` has observers of its own.

@@ -18,10 +18,19 @@ struct HashedKey: Hashable, Sendable, CustomStringConvertible {
     @inline(__always)
     init(_ string: String) {
         self.string = string
-        let ascii: UInt64?? = string.utf8.withContiguousStorageIfAvailable { bytes in
-            Self.isASCII(bytes) ? Self.hash(bytes) : nil
-        }
-        hash = (ascii ?? nil) ?? Self.hashOfNonASCII(string)
+        // A small ASCII string (up to 15 bytes, the usual key) holds its bytes in its own two words:
+        // they are hashed where they are, with no call to reach them. The hash is the one `hash(_:)`
+        // gives the same bytes in any other representation.
+        // (The layout of a 64-bit little-endian `String`: elsewhere every string takes the general path.)
+        #if _pointerBitWidth(_64) && _endian(little)
+            let words = unsafeBitCast(string, to: (UInt64, UInt64).self)
+            let discriminator = words.1 &>> 56
+            if discriminator & 0xF0 == 0xE0 {
+                hash = Self.hashSmall(words.0, words.1 & 0x00FF_FFFF_FFFF_FFFF, count: discriminator & 0x0F)
+                return
+            }
+        #endif
+        hash = Self.hashOfLarge(string)
     }
 
     var description: String { string }
@@ -55,6 +64,30 @@ struct HashedKey: Hashable, Sendable, CustomStringConvertible {
         return union < 0x80
     }
 
+    /// The hash of the bytes of a small ASCII string: `leading` holds its first eight bytes and
+    /// `trailing` the next seven, each little-endian, and a small string's unused bytes are zero, so
+    /// these are the words `hash(_:)` loads from the same bytes.
+    @inline(__always)
+    private static func hashSmall(_ leading: UInt64, _ trailing: UInt64, count: UInt64) -> UInt64 {
+        let state: UInt64 = 0xE703_7ED1_A0B4_28DB ^ count
+        if count > 8 {
+            return mix(mix(state ^ leading, 0x8EBC_6AF0_9C88_C6E3) ^ trailing, 0x5899_65CC_7537_4CC3)
+        }
+        if count == 8 { return mix(state ^ leading, 0x8EBC_6AF0_9C88_C6E3) }
+        if count > 0 { return mix(state ^ leading, 0x5899_65CC_7537_4CC3) }
+        return state
+    }
+
+    /// The hash of a string that is not small and ASCII: of its bytes when they are ASCII, else that
+    /// of `hashOfNonASCII(_:)`.
+    @inline(never)
+    private static func hashOfLarge(_ string: String) -> UInt64 {
+        let ascii: UInt64?? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            isASCII(bytes) ? hash(bytes) : nil
+        }
+        return (ascii ?? nil) ?? hashOfNonASCII(string)
+    }
+
     /// The hash of a string with non-ASCII scalars: that of its ASCII equivalent when it has one,
     /// else `String`'s (which agrees with `String` equality).
     private static func hashOfNonASCII(_ string: String) -> UInt64 {
@@ -73,11 +106,10 @@ struct HashedKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A wyhash-style hash of `bytes`, eight at a time.
-    @inline(__always)
     private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         let count = bytes.count
         var state: UInt64 = 0xE703_7ED1_A0B4_28DB ^ UInt64(truncatingIfNeeded: count)
-        guard let base = bytes.baseAddress else { return mix(state, 0x8EBC_6AF0_9C88_C6E3) }
+        guard count > 0, let base = bytes.baseAddress else { return state }
         let raw = UnsafeRawPointer(base)
         var offset = 0
         while count - offset >= 8 {

@@ -122,10 +122,14 @@ extension Defaults {
         _ key: HashedKey, _ state: inout State, origin: ChangeOrigin, suiteValue: PropertyListValue??
     ) -> Bool {
         let new = Self.resolve(key.string, &state, suite: suite, global: global, suiteValue: suiteValue)
-        guard let change = state.effective.set(new, for: key) else { return false }
-        if change.isObserved || state.observers.observesEveryKey {
-            state.observers.enqueue(key: key, old: change.old, new: new, origin: origin)
+        let everyKey = state.observers.observesEveryKey
+        var old: PropertyListValue? = nil
+        switch state.effective.set(new, for: key, old: &old, keepingOld: everyKey) {
+        case .unchanged: return false
+        case .changed: if !everyKey { return true }
+        case .changedObserved: break
         }
+        state.observers.enqueue(key: key, old: old, new: new, origin: origin)
         return true
     }
 
@@ -179,9 +183,13 @@ extension Defaults {
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
             if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
-            for item in batch { item.observer.deliver(item.change) }
-            // Emptied here, outside the lock; its buffer goes back for the next queue.
-            batch.removeAll(keepingCapacity: true)
+            // Each change moved out of the batch, not copied, and the batch emptied as it goes, outside
+            // the lock; its buffer goes back for the next queue. Reversed once (moves, no copies) so
+            // that `popLast()` takes them in order: the copy out of the batch and the batch's
+            // destruction afterwards, through the runtime's generic witness, cost an observed `set`
+            // about 250 instructions (docs/design.md, "Observation: the `set` path").
+            batch.reverse()
+            while let item = batch.popLast() { item.observer.deliver(item.change) }
             guard
                 let next = state.withLock({ state in
                     state.observers.putBack(&batch)

@@ -91,8 +91,9 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     package func load() -> SuiteLoad {
         var load = SuiteLoad()
         if let problem = replayDeadJournals() { load.warnings.append(problem) }
+        var isLink = true
         do throws(DefaultsError) {
-            let contents = try file.read(using: operations)
+            let contents = try file.read(using: operations, isLink: &isLink)
             let parsed = try contents.map { contents throws(DefaultsError) in try parse(contents.data) }
             load.snapshot = state.withLock { state in
                 state.bytes = contents?.data
@@ -108,14 +109,15 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
             state.withLock { $0.isCorrupt = error.code == .corruptFile }
             load.error = error
         }
-        if let warning = directoryWarning() { load.warnings.append(warning) }
+        if let warning = directoryWarning(isLink: isLink) { load.warnings.append(warning) }
         return load
     }
 
     /// The warning to give when others could replace the suite file (the store is still used),
-    /// once per directory.
-    private func directoryWarning() -> DefaultsError? {
-        guard let warning = file.directoryInsecurity(using: operations), let directory = warning.path else {
+    /// once per directory. `isLink` false: the load found that the suite path is not a link.
+    private func directoryWarning(isLink: Bool) -> DefaultsError? {
+        guard let warning = file.directoryInsecurity(using: operations, isLink: isLink), let directory = warning.path
+        else {
             return nil
         }
         let isNew = insecureDirectoriesReported.withLock { $0.insert(directory).inserted }

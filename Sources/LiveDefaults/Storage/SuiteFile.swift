@@ -46,10 +46,26 @@ package struct SuiteFile: Sendable {
     package func read<Operations: FileOperations>(using operations: Operations, at target: String? = nil)
         throws(DefaultsError) -> Contents?
     {
-        // Non-blocking, so that opening a FIFO planted at the path returns at once.
-        let descriptor = operations.open(target ?? location.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
+        var isLink = true
+        return try read(using: operations, at: target, isLink: &isLink)
+    }
+
+    /// Reads the file as ``read(using:at:)`` does, and tells whether the path itself may be a
+    /// symbolic link: `isLink` is false when the open showed it is not one (it was opened without
+    /// following links, or nothing is there), so that ``resolvedPath(using:)`` needs no `readlink`
+    /// to know (docs/design.md, "Opening a suite: what a cold open does").
+    package func read<Operations: FileOperations>(
+        using operations: Operations, at target: String? = nil, isLink: inout Bool
+    ) throws(DefaultsError) -> Contents? {
+        let path = target ?? location.path
+        // Non-blocking, so that opening a FIFO planted at the path returns at once. Not following a
+        // link first: `ELOOP` says the path is one, and it is opened again, following it.
+        var descriptor = operations.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0)
+        let firstError = descriptor < 0 ? errno : 0
+        isLink = firstError == ELOOP
+        if isLink { descriptor = operations.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) }
         if descriptor < 0 {
-            let code = errno
+            let code = isLink ? errno : firstError
             if code == ENOENT || code == ENOTDIR { return nil }
             throw error(.readFailed, "Could not open", SystemError(errno: code, operation: "open"))
         }
@@ -306,12 +322,13 @@ package struct SuiteFile: Sendable {
     /// remove the suite file — or owned by another user than this one or root. In a sticky
     /// directory such as `/tmp` others cannot replace or remove this user's files, and names they
     /// plant are never written through (exclusive create, no symlink following).
-    package func directoryInsecurity(using operations: some FileOperations = SystemFileOperations())
-        -> DefaultsError?
-    {
-        let directory = Self.directory(of: resolvedPath(using: operations))
-        var info = stat()
-        guard operations.stat(directory, &info) == 0 else { return nil }
+    /// `isLink` false says the suite path is known not to be a symbolic link (``read(using:isLink:)``
+    /// found so), and no `readlink` is made.
+    package func directoryInsecurity(
+        using operations: some FileOperations = SystemFileOperations(), isLink: Bool = true
+    ) -> DefaultsError? {
+        let directory = Self.directory(of: isLink ? resolvedPath(using: operations) : location.path)
+        guard let info = OpenDirectoryMemo.stat(of: directory, using: operations) else { return nil }
         let mode = info.st_mode & 0o7777
         let problem: String
         if mode & (S_IWGRP | S_IWOTH) != 0, mode & S_ISVTX == 0 {
@@ -450,5 +467,56 @@ package struct SuiteFile: Sendable {
         return DefaultsError(
             code, "\(verb) \(path) for suite \"\(location.name)\": \(cause). \(advice)\(kept)",
             suite: location.name, path: path, underlying: cause)
+    }
+}
+
+/// The `stat` of each suite directory one open of a ``Defaults`` made, kept on its thread for that
+/// open alone: the suite and its global domain are in the same directory, and the warning about a
+/// directory others can write needs it once (docs/design.md, "Opening a suite: what a cold open
+/// does"). Outside an open nothing is kept: a directory found safe may not stay so.
+final class OpenDirectoryMemo {
+    private var directory = ""
+    private var info = Glibc.stat()
+    private var isSet = false
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The memo of the open under way on this thread, if any.
+    static var current: OpenDirectoryMemo? {
+        pthread_getspecific(key).map { Unmanaged<OpenDirectoryMemo>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Starts keeping `stat`s on this thread; nil when an open under way already does (its end
+    /// then ends the memo).
+    static func begin() -> OpenDirectoryMemo? {
+        guard pthread_getspecific(key) == nil else { return nil }
+        let memo = OpenDirectoryMemo()
+        pthread_setspecific(key, Unmanaged.passRetained(memo).toOpaque())
+        return memo
+    }
+
+    /// Stops keeping them: what was kept is forgotten.
+    func end() {
+        pthread_setspecific(Self.key, nil)
+        Unmanaged.passUnretained(self).release()
+    }
+
+    /// `directory`'s `stat`, made through `operations` the first time in this open; nil when it
+    /// fails (not kept).
+    static func stat(of directory: String, using operations: some FileOperations) -> Glibc.stat? {
+        let memo = current
+        if let memo, memo.isSet, memo.directory == directory { return memo.info }
+        var info = Glibc.stat()
+        guard operations.stat(directory, &info) == 0 else { return nil }
+        if let memo {
+            memo.directory = directory
+            memo.info = info
+            memo.isSet = true
+        }
+        return info
     }
 }
