@@ -29,6 +29,14 @@ private final class CallRecorder: Sendable {
 
     var count: Int { calls.withLock { $0.count } }
     var all: [Call] { calls.withLock { $0 } }
+
+    /// Each call, in order: when (after the first), whether the file existed then, and what the
+    /// call said, for a failure's message.
+    var described: String {
+        let all = all
+        guard let first = all.first?.time else { return "none" }
+        return all.map { "+\($0.time - first) existed: \($0.fileExisted) \($0.change)" }.joined(separator: "; ")
+    }
 }
 
 /// Runs `body` with the path of a fresh directory, removed when `body` is done.
@@ -56,7 +64,7 @@ private func expectCalls(
 ) async {
     let settled = await eventually { recorder.count >= expected && watch.isQuiet }
     #expect(settled, "waiting for \(expected) calls", sourceLocation: sourceLocation)
-    #expect(recorder.count == expected, sourceLocation: sourceLocation)
+    #expect(recorder.count == expected, "calls: \(recorder.described)", sourceLocation: sourceLocation)
 }
 
 /// Writes `text` to `path`: in place (truncate and write), or atomically the way the store does
