@@ -70,17 +70,12 @@ import Testing
     func whatIsNotARegularFileIsRefusedAndLeftAlone(kind: String) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("com.example.special.plist").path
-        let linked = directory.file("zero").path
+        var linked: LinkedSpecialFile?
         switch kind {
         case "FIFO": #expect(mkfifo(path, 0o600) == 0)
         case "directory": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        default:
-            Self.makeSpecialFile(at: linked)
-            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: linked)
+        default: linked = try LinkedSpecialFile(linkedFrom: path)
         }
-        var before = stat()
-        let isLink = kind.hasPrefix("symbolic link")
-        if isLink { #expect(lstat(linked, &before) == 0) }
         let opened = Locked<Defaults?>(nil)
         let url = directory.url
         let thread = Thread {
@@ -100,24 +95,37 @@ import Testing
         #expect(lstat(path, &info) == 0)
         let expectedType = kind == "FIFO" ? S_IFIFO : kind == "directory" ? S_IFDIR : S_IFLNK
         #expect(info.st_mode & S_IFMT == expectedType, "the thing at the path was left as it was")
-        if isLink {
-            var after = stat()
-            #expect(lstat(linked, &after) == 0)
-            #expect(
-                after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino,
-                "what the link names was left as it was")
-        }
+        linked?.expectUnchanged()
     }
 
-    /// Makes, at `path` in a test's own directory, what a link to a special file names: as root a
-    /// character device with `/dev/zero`'s numbers (a copy: the machine's device is never linked
-    /// to, so a write through the link could not replace it), else a FIFO.
-    static func makeSpecialFile(at path: String) {
-        var zero = stat()
-        if getuid() == 0, stat("/dev/zero", &zero) == 0, zero.st_mode & S_IFMT == S_IFCHR {
-            #expect(mknod(path, S_IFCHR | 0o666, zero.st_rdev) == 0, "mknod: \(errno)")
-        } else {
-            #expect(mkfifo(path, 0o600) == 0)
+    /// A special file that a symbolic link at `link` names, made beside it in a test's own
+    /// directory: as root a character device with `/dev/zero`'s numbers (a copy: the machine's
+    /// device is never linked to, so a write through the link could not replace it), else a FIFO.
+    struct LinkedSpecialFile {
+        let path: String
+        private let before: stat
+
+        init(linkedFrom link: String) throws {
+            path = link + ".special"
+            var zero = stat()
+            if getuid() == 0, stat("/dev/zero", &zero) == 0, zero.st_mode & S_IFMT == S_IFCHR {
+                #expect(mknod(path, S_IFCHR | 0o666, zero.st_rdev) == 0, "mknod: \(errno)")
+            } else {
+                #expect(mkfifo(path, 0o600) == 0)
+            }
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+            var info = stat()
+            #expect(lstat(path, &info) == 0)
+            before = info
+        }
+
+        /// Expects the special file to be the one made: nothing renamed over it.
+        func expectUnchanged(sourceLocation: SourceLocation = #_sourceLocation) {
+            var after = stat()
+            #expect(lstat(path, &after) == 0, sourceLocation: sourceLocation)
+            #expect(
+                after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino,
+                "what the link names was left as it was", sourceLocation: sourceLocation)
         }
     }
 
@@ -126,22 +134,16 @@ import Testing
     @Test func replaceNeverRenamesOverWhatIsNotARegularFile() throws {
         let directory = try TemporaryDirectory()
         let location = try SuiteLocation(suiteName: "com.example.special", directory: directory.path)
-        let linked = directory.file("special").path
-        Self.makeSpecialFile(at: linked)
-        try FileManager.default.createSymbolicLink(atPath: location.path, withDestinationPath: linked)
-        var before = stat()
-        #expect(lstat(linked, &before) == 0)
+        let linked = try LinkedSpecialFile(linkedFrom: location.path)
         let error = #expect(throws: DefaultsError.self) {
             try SuiteFile(location: location).replace(with: Data("plist".utf8), using: SystemFileOperations())
         }
         #expect(error?.code == .writeFailed)
         #expect(error?.message.contains("not a regular file") == true)
-        var after = stat()
-        #expect(lstat(linked, &after) == 0)
-        #expect(after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino)
+        linked.expectUnchanged()
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
-                == ["com.example.special.plist", "special"], "no temporary file was left")
+                == ["com.example.special.plist", "com.example.special.plist.special"], "no temporary file was left")
     }
 
     /// The race that once replaced this machine's `/dev/zero`: the suite file's link goes (a
@@ -152,24 +154,18 @@ import Testing
     @Test func aLinkRemovedDuringAWriteDoesNotLetItReplaceWhatTheLinkNamed() throws {
         let directory = try TemporaryDirectory()
         let location = try SuiteLocation(suiteName: "com.example.special", directory: directory.path)
-        let linked = directory.file("special").path
-        Self.makeSpecialFile(at: linked)
-        try FileManager.default.createSymbolicLink(atPath: location.path, withDestinationPath: linked)
+        let linked = try LinkedSpecialFile(linkedFrom: location.path)
         let operations = LinkRemovingOperations(link: location.path)
         let store = SuiteStore(location: location, backend: FileBackend(location: location, operations: operations))
         _ = store.load()
         let defaults = try Defaults(primaryStore: store, watchesFiles: false)
-        var before = stat()
-        #expect(lstat(linked, &before) == 0)
         defaults.set("in memory", forKey: "k")
         operations.isArmed.withLock { $0 = true }
         let error = #expect(throws: DefaultsError.self) { try defaults.synchronize() }
         #expect(error?.code == .readFailed)
         #expect(error?.message.contains("not a regular file") == true)
         #expect(operations.isArmed.withLock { !$0 }, "the link was removed during the write")
-        var after = stat()
-        #expect(lstat(linked, &after) == 0)
-        #expect(after.st_mode & S_IFMT == before.st_mode & S_IFMT && after.st_ino == before.st_ino)
+        linked.expectUnchanged()
     }
 
     /// Symbolic links and files planted at the names a write's temporary file takes: the write
