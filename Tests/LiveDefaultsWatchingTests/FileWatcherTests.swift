@@ -72,14 +72,16 @@ private func expectCalls(
 ///
 /// (Foundation's `.atomic` renames the temporary file before closing it, which gives two events
 /// a few milliseconds apart and so, legitimately, sometimes two calls.)
+///
+/// The file is written by a child process, which has closed it when it exits. Written from this
+/// process, the write's descriptor could outlive its close: a child that another suite spawns at
+/// that moment gets a copy of the descriptor table and drops it only when it execs, and that last
+/// close is the one the kernel reports (`IN_CLOSE_WRITE`), milliseconds late — after the watch
+/// made next, or under the name the file was renamed to: a real close-after-write, and one more call.
 private func write(_ text: String, to path: String, atomically: Bool) throws {
-    guard atomically else {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return
-    }
-    let temporary = path + ".tmp-\(UUID().uuidString)"
-    try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-    try #require(rename(temporary, path) == 0)
+    let destination = atomically ? path + ".tmp-\(UUID().uuidString)" : path
+    try run(["sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", text, destination])
+    if atomically { try #require(rename(destination, path) == 0) }
 }
 
 /// Runs a command-line tool and waits for it.
@@ -114,10 +116,13 @@ private func run(_ arguments: [String]) throws {
             let path = directory + "/suite.plist"
             try write("one", to: path, atomically: false)
             let (watch, recorder) = try await startWatching(path)
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            try handle.truncate(atOffset: 0)
-            try handle.write(contentsOf: Data("two, longer".utf8))
-            try handle.close()
+            // In a child process, for the reason `write(_:to:atomically:)` gives.
+            try run([
+                "python3", "-c",
+                "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY); os.ftruncate(fd, 0); "
+                    + "os.write(fd, sys.argv[2].encode()); os.close(fd)",
+                path, "two, longer",
+            ])
             await expectCalls(2, recorder, watch)
         }
     }
