@@ -168,6 +168,30 @@ import Testing
         linked.expectUnchanged()
     }
 
+    /// The same race for a migration, which writes under the same lock: with the suite file's
+    /// link gone after the lock resolved it, the migration still reads the file it replaces, so
+    /// the keys it does not touch are kept.
+    @Test func aLinkRemovedDuringAMigrationKeepsTheKeysOfTheFileItReplaces() throws {
+        let directory = try TemporaryDirectory()
+        let location = try SuiteLocation(suiteName: "com.example.migrated", directory: directory.path)
+        let real = directory.file("real.plist").path
+        try PropertyListCodec.encode(.dictionary(["kept": "yes", "old": 1]), format: .binary)
+            .write(to: URL(fileURLWithPath: real))
+        try FileManager.default.createSymbolicLink(atPath: location.path, withDestinationPath: real)
+        let operations = LinkRemovingOperations(link: location.path)
+        operations.isArmed.withLock { $0 = true }
+        let ran = try FileMigrator(file: SuiteFile(location: location), operations: operations)
+            .migrate(to: 1, willWrite: {}) { step in step.rename("old", to: "new") }
+        #expect(ran == [1])
+        #expect(operations.isArmed.withLock { !$0 }, "the link was removed during the migration")
+        let values = try PropertyListCodec.decode(Data(contentsOf: URL(fileURLWithPath: real))).value
+        guard case .dictionary(let stored) = values else {
+            Issue.record("not a dictionary: \(values)")
+            return
+        }
+        #expect(stored["kept"] == "yes" && stored["new"] == 1 && stored["old"] == nil, "\(stored)")
+    }
+
     /// Symbolic links and files planted at the names a write's temporary file takes: the write
     /// passes them over (never writing through a link, never removing what it did not create).
     /// The names are planted through the store's own operations, which no other test sees.

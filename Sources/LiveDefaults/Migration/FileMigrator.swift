@@ -29,7 +29,7 @@ package struct FileMigrator {
     ) throws(DefaultsError) -> [Int] {
         let name = file.location.name
         return try file.withLock(using: operations) { (target) throws(DefaultsError) -> [Int] in
-            var (values, format) = try read(file)
+            var (values, format) = try read(file, at: target)
             // A dead process's changes were made before this migration, so its steps see them: the
             // journals are replayed first, under the same lock, as every write does (docs/design.md,
             // "The journal"), and go once the file holding them is written. Left to a later open,
@@ -101,7 +101,7 @@ package struct FileMigrator {
         for (other, keys) in record.moving.sorted(by: { $0.key < $1.key }) {
             let source = try otherFile(other)
             try source.withLock(using: operations) { (otherTarget) throws(DefaultsError) in
-                var (otherValues, otherFormat) = try read(source)
+                var (otherValues, otherFormat) = try read(source, at: otherTarget)
                 guard keys.contains(where: { otherValues[$0] != nil }) else { return }
                 for key in keys { otherValues[key] = nil }
                 try write(otherValues, format: otherFormat, to: source, target: otherTarget)
@@ -123,11 +123,13 @@ package struct FileMigrator {
     }
 
     /// The file's values and format (none, binary, when there is no file); a file that does not
-    /// parse is an error: a migration never writes over it.
-    private func read(_ file: SuiteFile) throws(DefaultsError) -> (
+    /// parse is an error: a migration never writes over it. Under the file's lock, `target` is the
+    /// path the lock resolved, which the write replaces: what is read is what is replaced, as in
+    /// the store's own writes (docs/design.md, "Contracts", 3).
+    private func read(_ file: SuiteFile, at target: String? = nil) throws(DefaultsError) -> (
         values: [String: PropertyListValue], format: PropertyListFormat
     ) {
-        guard let contents = try file.read(using: operations) else { return ([:], .binary) }
+        guard let contents = try file.read(using: operations, at: target) else { return ([:], .binary) }
         let decoded: (value: PropertyListValue, format: PropertyListFormat)
         do throws(PropertyListError) {
             decoded = try PropertyListCodec.decode(contents.data)
@@ -159,7 +161,7 @@ package struct FileMigrator {
         var existing = stat()
         let exists = operations.stat(target, &existing) == 0
         // The suite's history records the migration's changes as such (docs/design.md, "History: origins").
-        let before = (try? read(file).values) ?? [:]
+        let before = (try? read(file, at: target).values) ?? [:]
         let history = HistoryLog(suitePath: file.location.path, suite: file.location.name)
             .openForAppending(using: operations)
         let identity = try file.replace(
