@@ -125,6 +125,35 @@ package final class FileWatcher: Sendable {
         return FileWatch(watcher: self, identifier: identifier)
     }
 
+    /// Runs `action` on the watcher's inotify thread once the call being made on it returns, when
+    /// called from such a call; the thread runs it before it reads the next event, with no
+    /// hand-off to another thread. Should `action` take longer than 10 ms, a new thread takes
+    /// over reading inotify, so that watching is not held up (docs/design.md, "Live reload: the
+    /// watcher's threads").
+    ///
+    /// - Returns: Whether `action` will run so; false (not called on the inotify thread, or it
+    ///   stopped reading) leaves it to the caller to run elsewhere.
+    package static func runAfterCall(_ action: @escaping @Sendable () -> Void) -> Bool {
+        InotifyReader.shared.runAfterCall(action)
+    }
+
+    /// Whether the calling thread is the one reading inotify now (for tests: where a call or the
+    /// work after it runs).
+    package static var isOnInotifyThread: Bool { InotifyReader.shared.isReading }
+
+    /// How many times a new thread took over reading inotify from one held by work run after a
+    /// call (``runAfterCall(_:)``), in this process.
+    package static var readerTakeovers: Int { InotifyReader.shared.takeovers }
+
+    /// Times the watchdog of work run after a call (``runAfterCall(_:)``) with `timer`, which runs
+    /// its action once after the delay, on a thread of its own, and must not block. Without it,
+    /// Dispatch's `asyncAfter` does.
+    package static func useWatchdogTimer(
+        _ timer: @escaping @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
+    ) {
+        InotifyReader.shared.install(timer: timer)
+    }
+
     /// Stops the calls of one registration.
     func cancel(_ identifier: UInt64) {
         let directoriesChanged = core.registry.withLock { $0.remove(identifier) }

@@ -15,7 +15,13 @@ import LiveDefaultsLocking
 /// it). The thread keeps its own map from watch descriptor to directory, because the library's
 /// map keeps stale entries after `IN_IGNORED`; a library key that may be stale is never used
 /// again (the directory is re-armed under an equivalent spelling, `dir/./`).
-final class InotifyThread {
+///
+/// Work that calls leave to run after them (``FileWatcher/runAfterCall(_:)``) runs here between
+/// events; should it hold the thread past ``InotifyReader/takeOverAfter``, a new thread takes
+/// over reading with this object's state, and the held one ends when its work returns
+/// (``InotifyReader``). Unchecked `Sendable`: one thread at a time touches the state, and the
+/// hand-over goes through the reader's lock.
+final class InotifyThread: @unchecked Sendable {
     /// The events asked for on every watched directory (`IN_ATTRIB`: a `chmod` or `chown` can
     /// make a managed file trusted or not, docs/design.md, "Forced keys").
     static let directoryEvents =
@@ -123,7 +129,7 @@ final class InotifyThread {
                 core.inotifyWakeChannel.withLock { $0 = setUp.wakeChannel }
                 core.registry.withLock { $0.servesBarriers = setUp.barrier != nil }
                 handoff.finish(failure: nil)
-                InotifyThread(core: core, setUp: setUp).run()
+                InotifyThread(core: core, setUp: setUp).start()
             }
         }
         thread.name = "LiveDefaults.FileWatcher.inotify"
@@ -186,7 +192,23 @@ final class InotifyThread {
 
     // MARK: Running
 
-    private func run() {
+    /// Becomes the process's reader, then reads.
+    private func start() {
+        let generation = InotifyReader.shared.start { [self] generation in
+            let thread = Thread { [self] in
+                InotifyReader.shared.claim(generation)
+                run(generation: generation)
+            }
+            thread.name = "LiveDefaults.FileWatcher.inotify"
+            thread.start()
+        }
+        run(generation: generation)
+    }
+
+    /// Reads events until inotify fails, or until another thread takes over reading (the work
+    /// run after a call held this one, ``InotifyReader``): then it returns at once.
+    private func run(generation: UInt64) {
+        let reader = InotifyReader.shared
         while true {
             let (version, barriers) = core.registry.withLock { ($0.directoriesVersion, $0.barriersRequested) }
             if version != reconciledVersion { reconcile() }
@@ -195,10 +217,15 @@ final class InotifyThread {
                 verifyArmedDirectories()
                 disarmUnwanted()
             }
+            // The work the calls of the last event (or of the steps above) left, before waiting.
+            guard reader.runQueued(generation: generation) else { return }
             guard let event = InotifyInterface.nextEvent(timeoutSeconds: Self.eventTimeoutSeconds) else {
                 let error = InotifyInterface.error()
                 if error != 0, error != EINTR {
                     stop(reason: "reading inotify events failed: \(Self.describe(error))")
+                    // Nothing queues here any more; what was queued runs now.
+                    reader.resign(generation)
+                    _ = reader.runQueued(generation: generation)
                     return
                 }
                 continue

@@ -19,7 +19,8 @@ final class DeadlineTimer: Sendable {
     private struct Work {
         /// `CLOCK_MONOTONIC` nanoseconds.
         var deadline: UInt64
-        var queue: DispatchQueue
+        /// nil: on the timer thread itself.
+        var queue: DispatchQueue?
         var action: @Sendable () -> Void
     }
 
@@ -50,6 +51,18 @@ final class DeadlineTimer: Sendable {
             queue.async(execute: action)
             return
         }
+        schedule(after: delay, on: queue, action)
+    }
+
+    /// Runs `action` on the timer thread itself once `delay` has passed: no other thread is woken
+    /// for it. It must be quick and must not block, for every deadline waits for it (the
+    /// watchdog of the watcher's inotify thread, docs/design.md, "Live reload: the watcher's
+    /// threads").
+    func runOnTimerThread(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        schedule(after: max(delay, .nanoseconds(1)), on: nil, action)
+    }
+
+    private func schedule(after delay: Duration, on queue: DispatchQueue?, _ action: @escaping @Sendable () -> Void) {
         let deadline = Self.now() &+ delay.wholeNanoseconds
         state.withLock { state in
             state.waiting.append(Work(deadline: deadline, queue: queue, action: action))
@@ -87,7 +100,9 @@ final class DeadlineTimer: Sendable {
                 if next != .max { arm(next) }
                 return due
             }
-            for work in due.sorted(by: { $0.deadline < $1.deadline }) { work.queue.async(execute: work.action) }
+            for work in due.sorted(by: { $0.deadline < $1.deadline }) {
+                if let queue = work.queue { queue.async(execute: work.action) } else { work.action() }
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import LiveDefaultsWatching
 
 /// The library's clock: the work runs on Dispatch's global utility queue, timed by the
 /// ``DeadlineTimer`` (Dispatch's own `asyncAfter` where there is no timerfd).
@@ -14,5 +15,11 @@ package struct DispatchStoreClock: StoreClock {
         } else {
             queue.asyncAfter(deadline: .now() + delay.dispatchInterval, execute: action)
         }
+    }
+
+    /// On the inotify thread, in a call of the watcher: `action` runs there once the call
+    /// returns (``FileWatcher/runAfterCall(_:)``).
+    package func runAfterWatcherCall(_ action: @escaping @Sendable () -> Void) -> Bool {
+        FileWatcher.runAfterCall(action)
     }
 }

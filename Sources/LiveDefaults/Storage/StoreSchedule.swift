@@ -41,12 +41,36 @@ package struct StoreSchedule: Sendable, Equatable {
         case goneForGood
     }
 
+    /// Where reloads run (docs/design.md, "Live reload: where reloads run").
+    package enum ReloadPlace: Sendable, Equatable {
+        /// On the watcher's inotify thread, once its call returns: no hand-off.
+        case inline
+        /// On a Dispatch worker, so that a slow reload or observer holds up no watching.
+        /// `fastInARow` of the `needed` fast reloads in a row that bring the suite back inline.
+        case worker(fastInARow: Int, needed: Int)
+    }
+
+    /// A reload (with its observers) that takes longer than this moves the suite to a worker.
+    package static let slowReload: Duration = .milliseconds(1)
+    /// The fast reloads in a row that bring a suite back inline after its first move to a worker;
+    /// each further move doubles it, up to ``mostFastReloadsToReturn`` (a flapping suite stays on
+    /// the worker).
+    package static let fewestFastReloadsToReturn = 16
+    package static let mostFastReloadsToReturn = 1_024
+
     package private(set) var flush = Flush.idle
     package private(set) var reload = Reload.idle
     /// The last request not yet taken by a reload: a reload takes it when it runs (not when it was
     /// armed, ``takeReloadRequest()``), so a "gone for good" that later news overtook (the file came
     /// back) is not applied.
     package private(set) var lastRequest = ReloadRequest.mayHaveChanged
+    package private(set) var reloadPlace = ReloadPlace.inline
+    /// The fast reloads in a row the next move to a worker asks for before coming back.
+    private var fastReloadsToReturn = Self.fewestFastReloadsToReturn
+    /// What counts as a slow reload for this suite: ``slowReload``. Tests raise it for a suite of
+    /// their own where they need its reloads to count as fast on any machine (a thread-sanitizer
+    /// build on a loaded machine takes over 1 ms for any reload).
+    package var slowReloadLimit = Self.slowReload
 
     package init() {}
 
@@ -134,5 +158,28 @@ package struct StoreSchedule: Sendable, Equatable {
     package mutating func takeReloadRequest() -> ReloadRequest {
         defer { lastRequest = .mayHaveChanged }
         return lastRequest
+    }
+
+    /// Whether the next reload runs inline (on the watcher's thread, when it can).
+    package var reloadsInline: Bool { reloadPlace == .inline }
+
+    /// A reload and its observers ran, taking `duration`: one over ``slowReloadLimit`` moves the suite
+    /// to a worker; fast ones in a row bring it back (see ``ReloadPlace``).
+    package mutating func reloadFinished(taking duration: Duration) {
+        let isSlow = duration > slowReloadLimit
+        switch reloadPlace {
+        case .inline:
+            guard isSlow else { return }
+            reloadPlace = .worker(fastInARow: 0, needed: fastReloadsToReturn)
+            fastReloadsToReturn = min(fastReloadsToReturn * 2, Self.mostFastReloadsToReturn)
+        case .worker(let fastInARow, let needed):
+            if isSlow {
+                reloadPlace = .worker(fastInARow: 0, needed: needed)
+            } else if fastInARow + 1 >= needed {
+                reloadPlace = .inline
+            } else {
+                reloadPlace = .worker(fastInARow: fastInARow + 1, needed: needed)
+            }
+        }
     }
 }

@@ -28,12 +28,27 @@ extension SuiteStore {
     /// the schedule's request then, so that a "gone for good" overtaken by later news is not
     /// applied, nor applied twice).
     private func reload(goneForGood: () -> Bool) {
-        let (deliveries, problem) = inputOutput.withLock { operations in
+        _ = reload(waiting: true, started: {}, goneForGood: goneForGood)
+    }
+
+    /// Reloads as above.
+    ///
+    /// - Parameters:
+    ///   - waiting: Whether to wait for the I/O lock; if not, and it is held, nothing is done.
+    ///   - started: Called once the I/O lock is held.
+    ///   - goneForGood: Asked then, as above.
+    /// - Returns: Whether it reloaded (false: the lock was held and `waiting` false).
+    private func reload(waiting: Bool, started: () -> Void, goneForGood: () -> Bool) -> Bool {
+        func body(_ operations: inout Int) -> (Deliveries, DefaultsError?) {
             operations += 1
+            started()
             return reloadHeld(goneForGood: goneForGood(), origin: .external)
         }
+        let outcome = waiting ? inputOutput.withLock(body) : inputOutput.withLockIfAvailable(body)
+        guard let (deliveries, problem) = outcome else { return false }
         if let problem { DefaultsErrorReporting.report(problem) }
         deliveries.run()
+        return true
     }
 
     /// Runs `body` — a migration, which writes the backend's storage under its own lock — while no
@@ -115,17 +130,36 @@ extension SuiteStore {
         return true
     }
 
-    /// Asks for a reload soon, off the calling thread. The schedule is the one owner of when to
-    /// reload: requests made before the armed reload starts coalesce into it.
+    /// Asks for a reload soon. The schedule is the one owner of when to reload: requests made
+    /// before the armed reload starts coalesce into it. It also says where: on the watcher's
+    /// inotify thread once its call returns, while this suite's reloads are fast, else on a
+    /// worker (docs/design.md, "Live reload: where reloads run").
     ///
     /// - Parameter goneForGood: The suite is gone for good (see ``reload(goneForGood:)``).
     package func scheduleReload(goneForGood: Bool = false) {
-        let arms = state.withLock { $0.schedule.reloadRequested(goneForGood ? .goneForGood : .mayHaveChanged) }
-        guard arms else { return }
-        clock.run(after: .zero) { [weak self] in
-            guard let self else { return }
-            self.state.withLock { $0.schedule.reloadStarted() }
-            self.reload { self.state.withLock { $0.schedule.takeReloadRequest() == .goneForGood } }
+        let (arms, inline) = state.withLock {
+            ($0.schedule.reloadRequested(goneForGood ? .goneForGood : .mayHaveChanged), $0.schedule.reloadsInline)
         }
+        guard arms else { return }
+        if inline, clock.runAfterWatcherCall({ [weak self] in self?.runScheduledReload(inline: true) }) { return }
+        clock.run(after: .zero) { [weak self] in self?.runScheduledReload(inline: false) }
+    }
+
+    /// Runs the armed reload and tells the schedule how long it took, observers included. Inline
+    /// (on the watcher's thread), it never waits for the I/O lock: held, the reload goes to a
+    /// worker, as it does when not inline.
+    private func runScheduledReload(inline: Bool) {
+        let start = ContinuousClock.now
+        let ran = reload(waiting: !inline) { [self] in
+            state.withLock { $0.schedule.reloadStarted() }
+        } goneForGood: { [self] in
+            state.withLock { $0.schedule.takeReloadRequest() == .goneForGood }
+        }
+        guard ran else {
+            clock.run(after: .zero) { [weak self] in self?.runScheduledReload(inline: false) }
+            return
+        }
+        let duration = ContinuousClock.now - start
+        state.withLock { $0.schedule.reloadFinished(taking: duration) }
     }
 }
