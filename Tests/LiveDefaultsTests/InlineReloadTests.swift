@@ -71,12 +71,17 @@ import Testing
 
         func write(_ stamp: Int64) throws { try InlineReloadTests.replace(path, with: ["stamp": stamp]) }
 
-        /// What counts as a slow reload for this suite. The tests that need reloads to count as
-        /// fast raise it: how long a reload takes is the machine's (a thread-sanitizer build on a
-        /// loaded machine takes over 1 ms for any), not what they test.
+        /// What counts as a slow reload for this suite, judged afresh from now on. The tests that
+        /// need reloads to count as fast raise it: how long a reload takes is the machine's (a
+        /// thread-sanitizer build on a loaded machine takes over 1 ms for any), not what they
+        /// test. Afresh, because a reload made before (the directory's first look, a late close
+        /// of the file written to start with) may have moved the suite to a worker already.
         func countAsSlowAfter(_ limit: Duration) {
-            defaults.suite.state.withLock { $0.schedule.slowReloadLimit = limit }
+            defaults.suite.state.withLock { $0.schedule.judgeReloads(slowAfter: limit) }
         }
+
+        /// Where the suite's next reload runs, for a failure's message.
+        var reloadPlace: StoreSchedule.ReloadPlace { defaults.suite.state.withLock { $0.schedule.reloadPlace } }
 
         /// The name of the thread `stamp` was delivered on, once it is (nil: not within 30 s).
         func delivered(_ stamp: Int64) async -> String? {
@@ -95,14 +100,16 @@ import Testing
         let token = suite.observe()
         defer { token.cancel() }
         var threads: [String] = []
-        for stamp in Int64(1)...10 {
+        for stamp in Int64(1)...20 {
             try suite.write(stamp)
             let delivered = await suite.delivered(stamp)
             let thread = try #require(delivered, "change \(stamp) was never delivered")
             threads.append(thread)
             if thread == Self.inotifyThread { break }
         }
-        #expect(threads.last == Self.inotifyThread, "delivered on \(threads), never on the inotify thread")
+        #expect(
+            threads.last == Self.inotifyThread,
+            "delivered on \(threads), never on the inotify thread; the next reload runs \(suite.reloadPlace)")
     }
 
     /// A slow observer, called inline (before it is measured slow), does not hold up another
@@ -135,7 +142,7 @@ import Testing
 
         // The slow suite's changes until one is reloaded inline: its observer blocks there.
         var stamp: Int64 = 0
-        while stamp < 10 && blocked.load(ordering: .acquiring) == 0 {
+        while stamp < 20 && blocked.load(ordering: .acquiring) == 0 {
             stamp += 1
             try slow.write(stamp)
             let current = stamp
@@ -146,7 +153,8 @@ import Testing
         let stuck = blocked.load(ordering: .acquiring)
         guard stuck != 0 else {
             release.signal()
-            Issue.record("no change of the slow suite was reloaded on the inotify thread in \(stamp) tries")
+            let place = slow.reloadPlace
+            Issue.record("no change of the slow suite was reloaded inline in \(stamp) tries; next: \(place)")
             return
         }
 
@@ -241,5 +249,25 @@ import Testing
             needed = min(needed * 2, StoreSchedule.mostFastReloadsToReturn)
         }
         #expect(needed == StoreSchedule.mostFastReloadsToReturn)
+    }
+
+    /// A new limit judges the suite afresh: moved to a worker under the old one, it runs inline
+    /// again, and a later move asks for the fewest fast reloads to come back.
+    @Test func aNewLimitJudgesTheSuiteAfresh() {
+        var schedule = StoreSchedule()
+        let slow = StoreSchedule.slowReload + .microseconds(1)
+        for _ in 0..<3 {
+            schedule.reloadFinished(taking: slow)
+            for _ in 0..<StoreSchedule.mostFastReloadsToReturn { schedule.reloadFinished(taking: .zero) }
+        }
+        schedule.reloadFinished(taking: slow)
+        #expect(!schedule.reloadsInline)
+        schedule.judgeReloads(slowAfter: .seconds(10))
+        #expect(schedule.reloadsInline, "still on a worker after the limit changed")
+        schedule.reloadFinished(taking: slow)
+        #expect(schedule.reloadsInline, "a reload under the new limit counted as slow")
+        schedule.judgeReloads(slowAfter: StoreSchedule.slowReload)
+        schedule.reloadFinished(taking: slow)
+        #expect(schedule.reloadPlace == .worker(fastInARow: 0, needed: StoreSchedule.fewestFastReloadsToReturn))
     }
 }

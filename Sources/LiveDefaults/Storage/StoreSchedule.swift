@@ -69,8 +69,8 @@ package struct StoreSchedule: Sendable, Equatable {
     private var fastReloadsToReturn = Self.fewestFastReloadsToReturn
     /// What counts as a slow reload for this suite: ``slowReload``. Tests raise it for a suite of
     /// their own where they need its reloads to count as fast on any machine (a thread-sanitizer
-    /// build on a loaded machine takes over 1 ms for any reload).
-    package var slowReloadLimit = Self.slowReload
+    /// build on a loaded machine takes over 1 ms for any reload), with ``judgeReloads(slowAfter:)``.
+    package private(set) var slowReloadLimit = Self.slowReload
 
     package init() {}
 
@@ -158,6 +158,16 @@ package struct StoreSchedule: Sendable, Equatable {
     package mutating func takeReloadRequest() -> ReloadRequest {
         defer { lastRequest = .mayHaveChanged }
         return lastRequest
+    }
+
+    /// Makes `limit` what counts as a slow reload from now on, and judges the suite afresh: it
+    /// runs inline again, with the fewest fast reloads to come back should it move. A place
+    /// chosen by the old limit says nothing under the new one (a reload that took 2 ms before a
+    /// test raised the limit to 10 s moved its suite to a worker for 16 reloads).
+    package mutating func judgeReloads(slowAfter limit: Duration) {
+        slowReloadLimit = limit
+        reloadPlace = .inline
+        fastReloadsToReturn = Self.fewestFastReloadsToReturn
     }
 
     /// Whether the next reload runs inline (on the watcher's thread, when it can).
