@@ -33,6 +33,24 @@ struct FileStamp: Equatable, Sendable {
             linkChangeNanoseconds: Int(linkInfo.st_ctim.tv_nsec))
     }
 
+    /// What `chmod` and `chown` change of a directory, which the polling fallback compares at each
+    /// full round: the trust in a managed file depends on its directory's mode and owner
+    /// (inotify reports the same as `IN_ATTRIB` on the directory). Not its times: they move with
+    /// every file written in it.
+    struct DirectoryAttributes: Equatable, Sendable {
+        var mode: UInt32
+        var owner: UInt32
+        var group: UInt32
+    }
+
+    /// The mode, owner and group of the directory at `path` (symbolic links followed), or `nil`
+    /// when it cannot be read.
+    static func attributes(ofDirectory path: String) -> DirectoryAttributes? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return DirectoryAttributes(mode: UInt32(info.st_mode), owner: info.st_uid, group: info.st_gid)
+    }
+
     /// Whether `path` names an existing directory (symbolic links followed).
     static func isDirectory(_ path: String) -> Bool {
         var info = stat()

@@ -144,6 +144,7 @@ final class FileWatcherCore: Sendable {
         looks.settleChecks = work.settleChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
         looks.absenceChecks = work.absenceChecks.map { ($0.id, FileStamp.current(at: $0.path)) }
         looks.polls = work.polls.map { ($0.id, FileStamp.current(at: $0.path)) }
+        looks.directoryAttributes = work.polledDirectories.map { ($0, FileStamp.attributes(ofDirectory: $0)) }
         looks.reappearedDirectories = work.missingDirectories.filter(FileStamp.isDirectory)
         looks.after = Self.now()
         let (calls, wakesInotifyThread) = registry.withLock { $0.decide(work, looks) }

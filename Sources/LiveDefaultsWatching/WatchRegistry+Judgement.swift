@@ -26,13 +26,40 @@ extension WatchRegistry {
             noteCall(identifier, seeing: stamp)
             calls.append((identifier, FileChange(seeing: stamp)))
         }
-        for (identifier, stamp) in looks.polls where record(identifier, stamp: stamp, now: looks.after) {
+        let changedDirectories = polledDirectoriesChanged(looks.directoryAttributes)
+        for (identifier, stamp) in looks.polls {
+            let changed = record(identifier, stamp: stamp, now: looks.after)
+            // A file that looks the same, in a directory whose mode or owner changed, is called
+            // for as inotify's `IN_ATTRIB` on the directory would have it.
+            guard
+                changed
+                    || (stamp != nil && !changedDirectories.isEmpty
+                        && registrations[identifier]?.watched.directories.isDisjoint(with: changedDirectories) == false)
+            else { continue }
             noteCall(identifier, seeing: stamp)
             calls.append((identifier, FileChange(seeing: stamp)))
         }
         var wakes = barriersRequested != barriersBefore
         for directory in looks.reappearedDirectories where directoryReappeared(directory) { wakes = true }
         return (calls, wakes)
+    }
+
+    /// Records the attributes a full polling round saw of its files' directories.
+    ///
+    /// - Returns: The directories whose mode, owner or group differ from the last round's (one
+    ///   seen for the first time is not among them: its files' own first polls call).
+    mutating func polledDirectoriesChanged(
+        _ seen: [(path: String, attributes: FileStamp.DirectoryAttributes?)]
+    ) -> Set<String> {
+        guard !seen.isEmpty else { return [] }
+        var changed = Set<String>()
+        var next: [String: FileStamp.DirectoryAttributes?] = [:]
+        for (path, attributes) in seen {
+            if let previous = polledDirectoryAttributes[path], previous != attributes { changed.insert(path) }
+            next[path] = attributes
+        }
+        polledDirectoryAttributes = next
+        return changed
     }
 
     /// Judges a grace that ran out, given a look at the file made between `before` and `after`.

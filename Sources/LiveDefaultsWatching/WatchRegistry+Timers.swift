@@ -8,6 +8,7 @@ extension WatchRegistry {
         // In place, by index: iterating a copy while assigning back made the dictionary copy
         // itself, and each registration be copied out and back, on every event.
         let mayBePolled = mode == .polling || directoryStatus.values.contains(.failed)
+        var polledDirectories = Set<String>()
         var index = registrations.startIndex
         while index != registrations.endIndex {
             defer { registrations.formIndex(after: &index) }
@@ -31,8 +32,10 @@ extension WatchRegistry {
                 pollNow || registrations.values[index].baseline == .unknown
             {
                 work.polls.append((identifier, registrations.values[index].watched.path))
+                if pollNow { polledDirectories.formUnion(registrations.values[index].watched.directories) }
             }
         }
+        work.polledDirectories = Array(polledDirectories)
         inFlight.formUnion(work.calls)
         inFlight.formUnion(work.settleChecks.lazy.map(\.id))
         inFlight.formUnion(work.absenceChecks.lazy.map(\.id))

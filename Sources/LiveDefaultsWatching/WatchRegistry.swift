@@ -147,6 +147,9 @@ struct WatchRegistry: Sendable {
         /// Registrations to look at after a deletion event: is the file away? (no call)
         var absenceChecks: [(id: UInt64, path: String)] = []
         var polls: [(id: UInt64, path: String)] = []
+        /// The directories of the polled files, at a full polling round: their mode, owner and
+        /// group are compared with the last round's (``polledDirectoriesChanged(_:)``).
+        var polledDirectories: [String] = []
         /// Missing directories to look for.
         var missingDirectories: [String] = []
     }
@@ -158,6 +161,8 @@ struct WatchRegistry: Sendable {
         var settleChecks: [(id: UInt64, stamp: FileStamp?)] = []
         var absenceChecks: [(id: UInt64, stamp: FileStamp?)] = []
         var polls: [(id: UInt64, stamp: FileStamp?)] = []
+        /// The attributes of ``DueWork/polledDirectories`` (`nil`: unreadable).
+        var directoryAttributes: [(path: String, attributes: FileStamp.DirectoryAttributes?)] = []
         /// The missing directories found to exist again.
         var reappearedDirectories: [String] = []
         var before: UInt64
@@ -183,6 +188,8 @@ struct WatchRegistry: Sendable {
     private(set) var awaitedByEntry: [WatchedEntry: Set<String>] = [:]
     private var nextIdentifier: UInt64 = 1
     var nextPoll: UInt64 = 0
+    /// What the last full polling round saw of its files' directories (``DueWork/polledDirectories``).
+    var polledDirectoryAttributes: [String: FileStamp.DirectoryAttributes?] = [:]
     /// A wake-up of the dispatcher thread is on its way.
     var isDispatcherSignalled = false
     var isShutDown = false

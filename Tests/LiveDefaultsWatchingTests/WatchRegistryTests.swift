@@ -506,6 +506,33 @@ import Testing
         #expect(settled8, "still away after the grace: a deletion")
     }
 
+    /// Polling sees no `IN_ATTRIB`: a full round compares its files' directories' mode, owner and
+    /// group with the last round's, and calls for every polled file of one that changed, even when
+    /// the file itself looks the same (a managed directory made writable by others).
+    @Test func aPolledDirectorysNewModeCallsForItsFiles() {
+        var registry = WatchRegistry(
+            mode: .polling, deletionGrace: .milliseconds(100), pollInterval: .milliseconds(250))
+        let inD = registry.add(path, onChange: { _ in }, now: 0).identifier
+        let other = WatchedPath(path: "/e/g", link: WatchedEntry(directory: "/e", name: "g"), target: nil)
+        let inE = registry.add(other, onChange: { _ in }, now: 0).identifier
+        func round(at now: UInt64, modeOfD mode: UInt32) -> [Call] {
+            let work = registry.takeDueWork(now: now)
+            #expect(Set(work.polledDirectories) == ["/d", "/e"], "a full round looks at both directories")
+            var looks = looks(work, seeing: stamp(1), at: now)
+            looks.directoryAttributes = work.polledDirectories.map {
+                ($0, FileStamp.DirectoryAttributes(mode: $0 == "/d" ? mode : 0o40700, owner: 0, group: 0))
+            }
+            return registry.decide(work, looks).calls.map { Call(identifier: $0.0, change: $0.1) }
+        }
+        #expect(
+            Set(round(at: 10, modeOfD: 0o40700).map(\.identifier)) == [inD, inE],
+            "the first round calls for each file, and only records the directories")
+        #expect(round(at: 10 + ms(250), modeOfD: 0o40700).isEmpty, "nothing changed")
+        #expect(round(at: 10 + ms(500), modeOfD: 0o40777) == [call(inD, .mayHaveChanged)], "chmod o+w /d")
+        #expect(round(at: 10 + ms(750), modeOfD: 0o40777).isEmpty, "called once for it")
+        #expect(round(at: 10 + ms(1000), modeOfD: 0o40700) == [call(inD, .mayHaveChanged)], "and back")
+    }
+
     /// A write made a call due, and the file was deleted again before the call was made (after a
     /// call that found it absent): no call, and no "gone for good" until the grace has run.
     @Test func aFileWrittenAndDeletedBeforeItsCallWaitsForTheGrace() {
