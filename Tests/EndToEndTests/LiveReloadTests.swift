@@ -217,7 +217,7 @@ final class LiveSuite {
     /// A change right after the last one was read is reloaded at once (the coalescing window ends
     /// when the reload is done), and that still never reads a file while it is half written in
     /// place: the watcher calls on a close or a move-in, not on each write.
-    @Test func aChangeAfterAReloadIsReadAtOnceButNeverHalfWritten() async throws {
+    @Test(.inotifyServes) func aChangeAfterAReloadIsReadAtOnceButNeverHalfWritten() async throws {
         let suite = try LiveSuite(seed: Self.seed)
         try suite.shell(LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: "$F"))
         #expect(await eventually { suite.defaults.string(forKey: "theme") == "light" })

@@ -293,7 +293,7 @@ import Testing
         return (reports.map(String.init), changed)
     }
 
-    @Test func elevenHundredOpenDescriptorsBeforeFirstUseFallBackToPollingWithoutAbort() throws {
+    @Test(.inotifyServes) func elevenHundredOpenDescriptorsBeforeFirstUseFallBackToPollingWithoutAbort() throws {
         let directory = try TemporaryDirectory()
         let (reports, changed) = try watchKey(in: directory, extraDescriptors: 1_100)
         #expect(reports.count == 1, "reported once: \(reports)")
@@ -313,7 +313,7 @@ import Testing
 
     /// The inotify watch limit, reached: lowered to one watch (the watcher's own wake channel) in a
     /// user namespace of the helper's own, so nothing else on the machine is affected.
-    @Test(.enabled(if: canLimitWatchesInAUserNamespace, "needs unshare --user"))
+    @Test(.inotifyServes, .enabled(if: canLimitWatchesInAUserNamespace, "needs unshare --user"))
     func theInotifyWatchLimitFallsBackToPollingAndChangesAreStillSeen() throws {
         let directory = try TemporaryDirectory()
         let (reports, changed) = try watchKey(
@@ -335,7 +335,7 @@ import Testing
     /// to shrink back), and memory grows by less than 8 MB over all, under 512 KB over one of the
     /// last two quarters. CI opens 10,000 (a leak of 200 bytes a store would show in each quarter);
     /// a quick run opens 1,000 (a leak of 2 KB a store would).
-    @Test func openingAndClosingManyStoresLeaksNothing() throws {
+    @Test(.inotifyServes) func openingAndClosingManyStoresLeaksNothing() throws {
         let directory = try TemporaryDirectory()
         let count = Stress.scaled(10_000, quick: 1_000)
         let result = try ProductRunner.run("TestHelper", ["open-close-stores", directory.path, "\(count)"])

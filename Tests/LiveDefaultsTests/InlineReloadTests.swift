@@ -93,7 +93,7 @@ import Testing
     /// While observers are fast, an outside change is reloaded and delivered on the inotify thread
     /// itself: no hand-off to a worker. (A call the watcher's dispatcher thread happens to make
     /// goes to a worker, so a few changes are tried.)
-    @Test func anOutsideChangeIsDeliveredOnTheInotifyThreadWhileObserversAreFast() async throws {
+    @Test(.inotifyServes) func anOutsideChangeIsDeliveredOnTheInotifyThreadWhileObserversAreFast() async throws {
         let directory = try TemporaryDirectory()
         let suite = try Watched("com.example.inline.fast", in: directory)
         suite.countAsSlowAfter(.seconds(10))
@@ -115,7 +115,7 @@ import Testing
     /// A slow observer, called inline (before it is measured slow), does not hold up another
     /// suite's outside change: a new thread takes over reading inotify. The slow suite then moves
     /// to a worker.
-    @Test func aSlowObserverIsTakenOverFromThenMovesItsSuiteToAWorker() async throws {
+    @Test(.inotifyServes) func aSlowObserverIsTakenOverFromThenMovesItsSuiteToAWorker() async throws {
         let directory = try TemporaryDirectory()
         // The stamp whose delivery blocks: the first delivered on the inotify thread. (A call the
         // watcher's dispatcher thread makes goes to a worker, and other suites' tests share the

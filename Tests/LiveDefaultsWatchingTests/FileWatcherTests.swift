@@ -91,12 +91,7 @@ private func run(_ arguments: [String]) throws {
 }
 
 @Suite(.serialized) struct FileWatcherTests {
-    // Assumes inotify serves: LIVEDEFAULTS_WATCHER=poll makes the shared watcher poll on purpose.
-    @Test(
-        .enabled(
-            if: ProcessInfo.processInfo.environment["LIVEDEFAULTS_WATCHER"] != "poll",
-            "LIVEDEFAULTS_WATCHER=poll makes the shared watcher poll"))
-    func sharedWatcherUsesInotify() {
+    @Test(.inotifyServes) func sharedWatcherUsesInotify() {
         #expect(FileWatcher.shared.mode == .inotify)
     }
 
@@ -361,7 +356,7 @@ private func run(_ arguments: [String]) throws {
 
     /// A file whose directories do not exist yet: the watcher watches the nearest existing ancestor
     /// for them (no poll), and follows the file once `mkdir -p` makes them.
-    @Test func aFileInDirectoriesMadeLaterIsFollowedThroughTheirAncestor() async throws {
+    @Test(.inotifyServes) func aFileInDirectoriesMadeLaterIsFollowedThroughTheirAncestor() async throws {
         try await withTemporaryDirectory { directory in
             let missing = directory + "/etc/managed"
             let path = missing + "/suite.plist"
@@ -469,7 +464,7 @@ private func run(_ arguments: [String]) throws {
         }
     }
 
-    @Test func lowestFreeDescriptorIsTheNextOneOpened() throws {
+    @Test(.inotifyServes) func lowestFreeDescriptorIsTheNextOneOpened() throws {
         // Assumes no other thread opens or closes a descriptor between the probe and the open; other
         // suites run in parallel and do (under the thread sanitizer a try saw 3, then 38), so one of
         // up to 100 tries must agree.
