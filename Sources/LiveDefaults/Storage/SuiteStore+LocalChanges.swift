@@ -13,15 +13,19 @@ extension SuiteStore {
         let hashed = HashedKey(key)
         let deliveries = ChangeLock.withLock { () -> Deliveries in
             beforeApplying?()
-            var readers: [Reader] = []
-            state.withLockHeld { state in
-                if state.values.set(value, forKey: hashed) { readers = state.readers }
+            let readerCount = state.withLockHeld { state -> Int in
+                let changed = state.values.set(value, forKey: hashed)
                 backend.journal(value, forKey: key)
                 armFlush(&state)
+                return changed ? state.readers.count : 0
             }
             var deliveries = Deliveries()
-            for reader in readers {
-                guard let defaults = reader.defaults else { continue }
+            // Each reader read where it is stored, under the change lock: no copy of the array
+            // and no retain and release of the array and of each reader (two atomic operations
+            // each, on every `set`: docs/performance.md, "Issue 40"). The readers change only
+            // under the change lock, and not from a reader's step.
+            for index in 0..<readerCount {
+                guard let defaults = state.withLockHeld({ $0.readerDefaults(at: index) }) else { continue }
                 deliveries.append(defaults, defaults.storeChanged(self, key: hashed, to: value, origin: .local))
             }
             return deliveries

@@ -39,6 +39,13 @@ package final class SuiteStore: Sendable {
         var lastError: DefaultsError?
         /// The ``Defaults`` whose search list has this store, told of each change in its step.
         var readers: [Reader] = []
+
+        /// The `Defaults` of the reader at `index`, if that reader is still there and its
+        /// `Defaults` alive (a strong reference, loaded from the weak one in place).
+        @inline(__always)
+        func readerDefaults(at index: Int) -> Defaults? {
+            index < readers.count ? readers[index].defaults : nil
+        }
     }
 
     /// A ``Defaults`` that searches this store, held weakly: the `Defaults` holds the store, and a
