@@ -112,8 +112,9 @@ package struct JournalSlot {
     }
 
     /// Reports off the calling thread: changes are journalled under the change lock, where a
-    /// handler that reads a suite would wait on itself.
-    private mutating func disable(_ problem: DefaultsError) {
+    /// handler that reads a suite would wait on itself. (Also for an append made to the journal
+    /// without the slot: ``FileBackend/journal(_:forKey:)``.)
+    package mutating func disable(_ problem: DefaultsError) {
         disabled = true
         DispatchQueue.global().async { DefaultsErrorReporting.report(problem) }
     }
