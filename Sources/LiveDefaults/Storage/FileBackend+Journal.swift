@@ -8,9 +8,11 @@ extension FileBackend {
     /// (the mark, the origins, the listing) is not touched here.
     package func journal(_ value: PropertyListValue?, forKey key: String) {
         if let journal = appendingJournal.pointee {
-            let problem = journal._withUnsafeGuaranteedRef {
-                $0.append(value == nil ? .remove : .set, key: key, value: value)
-            }
+            // The kind from a match, not `value == nil`: that comparison copied the value out and
+            // destroyed it twice (outlined, about 40 instructions).
+            let kind: JournalRecord.Kind
+            if case .some = value { kind = .set } else { kind = .remove }
+            let problem = journal._withUnsafeGuaranteedRef { $0.append(kind, key: key, value: value) }
             if let problem { journaling.withLock { $0.disable(problem) } }
             return
         }
