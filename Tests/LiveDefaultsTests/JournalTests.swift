@@ -290,13 +290,14 @@ import Testing
         #expect(file == ["ours": .integer(1), "theirs": .string("unwritten"), "newcomer": .integer(1)])
     }
 
+    /// (Appends are made under the change lock, as `SuiteStore` makes them: it orders them.)
     @Test func aFlushReleasesTheJournalAndKeepsRecordsAppendedDuringIt() throws {
         let directory = try TemporaryDirectory()
         let location = try Self.location(directory)
         let backend = FileBackend(location: location, operations: SystemFileOperations())
-        backend.journal(.integer(1), forKey: "written")
+        ChangeLock.withLock { backend.journal(.integer(1), forKey: "written") }
         backend.journalMark()
-        backend.journal(.integer(2), forKey: "during the write")
+        ChangeLock.withLock { backend.journal(.integer(2), forKey: "during the write") }
         var known = SuiteSnapshot()
         _ = try backend.write(.changes(["written": .init(value: .integer(1), generation: 1)]), over: &known)
         let path = try #require(backend.ownJournalPath)
@@ -305,7 +306,7 @@ import Testing
         backend.journalMark()
         _ = try backend.write(.changes(["during the write": .init(value: .integer(2), generation: 2)]), over: &known)
         #expect(Self.read(try Self.journalBytes(path)).records.isEmpty, "all released: the journal starts over")
-        backend.journal(.integer(3), forKey: "next")
+        ChangeLock.withLock { backend.journal(.integer(3), forKey: "next") }
         #expect(Self.read(try Self.journalBytes(path)).records.map(\.key) == ["next"])
     }
 
@@ -316,7 +317,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let location = try SuiteLocation(suiteName: Self.suite, directory: directory.path + "/not/yet")
         let backend = FileBackend(location: location, operations: SystemFileOperations())
-        backend.journal(.integer(1), forKey: "first")
+        ChangeLock.withLock { backend.journal(.integer(1), forKey: "first") }
         let path = try #require(backend.ownJournalPath, "no journal: journaling was disabled")
         #expect(Self.read(try Self.journalBytes(path)).records == [JournalRecord(kind: .set, key: "first", value: 1)])
         var known = SuiteSnapshot()

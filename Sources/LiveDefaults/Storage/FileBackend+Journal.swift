@@ -7,6 +7,7 @@ extension FileBackend {
     /// lock keeps the append apart from a flush's mark and release of it; the slot's other state
     /// (the mark, the origins, the listing) is not touched here.
     package func journal(_ value: PropertyListValue?, forKey key: String) {
+        ChangeLock.assertHeld()
         if let journal = appendingJournal.pointee {
             // The kind from a match, not `value == nil`: that comparison copied the value out and
             // destroyed it twice (outlined, about 40 instructions).
