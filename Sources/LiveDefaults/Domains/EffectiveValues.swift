@@ -19,7 +19,7 @@ struct EffectiveValues {
         // Made at its size: `reserveCapacity` on the empty table took the generic resize path and
         // the dictionary's metadata accessor (docs/design.md, "Opening a suite: what a cold open does").
         entries = Dictionary(minimumCapacity: values.count)
-        for (key, value) in values { entries[HashedKey(key)] = Entry(value: value, isObserved: false) }
+        for (key, value) in values { entries[HashedKey(key)] = Entry(value: consume value, isObserved: false) }
         for key in observedKeys { entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true }
     }
 
