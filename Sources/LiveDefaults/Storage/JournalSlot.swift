@@ -46,7 +46,7 @@ package struct JournalSlot {
     @inline(__always)
     package mutating func append(_ value: PropertyListValue?, forKey key: String) {
         if journal == nil, madeJournal() == nil { return }
-        if let problem = journal?.append(value == nil ? .remove : .set, key: key, value: value) { disable(problem) }
+        if let problem = journal?.append(JournalRecord.Kind(change: value), key: key, value: value) { disable(problem) }
     }
 
     /// Records that the change of `key` made at `generation` comes from `origin` (appended before
