@@ -7,21 +7,20 @@ extension FileBackend {
     /// lock keeps the append apart from a flush's mark and release of it; the slot's other state
     /// (the mark, the origins, the listing) is not touched here.
     package func journal(_ value: PropertyListValue?, forKey key: String) {
-        ChangeLock.assertHeld()
-        if let journal = appendingJournal.pointee {
-            // The kind from a match, not `value == nil`: that comparison copied the value out and
-            // destroyed it twice (outlined, about 40 instructions).
-            let kind: JournalRecord.Kind
-            if case .some = value { kind = .set } else { kind = .remove }
-            let problem = journal._withUnsafeGuaranteedRef { $0.append(kind, key: key, value: value) }
-            if let problem { journaling.withLock { $0.disable(problem) } }
-            return
-        }
-        // The first change, or the journal could not be made: through the slot, which makes it
-        // (or reports, once, that it cannot). The slot keeps the journal it made for good.
-        appendingJournal.pointee = journaling.withLock { slot in
-            slot.append(value, forKey: key)
-            return slot.journal.map { Unmanaged.passUnretained($0) }
+        appendingJournal.withLockHeld { appending in
+            if let journal = appending {
+                let problem = journal._withUnsafeGuaranteedRef {
+                    $0.append(JournalRecord.Kind(change: value), key: key, value: value)
+                }
+                if let problem { journaling.withLock { $0.disable(problem) } }
+                return
+            }
+            // The first change, or the journal could not be made: through the slot, which makes it
+            // (or reports, once, that it cannot). The slot keeps the journal it made for good.
+            appending = journaling.withLock { slot in
+                slot.append(value, forKey: key)
+                return slot.journal.map { Unmanaged.passUnretained($0) }
+            }
         }
     }
 

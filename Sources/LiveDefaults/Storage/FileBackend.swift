@@ -17,13 +17,13 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
     private let state = Locked(State())
     /// This process's journal of the suite (``JournalSlot``).
     let journaling: Locked<JournalSlot>
-    /// The slot's journal once it is made, for ``journal(_:forKey:)`` (FileBackend+Journal.swift):
-    /// read and written only there, which runs under the ``ChangeLock``. The append then takes
-    /// no lock of the slot's: the change lock orders the appends, and the journal's own lock
-    /// keeps them apart from a flush's mark and release (docs/performance.md, "Issue 40").
-    /// Unmanaged: the slot holds the journal from when it is made until this backend goes, and
-    /// a strong reference here would cost a retain and a release per `set`.
-    nonisolated(unsafe) let appendingJournal: UnsafeMutablePointer<Unmanaged<SuiteJournal>?>
+    /// The slot's journal once it is made, for ``journal(_:forKey:)`` (FileBackend+Journal.swift),
+    /// which runs under the ``ChangeLock``. The append then takes no lock of the slot's: the change
+    /// lock orders the appends, and the journal's own lock keeps them apart from a flush's mark
+    /// and release (docs/performance.md, "Issue 40"). Unmanaged: the slot holds the journal from
+    /// when it is made until this backend goes, and a strong reference here would cost a retain
+    /// and a release per `set`.
+    let appendingJournal = ChangeOrdered<Unmanaged<SuiteJournal>?>(nil)
     /// The suite's history log (FileBackend+History.swift), made at the first write that records
     /// (``historyLog``).
     private let madeHistoryLog = Locked<HistoryLog?>(nil)
@@ -85,14 +85,7 @@ package final class FileBackend<Operations: FileOperations>: SuiteBackend {
         self.operations = operations
         self.journaling = Locked(
             JournalSlot(suitePath: location.path, suite: location.name, operations: operations, makesDirectory: true))
-        self.appendingJournal = .allocate(capacity: 1)
-        self.appendingJournal.initialize(to: nil)
         self.keepsHistoryLogOpen = keepsHistoryLogOpen
-    }
-
-    deinit {
-        appendingJournal.deinitialize(count: 1)
-        appendingJournal.deallocate()
     }
 
     private var location: SuiteLocation { file.location }
