@@ -53,7 +53,6 @@ struct FileStamp: Equatable, Sendable {
 
     /// Whether `path` names an existing directory (symbolic links followed).
     static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+        attributes(ofDirectory: path).map { $0.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) } ?? false
     }
 }
