@@ -32,7 +32,13 @@ extension WatchRegistry {
                 pollNow || registrations.values[index].baseline == .unknown
             {
                 work.polls.append((identifier, registrations.values[index].watched.path))
-                if pollNow { polledDirectories.formUnion(registrations.values[index].watched.directories) }
+                // Not the armed ones: inotify reports their `chmod` and `chown` already.
+                if pollNow {
+                    for directory in registrations.values[index].watched.directories
+                    where mode == .polling || directoryStatus[directory] != .armed {
+                        polledDirectories.insert(directory)
+                    }
+                }
             }
         }
         work.polledDirectories = Array(polledDirectories)
