@@ -79,13 +79,12 @@ final class CandidateLayers: Sendable {
     /// Whether there is a file at `path`. An instance that does not follow files opens no store
     /// for a file that is not there: it could never see one appear.
     static func exists(_ path: String) -> Bool {
-        access(path, F_OK) == 0
+        SystemFileOperations().access(path, F_OK) == 0
     }
 
-    /// Whether `path` is a directory (one `stat`: `FileManager` took several microseconds more).
+    /// Whether `path` is a directory.
     static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+        SystemFileOperations().isDirectory(path)
     }
 
     /// Every candidate.

@@ -157,6 +157,14 @@ extension FileOperations {
         fails(.stat) ? -1 : systemStat(path, &info)
     }
 
+    /// Whether `path` is a directory, following symbolic links: one `stat` (`FileManager` took
+    /// several microseconds more).
+    @inline(__always)
+    package func isDirectory(_ path: String) -> Bool {
+        var info = Glibc.stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     @inline(__always)
     package func fstat(_ descriptor: Int32, _ info: inout Glibc.stat) -> Int32 {
         fails(.fstat) ? -1 : Glibc.fstat(descriptor, &info)
