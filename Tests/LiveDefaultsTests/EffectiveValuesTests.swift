@@ -82,4 +82,58 @@ import Testing
         #expect(changes.contains { $0 == ("removed", 3, nil) })
         #expect(changes.contains { $0 == ("added", nil, 4) })
     }
+
+    // MARK: The table made on demand
+
+    /// Values with no key observed stay in their dictionary; reads find them there, by `String`
+    /// equality (the KELVIN SIGN is canonically an ASCII "K"), until enough reads make the table.
+    @Test func readsBeforeTheTableIsMadeFindWhatItWouldFind() {
+        var table = EffectiveValues(["K": 1, "b": "two"], observedKeys: [])
+        #expect(!table.isTableMade)
+        for _ in 0..<5 {
+            #expect(table[HashedKey("K")] == 1)
+            #expect(table[HashedKey("\u{212A}")] == 1)
+            #expect(table[HashedKey("b")] == "two")
+            #expect(table[HashedKey("missing")] == nil)
+        }
+        #expect(table.isTableMade)
+        #expect(table[HashedKey("\u{212A}")] == 1)
+        #expect(table[HashedKey("b")] == "two")
+        #expect(table[HashedKey("missing")] == nil)
+    }
+
+    /// A `set`, or an observer, makes the table first, and works as on one made at once.
+    @Test func aSetOrAnObserverMakesTheTable() {
+        var table = EffectiveValues(["a": 1, "b": 2], observedKeys: [])
+        #expect(table.values.count == 2)
+        let change = set(&table, 10, "a", keepingOld: true)
+        #expect(table.isTableMade)
+        #expect(change.update == .changed && change.old == 1)
+        #expect(table[HashedKey("a")] == 10 && table[HashedKey("b")] == 2)
+        var observed = EffectiveValues(["a": 1], observedKeys: [])
+        observed.setObserved(HashedKey("a"), true)
+        #expect(observed.isTableMade && observed.isObserved(HashedKey("a")))
+        let watched = set(&observed, 5, "a")
+        #expect(watched.update == .changedObserved && watched.old == 1)
+    }
+
+    /// The differences are the same whichever of the two has its table made.
+    @Test func differencesDoNotDependOnWhetherTheTablesAreMade() {
+        let oldValues: [String: PropertyListValue] = ["same": 1, "changed": 2, "removed": 3]
+        let newValues: [String: PropertyListValue] = ["same": 1, "changed": 20, "added": 4]
+        func table(_ values: [String: PropertyListValue], made: Bool) -> EffectiveValues {
+            var table = EffectiveValues(values, observedKeys: [])
+            if made { table.setObserved(HashedKey("unrelated"), false) }
+            #expect(table.isTableMade == made)
+            return table
+        }
+        for (oldMade, newMade) in [(false, false), (false, true), (true, false), (true, true)] {
+            let changes = table(oldValues, made: oldMade).differences(from: table(newValues, made: newMade))
+                .map { ($0.key.string, $0.old, $0.new) }
+            #expect(changes.count == 3, "old made: \(oldMade), new made: \(newMade)")
+            #expect(changes.contains { $0 == ("changed", 2, 20) })
+            #expect(changes.contains { $0 == ("removed", 3, nil) })
+            #expect(changes.contains { $0 == ("added", nil, 4) })
+        }
+    }
 }

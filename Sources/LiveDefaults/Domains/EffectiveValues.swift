@@ -4,6 +4,13 @@
 /// Every key with an observer has an entry (with no value when it resolves to nothing), so a key
 /// without an entry has none. A write therefore never looks in the observer table: with 100,000
 /// observers of other keys that lookup missed the cache on every write.
+///
+/// The table is made when it is first needed, not at open (docs/design.md, "Opening a suite: the
+/// effective values made on demand"): until a write, an observer or enough reads, the values stay
+/// in the resolved dictionary they came in — at open, usually the suite's own decoded values,
+/// shared — and a read looks the `String` up there. A suite opened to read a flag or two never
+/// builds a second table of its values (a 1,000-key open wrote about 100 KB and 250,000
+/// instructions for it).
 struct EffectiveValues {
     private struct Entry {
         var value: PropertyListValue?
@@ -11,27 +18,75 @@ struct EffectiveValues {
     }
 
     private var entries: [HashedKey: Entry] = [:]
+    /// The resolved values not yet put in ``entries``: nil once they are (and then for good, until
+    /// the next resolution of every key). Never set while a key is observed.
+    private var unhashed: [String: PropertyListValue]?
+    /// The reads left before ``entries`` is made anyway: as many as there are values (at least
+    /// 16), so that the slower reads cost at most about what making the table does.
+    private var readsBeforeHashing = 0
 
     init() {}
 
-    /// Resolved `values`, with the keys `observedKeys` marked.
+    /// Whether the table is made (for tests).
+    var isTableMade: Bool { unhashed == nil }
+
+    /// Resolved `values`, with the keys `observedKeys` marked. With no key observed the table is
+    /// made on demand (``makeTable()``).
     init(_ values: [String: PropertyListValue], observedKeys: some Sequence<HashedKey>) {
-        // Made at its size: `reserveCapacity` on the empty table took the generic resize path and
-        // the dictionary's metadata accessor (docs/design.md, "Opening a suite: what a cold open does").
-        entries = Dictionary(minimumCapacity: values.count)
-        for (key, value) in values { entries[HashedKey(key)] = Entry(value: consume value, isObserved: false) }
-        for key in observedKeys { entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true }
+        var observed = observedKeys.makeIterator()
+        guard let first = observed.next() else {
+            if !values.isEmpty {
+                unhashed = values
+                readsBeforeHashing = Swift.max(16, values.count)
+            }
+            return
+        }
+        entries = Self.table(values)
+        entries[first, default: Entry(value: nil, isObserved: false)].isObserved = true
+        while let key = observed.next() {
+            entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true
+        }
     }
 
-    /// The value of `key`; nil when it resolves to nothing.
+    /// The table of `values`, none observed.
+    private static func table(_ values: [String: PropertyListValue]) -> [HashedKey: Entry] {
+        // Made at its size: `reserveCapacity` on the empty table took the generic resize path and
+        // the dictionary's metadata accessor (docs/design.md, "Opening a suite: what a cold open does").
+        var entries = [HashedKey: Entry](minimumCapacity: values.count)
+        for (key, value) in values { entries[HashedKey(key)] = Entry(value: consume value, isObserved: false) }
+        return entries
+    }
+
+    /// Puts the values not yet in the table into it.
+    @inline(never)
+    private mutating func makeTable() {
+        guard let values = unhashed.take() else { return }
+        entries = Self.table(values)
+    }
+
+    /// The value of `key`; nil when it resolves to nothing. Reads the resolved dictionary while
+    /// there is no table, and makes the table once enough reads have (``readsBeforeHashing``).
     @inline(__always)
     subscript(key: HashedKey) -> PropertyListValue? {
-        entries[key]?.value
+        mutating get {
+            if _slowPath(unhashed != nil) { return unhashedValue(key) }
+            return entries[key]?.value
+        }
+    }
+
+    /// A read while the table is not made.
+    @inline(never)
+    private mutating func unhashedValue(_ key: HashedKey) -> PropertyListValue? {
+        readsBeforeHashing -= 1
+        if readsBeforeHashing > 0 { return unhashed?[key.string] }
+        makeTable()
+        return entries[key]?.value
     }
 
     /// Every key that has a value, with it.
     var values: [(key: String, value: PropertyListValue)] {
-        entries.compactMap { entry in entry.value.value.map { (entry.key.string, $0) } }
+        if let unhashed { return unhashed.map { ($0.key, $0.value) } }
+        return entries.compactMap { entry in entry.value.value.map { (entry.key.string, $0) } }
     }
 
     /// What ``set(_:for:old:keepingOld:)`` did.
@@ -60,6 +115,7 @@ struct EffectiveValues {
     mutating func set(
         _ new: PropertyListValue?, for key: HashedKey, old: inout PropertyListValue?, keepingOld: Bool
     ) -> Update {
+        if _slowPath(unhashed != nil) { makeTable() }
         guard let index = entries.index(forKey: key) else {
             // No entry: no value and no observer.
             guard let new else { return .unchanged }
@@ -84,6 +140,7 @@ struct EffectiveValues {
 
     /// Records whether `key` has observers of its own.
     mutating func setObserved(_ key: HashedKey, _ isObserved: Bool) {
+        makeTable()
         if isObserved {
             entries[key, default: Entry(value: nil, isObserved: false)].isObserved = true
         } else if let index = entries.index(forKey: key) {
@@ -100,12 +157,21 @@ struct EffectiveValues {
         key: HashedKey, old: PropertyListValue?, new: PropertyListValue?
     )] {
         var changes: [(key: HashedKey, old: PropertyListValue?, new: PropertyListValue?)] = []
-        entries.forEachDifference(to: other.entries, value: \.value) { changes.append(($0, $1, $2)) }
+        if let mine = unhashed, let theirs = other.unhashed {
+            mine.forEachDifference(to: theirs, value: { $0 }) { changes.append((HashedKey($0), $1, $2)) }
+            return changes
+        }
+        var old = self
+        var new = other
+        old.makeTable()
+        new.makeTable()
+        old.entries.forEachDifference(to: new.entries, value: \.value) { changes.append(($0, $1, $2)) }
         return changes
     }
 
     /// Whether `key` has observers of its own.
     func isObserved(_ key: HashedKey) -> Bool {
+        // No key is observed while the table is not made.
         entries[key]?.isObserved ?? false
     }
 }
