@@ -62,7 +62,7 @@ enum ChildProcess {
     /// same with 0, divided by 20, is one decode's instructions (what: floor, decode-binary,
     /// decode-xml, encode-binary, encode-xml, flush: one changed key and `synchronize()`, cold: opening
     /// a suite file not opened before, in XML, and reading one key, cold-watch: the same, watching the file;
-    /// set: one `set` of an integer; set-observed: the same with one observer of the key; set-floor:
+    /// read: one `bool(forKey:)` of a key the suite holds; set: one `set` of an integer; set-observed: the same with one observer of the key; set-floor:
     /// the `set` floor's (`SetFloor`); flush-cold: the flush after writing to every cache line of
     /// 64 MiB, so that it finds its code and data out of the caches).
     ///
@@ -92,7 +92,7 @@ enum ChildProcess {
         }
         // The suite `set` and `flush` work on, filled and written once before the repetitions.
         var defaults: Defaults? = nil
-        if what == "flush" || what == "set" || what == "set-observed" || what == "flush-cold" {
+        if what == "flush" || what == "read" || what == "set" || what == "set-observed" || what == "flush-cold" {
             let suite = must("opening suite bench.repeat") {
                 try Defaults(suiteName: "bench.repeat", directory: directory, watchesFiles: false)
             }
@@ -128,6 +128,8 @@ enum ChildProcess {
                 let suite = try? Defaults(
                     suiteName: "bench.cold.\(index)", directory: directory, watchesFiles: what == "cold-watch")
                 blackHole(suite?.string(forKey: "key-0"))
+            case ("read", let defaults?):
+                blackHole(defaults.bool(forKey: "key-1"))
             case ("set", let defaults?), ("set-observed", let defaults?):
                 defaults.set(index, forKey: "counter")
             case ("set-floor", _):

@@ -214,7 +214,10 @@ public final class Defaults: Sendable {
     /// The effective value of `key` through the search list, as a property-list value.
     public func propertyList(forKey key: String) -> PropertyListValue? {
         let key = HashedKey(key)
-        return state.withLock { $0.effective[key] }
+        return state.withLock { state in
+            state.effective.noteRead()
+            return state.effective[key]
+        }
     }
 
     /// The effective value of `key` converted by `transform` while the lock is held, so the value
@@ -223,7 +226,10 @@ public final class Defaults: Sendable {
     @inline(__always)
     func withEffectiveValue<Result>(forKey key: String, _ transform: (PropertyListValue?) -> Result) -> Result {
         let key = HashedKey(key)
-        return state.withLock { transform($0.effective[key]) }
+        return state.withLock { state in
+            state.effective.noteRead()
+            return transform(state.effective[key])
+        }
     }
 
     /// The suite's own values (its file and this process's unwritten changes), without the rest of

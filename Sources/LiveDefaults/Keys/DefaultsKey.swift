@@ -191,7 +191,10 @@ extension Defaults {
     @usableFromInline
     func storedValue(of key: AnyKey) -> PropertyListValue? {
         let name = key.hashedName
-        return state.withLock { $0.effective[name] }
+        return state.withLock { state in
+            state.effective.noteRead()
+            return state.effective[name]
+        }
     }
 
     @usableFromInline
