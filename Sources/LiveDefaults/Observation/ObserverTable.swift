@@ -3,7 +3,7 @@
 /// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
 /// key cost the same whatever the number of observers of other keys.
 struct ObserverTable {
-    private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
+    private var byKey: [HashedKey: KeyObservers] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
     var queue: [QueuedChange] = []
@@ -20,7 +20,13 @@ struct ObserverTable {
     mutating func add(_ observer: Observer) {
         if observer.options.contains(.prior) { priorObserverCount += 1 }
         if let key = observer.key {
-            byKey[HashedKey(key), default: [:]][ObjectIdentifier(observer)] = observer
+            let key = HashedKey(key)
+            switch byKey[key] {
+            case nil: byKey[key] = .one(observer)
+            case .one(let first)?:
+                byKey[key] = .many([ObjectIdentifier(first): first, ObjectIdentifier(observer): observer])
+            case .many?: byKey[key]?.add(observer)
+            }
         } else {
             everyKey[ObjectIdentifier(observer)] = observer
         }
@@ -30,8 +36,15 @@ struct ObserverTable {
         let removed: Observer?
         if let key = observer.key {
             let key = HashedKey(key)
-            removed = byKey[key]?.removeValue(forKey: ObjectIdentifier(observer))
-            if byKey[key]?.isEmpty == true { byKey[key] = nil }
+            switch byKey[key] {
+            case nil: removed = nil
+            case .one(let only)?:
+                removed = only === observer ? only : nil
+                if removed != nil { byKey[key] = nil }
+            case .many?:
+                removed = byKey[key]?.remove(observer)
+                if case .many(let rest)? = byKey[key], rest.isEmpty { byKey[key] = nil }
+            }
         } else {
             removed = everyKey.removeValue(forKey: ObjectIdentifier(observer))
         }
@@ -39,7 +52,7 @@ struct ObserverTable {
     }
 
     /// The keys that have observers of their own.
-    var observedKeys: Dictionary<HashedKey, [ObjectIdentifier: Observer]>.Keys { byKey.keys }
+    var observedKeys: Dictionary<HashedKey, KeyObservers>.Keys { byKey.keys }
 
     /// Whether some observer observes every key.
     var observesEveryKey: Bool { !everyKey.isEmpty }
@@ -50,7 +63,7 @@ struct ObserverTable {
     /// Whether some observer of `key` asked for prior calls.
     func wantsPrior(_ key: String) -> Bool {
         guard priorObserverCount > 0 else { return false }
-        return byKey[HashedKey(key)]?.values.contains { $0.options.contains(.prior) } == true
+        return byKey[HashedKey(key)]?.contains { $0.options.contains(.prior) } == true
             || everyKey.values.contains { $0.options.contains(.prior) }
     }
 
@@ -68,13 +81,28 @@ struct ObserverTable {
         isPrior: Bool = false
     ) {
         let key = hashed.string
-        for observer in byKey[hashed]?.values ?? [:].values {
-            if isPrior && !observer.options.contains(.prior) { continue }
-            queue.append(
-                QueuedChange(
-                    observer: observer,
-                    change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        // A key's one observer comes out of the table as itself, its retain the queued change's
+        // own; several come out as their dictionary, copied (a retain and a release of it).
+        switch byKey[hashed] {
+        case nil: break
+        case .one(let observer)?:
+            if !isPrior || observer.options.contains(.prior) {
+                queue.append(
+                    QueuedChange(
+                        observer: observer,
+                        change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            }
+        case .many(let observers)?:
+            for observer in observers.values {
+                if isPrior && !observer.options.contains(.prior) { continue }
+                queue.append(
+                    QueuedChange(
+                        observer: observer,
+                        change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            }
         }
+        // Most tables have no observer of every key: not even the empty dictionary's retain.
+        if everyKey.isEmpty { return }
         for observer in everyKey.values {
             if isPrior && !observer.options.contains(.prior) { continue }
             queue.append(
@@ -121,4 +149,37 @@ struct ObserverTable {
 struct QueuedChange {
     let observer: Observer
     let change: UntypedChange
+}
+
+/// The observers of one key: most keys have one, kept as itself. Looked up on every observed
+/// `set`, a dictionary of one was copied out of the table, a retain and a release of its storage
+/// besides the observer's own (docs/performance.md, "Issue 40").
+enum KeyObservers {
+    case one(Observer)
+    case many([ObjectIdentifier: Observer])
+
+    /// Adds `observer` to several (``many(_:)``).
+    mutating func add(_ observer: Observer) {
+        guard case .many(var observers) = self else { return }
+        self = .many([:])
+        observers[ObjectIdentifier(observer)] = observer
+        self = .many(observers)
+    }
+
+    /// Removes `observer` from several (``many(_:)``); returns it if it was there.
+    mutating func remove(_ observer: Observer) -> Observer? {
+        guard case .many(var observers) = self else { return nil }
+        self = .many([:])
+        let removed = observers.removeValue(forKey: ObjectIdentifier(observer))
+        self = .many(observers)
+        return removed
+    }
+
+    /// Whether one of them satisfies `predicate`.
+    func contains(where predicate: (Observer) -> Bool) -> Bool {
+        switch self {
+        case .one(let observer): predicate(observer)
+        case .many(let observers): observers.values.contains(where: predicate)
+        }
+    }
 }
