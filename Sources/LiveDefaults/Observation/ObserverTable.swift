@@ -113,32 +113,35 @@ struct ObserverTable {
     }
 
     /// Takes the queue for delivery when there is something to deliver and no other thread is
-    /// delivering, marking this thread as the deliverer (to be called under the same lock that
-    /// queued the changes, saving a second acquisition).
+    /// delivering, marking this thread as the deliverer (called under the same lock that queued the
+    /// changes, saving a second acquisition). The deliverer takes what is queued afterwards with
+    /// ``exchangeBatch(_:)``.
     mutating func claimBatch() -> [QueuedChange]? {
-        takeBatch(claiming: true)
-    }
-
-    /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
-    /// deliverer. Returns nil (and clears the mark) when there is nothing left.
-    mutating func takeBatch(claiming: Bool) -> [QueuedChange]? {
-        if claiming {
-            if isDelivering || queue.isEmpty { return nil }
-            isDelivering = true
-        }
-        if queue.isEmpty {
-            isDelivering = false
-            return nil
-        }
+        if isDelivering || queue.isEmpty { return nil }
+        isDelivering = true
         var batch = spare
         spare = []
         swap(&batch, &queue)
         return batch
     }
 
+    /// For the deliverer, with its batch delivered: keeps the emptied `batch`'s buffer for the next
+    /// queue (``putBack(_:)``) and takes the queue into `batch`; when nothing was queued meanwhile,
+    /// clears the deliverer's mark and returns false.
+    mutating func exchangeBatch(_ batch: inout [QueuedChange]) -> Bool {
+        putBack(&batch)
+        if queue.isEmpty {
+            isDelivering = false
+            return false
+        }
+        // `batch` is empty now (the emptied one, or the spare it replaced): it becomes the queue.
+        swap(&batch, &queue)
+        return true
+    }
+
     /// Keeps a delivered batch's buffer, emptied outside the lock, for the next queue; not a large
     /// one (a burst's), which would hold its memory for good.
-    mutating func putBack(_ emptied: inout [QueuedChange]) {
+    private mutating func putBack(_ emptied: inout [QueuedChange]) {
         if spare.capacity < emptied.capacity, emptied.capacity <= 64 { swap(&spare, &emptied) }
     }
 }
