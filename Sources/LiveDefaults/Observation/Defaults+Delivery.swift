@@ -48,7 +48,9 @@ extension Defaults {
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
         var waits: Bool
         /// Observers of keys becoming forced or released, with their news (``Defaults/observeForcing(ofKey:_:)``).
-        var forcing: [@Sendable () -> Void] = []
+        /// (Nil rather than empty when there are none: an empty array was retained and released, the
+        /// runtime's empty array, no atomic operation, but calls into the runtime on every delivery.)
+        var forcing: [@Sendable () -> Void]? = nil
     }
 
     /// Does what a change left to do: delivers, schedules the notification, waits for observers.
@@ -66,7 +68,7 @@ extension Defaults {
             if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
         }
         if delivery.waits { waitForObservers() }
-        for call in delivery.forcing { call() }
+        if let forcing = delivery.forcing { for call in forcing { call() } }
     }
 
     /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
