@@ -188,13 +188,14 @@ extension Defaults {
     private func deliver(_ batch: consuming [QueuedChange]) {
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
-            if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
+            let count = batch.count
+            if count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
             // Each change moved out of the batch, not copied, and the batch emptied as it goes, outside
             // the lock; its buffer goes back for the next queue. Reversed once (moves, no copies) so
             // that `popLast()` takes them in order: the copy out of the batch and the batch's
             // destruction afterwards, through the runtime's generic witness, cost an observed `set`
             // about 250 instructions (docs/design.md, "Observation: the `set` path").
-            batch.reverse()
+            if count > 1 { batch.reverse() }
             while let item = batch.popLast() { item.observer.deliver(item.change) }
             guard state.withLock({ $0.observers.exchangeBatch(&batch) }) else {
                 backlogGate.wake()
