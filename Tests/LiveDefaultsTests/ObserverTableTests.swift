@@ -30,6 +30,12 @@ import Testing
         #expect(queuedFor("k", in: &table) == [ObjectIdentifier(first), ObjectIdentifier(second)])
         table.remove(first)
         #expect(queuedFor("k", in: &table) == [ObjectIdentifier(second)])
+        // Back to one observer, the key keeps it as itself again (no dictionary copied per change).
+        guard case .one(let kept)? = table.byKey[HashedKey("k")] else {
+            Issue.record("a key back to one observer still holds a dictionary: \(String(describing: table.byKey))")
+            return
+        }
+        #expect(kept === second)
         #expect(table.hasObservers(of: HashedKey("k")))
         table.remove(second)
         #expect(queuedFor("k", in: &table).isEmpty)

@@ -3,7 +3,7 @@
 /// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
 /// key cost the same whatever the number of observers of other keys.
 struct ObserverTable {
-    private var byKey: [HashedKey: KeyObservers] = [:]
+    private(set) var byKey: [HashedKey: KeyObservers] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
     var queue: [QueuedChange] = []
@@ -24,7 +24,10 @@ struct ObserverTable {
             switch byKey[key] {
             case nil: byKey[key] = .one(observer)
             case .one(let first)?:
-                byKey[key] = .many([ObjectIdentifier(first): first, ObjectIdentifier(observer): observer])
+                // Not a literal of two: one observer added twice (never done) would trap there.
+                var observers = [ObjectIdentifier(first): first]
+                observers[ObjectIdentifier(observer)] = observer
+                byKey[key] = .many(observers)
             case .many?: byKey[key]?.add(observer)
             }
         } else {
@@ -43,7 +46,10 @@ struct ObserverTable {
                 if removed != nil { byKey[key] = nil }
             case .many?:
                 removed = byKey[key]?.remove(observer)
-                if case .many(let rest)? = byKey[key], rest.isEmpty { byKey[key] = nil }
+                // Back to one, kept as itself again (or none).
+                if case .many(let rest)? = byKey[key], rest.count <= 1 {
+                    byKey[key] = rest.values.first.map { .one($0) }
+                }
             }
         } else {
             removed = everyKey.removeValue(forKey: ObjectIdentifier(observer))
