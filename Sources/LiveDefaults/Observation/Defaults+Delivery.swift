@@ -48,7 +48,9 @@ extension Defaults {
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
         var waits: Bool
         /// Observers of keys becoming forced or released, with their news (``Defaults/observeForcing(ofKey:_:)``).
-        var forcing: [@Sendable () -> Void] = []
+        /// (Nil rather than empty when there are none: an empty array was retained and released, the
+        /// runtime's empty array, no atomic operation, but calls into the runtime on every delivery.)
+        var forcing: [@Sendable () -> Void]? = nil
     }
 
     /// Does what a change left to do: delivers, schedules the notification, waits for observers.
@@ -59,14 +61,14 @@ extension Defaults {
     /// own reading thread, where one message is one burst (docs/design.md, "The change notification").
     ///
     /// The delivery is consumed, its batch moved on: delivered, the batch's buffer is then the only
-    /// reference to it and goes back to the queue (``ObserverTable/putBack(_:)``) without a copy.
+    /// reference to it and goes back to the queue (``ObserverTable/exchangeBatch(_:)``) without a copy.
     func perform(_ delivery: consuming Delivery, postingNow: Bool = false) {
         if let batch = delivery.batch.take() { deliver(batch) }
         if delivery.notifies {
             if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
         }
         if delivery.waits { waitForObservers() }
-        for call in delivery.forcing { call() }
+        if let forcing = delivery.forcing { for call in forcing { call() } }
     }
 
     /// Re-resolves `keys` (all keys when nil) after a layer changed and queues a change for each
@@ -173,33 +175,32 @@ extension Defaults {
     /// Delivers queued changes on this thread, unless another thread already is (it then delivers
     /// these too, in order). Never called with the lock held.
     func deliverQueuedChanges() {
-        guard let batch = state.withLock({ $0.observers.takeBatch(claiming: true) }) else { return }
+        guard let batch = state.withLock({ $0.observers.claimBatch() }) else { return }
         deliver(batch)
     }
 
     /// Delivers a claimed batch, then whatever was queued meanwhile, until the queue is empty.
-    private func deliver(_ first: consuming [QueuedChange]) {
-        var batch = consume first
+    ///
+    /// The batch is the consumed parameter itself, and the next one is exchanged into it in place
+    /// (``ObserverTable/exchangeBatch(_:)``): assigned from the lock's result, or copied from the
+    /// parameter into a variable, it was retained and released around the read of its count on
+    /// every delivery (docs/performance.md, "Issue 40").
+    private func deliver(_ batch: consuming [QueuedChange]) {
         while true {
             // Writers may be waiting for a queue this long to be taken (``ObservationBacklog``).
-            if batch.count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
+            let count = batch.count
+            if count >= backlogLimit.load(ordering: .relaxed) / 2 { backlogGate.wake() }
             // Each change moved out of the batch, not copied, and the batch emptied as it goes, outside
             // the lock; its buffer goes back for the next queue. Reversed once (moves, no copies) so
             // that `popLast()` takes them in order: the copy out of the batch and the batch's
             // destruction afterwards, through the runtime's generic witness, cost an observed `set`
             // about 250 instructions (docs/design.md, "Observation: the `set` path").
-            batch.reverse()
+            if count > 1 { batch.reverse() }
             while let item = batch.popLast() { item.observer.deliver(item.change) }
-            guard
-                let next = state.withLock({ state in
-                    state.observers.putBack(&batch)
-                    return state.observers.takeBatch(claiming: false)
-                })
-            else {
+            guard state.withLock({ $0.observers.exchangeBatch(&batch) }) else {
                 backlogGate.wake()
                 return
             }
-            batch = next
         }
     }
 

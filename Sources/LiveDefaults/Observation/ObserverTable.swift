@@ -3,7 +3,7 @@
 /// Lives inside the defaults' locked state. Registering, cancelling and finding the observers of a
 /// key cost the same whatever the number of observers of other keys.
 struct ObserverTable {
-    private var byKey: [HashedKey: [ObjectIdentifier: Observer]] = [:]
+    private(set) var byKey: [HashedKey: KeyObservers] = [:]
     private var everyKey: [ObjectIdentifier: Observer] = [:]
     /// Changes waiting for delivery, in the order they were applied.
     var queue: [QueuedChange] = []
@@ -20,7 +20,16 @@ struct ObserverTable {
     mutating func add(_ observer: Observer) {
         if observer.options.contains(.prior) { priorObserverCount += 1 }
         if let key = observer.key {
-            byKey[HashedKey(key), default: [:]][ObjectIdentifier(observer)] = observer
+            let key = HashedKey(key)
+            switch byKey[key] {
+            case nil: byKey[key] = .one(observer)
+            case .one(let first)?:
+                // Not a literal of two: one observer added twice (never done) would trap there.
+                var observers = [ObjectIdentifier(first): first]
+                observers[ObjectIdentifier(observer)] = observer
+                byKey[key] = .many(observers)
+            case .many?: byKey[key]?.add(observer)
+            }
         } else {
             everyKey[ObjectIdentifier(observer)] = observer
         }
@@ -30,8 +39,18 @@ struct ObserverTable {
         let removed: Observer?
         if let key = observer.key {
             let key = HashedKey(key)
-            removed = byKey[key]?.removeValue(forKey: ObjectIdentifier(observer))
-            if byKey[key]?.isEmpty == true { byKey[key] = nil }
+            switch byKey[key] {
+            case nil: removed = nil
+            case .one(let only)?:
+                removed = only === observer ? only : nil
+                if removed != nil { byKey[key] = nil }
+            case .many?:
+                removed = byKey[key]?.remove(observer)
+                // Back to one, kept as itself again (or none).
+                if case .many(let rest)? = byKey[key], rest.count <= 1 {
+                    byKey[key] = rest.values.first.map { .one($0) }
+                }
+            }
         } else {
             removed = everyKey.removeValue(forKey: ObjectIdentifier(observer))
         }
@@ -39,7 +58,7 @@ struct ObserverTable {
     }
 
     /// The keys that have observers of their own.
-    var observedKeys: Dictionary<HashedKey, [ObjectIdentifier: Observer]>.Keys { byKey.keys }
+    var observedKeys: Dictionary<HashedKey, KeyObservers>.Keys { byKey.keys }
 
     /// Whether some observer observes every key.
     var observesEveryKey: Bool { !everyKey.isEmpty }
@@ -50,7 +69,7 @@ struct ObserverTable {
     /// Whether some observer of `key` asked for prior calls.
     func wantsPrior(_ key: String) -> Bool {
         guard priorObserverCount > 0 else { return false }
-        return byKey[HashedKey(key)]?.values.contains { $0.options.contains(.prior) } == true
+        return byKey[HashedKey(key)]?.contains { $0.options.contains(.prior) } == true
             || everyKey.values.contains { $0.options.contains(.prior) }
     }
 
@@ -68,13 +87,28 @@ struct ObserverTable {
         isPrior: Bool = false
     ) {
         let key = hashed.string
-        for observer in byKey[hashed]?.values ?? [:].values {
-            if isPrior && !observer.options.contains(.prior) { continue }
-            queue.append(
-                QueuedChange(
-                    observer: observer,
-                    change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+        // A key's one observer comes out of the table as itself, its retain the queued change's
+        // own; several come out as their dictionary, copied (a retain and a release of it).
+        switch byKey[hashed] {
+        case nil: break
+        case .one(let observer)?:
+            if !isPrior || observer.options.contains(.prior) {
+                queue.append(
+                    QueuedChange(
+                        observer: observer,
+                        change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            }
+        case .many(let observers)?:
+            for observer in observers.values {
+                if isPrior && !observer.options.contains(.prior) { continue }
+                queue.append(
+                    QueuedChange(
+                        observer: observer,
+                        change: observer.shaped(key: key, old: old, new: new, origin: origin, isPrior: isPrior)))
+            }
         }
+        // Most tables have no observer of every key: not even the empty dictionary's retain.
+        if everyKey.isEmpty { return }
         for observer in everyKey.values {
             if isPrior && !observer.options.contains(.prior) { continue }
             queue.append(
@@ -85,32 +119,35 @@ struct ObserverTable {
     }
 
     /// Takes the queue for delivery when there is something to deliver and no other thread is
-    /// delivering, marking this thread as the deliverer (to be called under the same lock that
-    /// queued the changes, saving a second acquisition).
+    /// delivering, marking this thread as the deliverer (called under the same lock that queued the
+    /// changes, saving a second acquisition). The deliverer takes what is queued afterwards with
+    /// ``exchangeBatch(_:)``.
     mutating func claimBatch() -> [QueuedChange]? {
-        takeBatch(claiming: true)
-    }
-
-    /// Takes the whole queue for delivery if no other thread is delivering; marks this one as the
-    /// deliverer. Returns nil (and clears the mark) when there is nothing left.
-    mutating func takeBatch(claiming: Bool) -> [QueuedChange]? {
-        if claiming {
-            if isDelivering || queue.isEmpty { return nil }
-            isDelivering = true
-        }
-        if queue.isEmpty {
-            isDelivering = false
-            return nil
-        }
+        if isDelivering || queue.isEmpty { return nil }
+        isDelivering = true
         var batch = spare
         spare = []
         swap(&batch, &queue)
         return batch
     }
 
+    /// For the deliverer, with its batch delivered: keeps the emptied `batch`'s buffer for the next
+    /// queue (``putBack(_:)``) and takes the queue into `batch`; when nothing was queued meanwhile,
+    /// clears the deliverer's mark and returns false.
+    mutating func exchangeBatch(_ batch: inout [QueuedChange]) -> Bool {
+        putBack(&batch)
+        if queue.isEmpty {
+            isDelivering = false
+            return false
+        }
+        // `batch` is empty now (the emptied one, or the spare it replaced): it becomes the queue.
+        swap(&batch, &queue)
+        return true
+    }
+
     /// Keeps a delivered batch's buffer, emptied outside the lock, for the next queue; not a large
     /// one (a burst's), which would hold its memory for good.
-    mutating func putBack(_ emptied: inout [QueuedChange]) {
+    private mutating func putBack(_ emptied: inout [QueuedChange]) {
         if spare.capacity < emptied.capacity, emptied.capacity <= 64 { swap(&spare, &emptied) }
     }
 }
@@ -121,4 +158,37 @@ struct ObserverTable {
 struct QueuedChange {
     let observer: Observer
     let change: UntypedChange
+}
+
+/// The observers of one key: most keys have one, kept as itself. Looked up on every observed
+/// `set`, a dictionary of one was copied out of the table, a retain and a release of its storage
+/// besides the observer's own (docs/performance.md, "Issue 40").
+enum KeyObservers {
+    case one(Observer)
+    case many([ObjectIdentifier: Observer])
+
+    /// Adds `observer` to several (``many(_:)``).
+    mutating func add(_ observer: Observer) {
+        guard case .many(var observers) = self else { return }
+        self = .many([:])
+        observers[ObjectIdentifier(observer)] = observer
+        self = .many(observers)
+    }
+
+    /// Removes `observer` from several (``many(_:)``); returns it if it was there.
+    mutating func remove(_ observer: Observer) -> Observer? {
+        guard case .many(var observers) = self else { return nil }
+        self = .many([:])
+        let removed = observers.removeValue(forKey: ObjectIdentifier(observer))
+        self = .many(observers)
+        return removed
+    }
+
+    /// Whether one of them satisfies `predicate`.
+    func contains(where predicate: (Observer) -> Bool) -> Bool {
+        switch self {
+        case .one(let observer): predicate(observer)
+        case .many(let observers): observers.values.contains(where: predicate)
+        }
+    }
 }
