@@ -87,8 +87,7 @@ import Testing
 
     /// A read as `Defaults` makes one: counted, then looked up.
     private func read(_ table: inout EffectiveValues, _ key: String) -> PropertyListValue? {
-        table.noteRead()
-        return table[HashedKey(key)]
+        table.isTableMade ? table.tableValue(HashedKey(key)) : table.countedRead(HashedKey(key))
     }
 
     /// Values with no key observed stay in their dictionary; reads find them there, by `String`

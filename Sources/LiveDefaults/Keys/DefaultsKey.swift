@@ -192,8 +192,8 @@ extension Defaults {
     func storedValue(of key: AnyKey) -> PropertyListValue? {
         let name = key.hashedName
         return state.withLock { state in
-            state.effective.noteRead()
-            return state.effective[name]
+            if _fastPath(state.effective.isTableMade) { return state.effective.tableValue(name) }
+            return state.effective.countedRead(name)
         }
     }
 

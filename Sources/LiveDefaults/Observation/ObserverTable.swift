@@ -88,7 +88,9 @@ struct ObserverTable {
     ) {
         let key = hashed.string
         // A key's one observer comes out of the table as itself, its retain the queued change's
-        // own; several come out as their dictionary, copied (a retain and a release of it).
+        // own; several come out as their dictionary, copied (a retain and a release of it). The
+        // append is written out in each case: one helper for the three, even `@inline(__always)`,
+        // cost an observed `set` 66 instructions.
         switch byKey[hashed] {
         case nil: break
         case .one(let observer)?:
