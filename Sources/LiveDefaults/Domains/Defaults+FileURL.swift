@@ -16,19 +16,24 @@ extension Defaults {
 }
 
 extension URL {
-    /// The path of a directory URL, for opening a suite in it: the URL's encoded path as it is when
-    /// decoding could change nothing (no base URL, absolute, no `%`, no trailing `/`), else `path`,
-    /// which resolves a relative URL against its base, decodes and cuts a trailing `/`
-    /// (docs/design.md, "Opening a suite: what a cold open does").
+    /// The path of a directory URL, for opening a suite in it: the URL's encoded path, with any
+    /// trailing `/` cut, when decoding could change nothing (no base URL, absolute, no `%`), else
+    /// `path`, which resolves a relative URL against its base, decodes and cuts a trailing `/`
+    /// (docs/design.md, "Opening a suite: what a cold open does"). A directory URL usually ends
+    /// in `/` (`URL(fileURLWithPath:)` adds one for a directory that exists): `path` for one cost
+    /// a cold open of 10 keys about 2 µs.
     var suiteDirectoryPath: String {
         guard baseURL == nil else { return path }
         let encoded = path(percentEncoded: true)
-        var isPlain = encoded.utf8.first == UInt8(ascii: "/")
-        var last: UInt8 = 0
-        for byte in encoded.utf8 {
-            if byte == UInt8(ascii: "%") { isPlain = false }
-            last = byte
+        let bytes = encoded.utf8
+        guard bytes.first == UInt8(ascii: "/"), !bytes.contains(UInt8(ascii: "%")) else { return path }
+        // The trailing `/`s cut by their bytes (`removeLast` works in characters).
+        var end = bytes.endIndex
+        var count = bytes.count
+        while count > 1, bytes[bytes.index(before: end)] == UInt8(ascii: "/") {
+            end = bytes.index(before: end)
+            count -= 1
         }
-        return isPlain && (last != UInt8(ascii: "/") || encoded.utf8.count == 1) ? encoded : path
+        return end == bytes.endIndex ? encoded : String(Substring(bytes[..<end]))
     }
 }
