@@ -185,7 +185,7 @@ public final class Defaults: Sendable {
         } else {
             let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
             self.global =
-                globalLocation.path == location.path ? nil : stores.open(globalLocation)
+                globalLocation.path == location.path ? nil : stores.openGlobalDomain(globalLocation)
         }
         self.candidateLayers = CandidateLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,

@@ -275,6 +275,18 @@ import Testing
         let bytes = try Data(contentsOf: directory.file("TestHelper.plist"))
         #expect(try PropertyListValue.decodeForTest(bytes) == ["k": "v"])
     }
+
+    /// The global domain's store outlives its last `Defaults` while it is not watched, and is let
+    /// go (with its watch) once an instance that watches has opened it and gone
+    /// (docs/design.md, "Opening a suite: the global domain kept"). In a process of its own: every
+    /// test in this one opens global domains, and the process keeps one.
+    @Test func theGlobalDomainIsKeptOnlyWhileUnwatched() throws {
+        let directory = try TemporaryDirectory()
+        let result = try ProductRunner.run("TestHelper", ["kept-global-domain", directory.path, "com.example.kept"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("kept after an unwatched open: true"), "\(result)")
+        #expect(result.standardOutput.contains("kept after a watched open: false"), "\(result)")
+    }
 }
 
 extension PropertyListValue {

@@ -577,6 +577,24 @@ case "open-close-stores":
     say("after \(after)")
     say("took \(Int(Date().timeIntervalSince(start) * 1000)) ms")
 
+case "kept-global-domain":
+    // kept-global-domain <dir> <suite>: whether the global domain's store of <dir> is still open
+    // once the last `Defaults` that searched it is gone: after one that does not watch, then after
+    // one that does (its watch let go, within 30 s).
+    let location: SuiteLocation
+    do {
+        location = try SuiteLocation(suiteName: Defaults.globalDomain, directory: arguments[1])
+    } catch { fail("\(error)") }
+    do { _ = open(1) }
+    say("kept after an unwatched open: \(SuiteStore.isRegistered(location))")
+    do {
+        _ = try Defaults(suiteName: arguments[2], directory: URL(fileURLWithPath: arguments[1]), watchesFiles: true)
+    } catch { fail("\(error)") }
+    // A store's last reference can be its watcher's delivery or a flush timer: wait for it to go.
+    let deadline = Date().addingTimeInterval(30)
+    while SuiteStore.isRegistered(location), Date() < deadline { usleep(1_000) }
+    say("kept after a watched open: \(SuiteStore.isRegistered(location))")
+
 default:
     fail("unknown command \(arguments[0])")
 }

@@ -18,6 +18,15 @@ enum StoreSource: Sendable {
         }
     }
 
+    /// The store of the global domain at `location`: as ``open(_:)``, and kept for the next open
+    /// while it is not watched (``SuiteStore/open(_:watching:keepsUnwatched:)``).
+    func openGlobalDomain(_ location: SuiteLocation) -> SuiteStore {
+        switch self {
+        case .files(let watching): SuiteStore.open(location, watching: watching, keepsUnwatched: true)
+        case .memory(let suites): suites.open(location)
+        }
+    }
+
     /// The store of the suite at `location` for a one-off access: not watched.
     func openUnwatched(_ location: SuiteLocation) -> SuiteStore {
         switch self {

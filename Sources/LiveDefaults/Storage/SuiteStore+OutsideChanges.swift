@@ -1,6 +1,7 @@
 extension SuiteStore {
     /// Starts following outside changes to the suite (for files: its directory is watched).
     package func startWatching() {
+        guard !isWatching.exchange(true, ordering: .acquiringAndReleasing) else { return }
         backend.startWatching { [weak self] change in
             guard let self else { return }
             switch change {
@@ -22,6 +23,14 @@ extension SuiteStore {
     ///   found absent then reads as empty; otherwise an absent suite is no change).
     package func reload(goneForGood: Bool = false) {
         reload { goneForGood }
+    }
+
+    /// Checks a store that no watch kept up to date against its backend, as a store opened anew
+    /// would read it (an absent suite reads as empty), and delivers what changed. Does nothing if
+    /// a write or reload holds the I/O lock: that one reads the backend itself, and this may be
+    /// called from inside one (a migration step that opens its own suite).
+    package func catchUp() {
+        _ = reload(waiting: false, started: {}, goneForGood: { true })
     }
 
     /// Reloads, asking `goneForGood` once no other write or reload runs (a scheduled reload takes

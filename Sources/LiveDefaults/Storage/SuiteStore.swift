@@ -1,5 +1,6 @@
 import Foundation
 import LiveDefaultsWatching
+import Synchronization
 
 /// One suite's values in this process, and the order in which they change (docs/design.md, "Store
 /// model and backends"): the values themselves are a pure ``SuiteValues``, when background work
@@ -32,6 +33,8 @@ package final class SuiteStore: Sendable {
     /// delivering to observers). It counts them: the thread sanitizer mistakes accesses to an empty (`Void`)
     /// guarded value in two different objects for a race, so the lock guards a real one.
     let inputOutput = Locked<Int>(0)
+    /// Whether ``startWatching()`` was called: the store follows its outside from then on.
+    let isWatching = Atomic<Bool>(false)
 
     struct State {
         var values = SuiteValues()
