@@ -183,13 +183,13 @@ public final class Defaults: Sendable {
         {
             self.global = nil
         } else {
-            let globalLocation = try SuiteLocation(suiteName: Self.globalDomain, directory: directory)
+            let globalLocation = SuiteLocation(globalDomainIn: directory)
             self.global =
                 globalLocation.path == location.path ? nil : stores.openGlobalDomain(globalLocation)
         }
         self.candidateLayers = CandidateLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,
-            excluding: [location.path] + [global?.location.path].compactMap { $0 },
+            excluding: location.path, global?.location.path,
             host: hostLayer.map { (stores.open($0.location), $0.isAnyHost) }, watching: stores.watchesFiles)
         self.state = Locked(State(arguments: ArgumentDomain.current))
         // One step of the change order: no change can fall between the values read and listening.

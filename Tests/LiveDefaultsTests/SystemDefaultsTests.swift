@@ -122,6 +122,22 @@ import Testing
         #expect(settings.managedDirectory?.path == managedDirectory, "\(environment)")
         #expect(settings.trustedOwner == 0)
     }
+
+    /// The process's settings carry their directories' paths, made once; a directory changed
+    /// afterwards is searched by its own path, and the paths are not part of what the settings are.
+    @Test func theSettingsPathsFollowAChangedDirectory() {
+        var settings = AdministeredSettings.fromEnvironment()
+        settings.systemDirectories = [URL(fileURLWithPath: "/tmp/site-xdg", isDirectory: true)]
+        #expect(settings.paths.system == ["/tmp/site-xdg"])
+        settings.managedDirectory = URL(fileURLWithPath: "/tmp/site-managed", isDirectory: true)
+        #expect(settings.paths.managed == "/tmp/site-managed")
+
+        let made = AdministeredSettings.fromEnvironment()
+        let same = AdministeredSettings(systemDirectories: made.systemDirectories, managedDirectory: made.managedDirectory)
+        #expect(made == same)
+        #expect(made.hashValue == same.hashValue)
+        #expect(made.paths.system == same.paths.system)
+    }
 }
 
 /// Where the lock and journals of a suite file go (``SidecarPlacement``): the rule alone.

@@ -29,11 +29,25 @@ import Foundation
 /// followed live, and so is a `chmod` or `chown` that makes a managed file trusted or not.
 public struct AdministeredSettings: Sendable, Hashable {
     /// The directories of system-wide defaults, the one that wins first (`$XDG_CONFIG_DIRS`).
-    public var systemDirectories: [URL]
+    public var systemDirectories: [URL] { didSet { madePaths = nil } }
     /// The directory of managed files, nil for none.
-    public var managedDirectory: URL?
+    public var managedDirectory: URL? { didSet { madePaths = nil } }
     /// The user ID a managed file and its directory must belong to (0, root).
     public var trustedOwner: UInt32
+    /// The directories' paths, when ``fromEnvironment()`` made them with these settings (cleared
+    /// when a directory is changed): not part of what the settings are.
+    private var madePaths: Paths?
+
+    public static func == (lhs: AdministeredSettings, rhs: AdministeredSettings) -> Bool {
+        lhs.systemDirectories == rhs.systemDirectories && lhs.managedDirectory == rhs.managedDirectory
+            && lhs.trustedOwner == rhs.trustedOwner
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(systemDirectories)
+        hasher.combine(managedDirectory)
+        hasher.combine(trustedOwner)
+    }
 
     /// The default managed directory: `/etc/livedefaults/managed`.
     public static let defaultManagedDirectory = URL(fileURLWithPath: "/etc/livedefaults/managed")
@@ -74,9 +88,9 @@ public struct AdministeredSettings: Sendable, Hashable {
         var environment: [String: String] = [:]
         environment["XDG_CONFIG_DIRS"] = configDirectories
         environment["LIVEDEFAULTS_MANAGED_DIR"] = managed
-        let settings = fromEnvironment(environment)
-        let made = EnvironmentSettings(
-            configDirectories: configDirectories, managed: managed, settings: settings, paths: Paths(settings))
+        var settings = fromEnvironment(environment)
+        settings.madePaths = Paths(settings)
+        let made = EnvironmentSettings(configDirectories: configDirectories, managed: managed, settings: settings)
         lastFromEnvironment.withLock { $0 = made }
         return settings
     }
@@ -86,7 +100,6 @@ public struct AdministeredSettings: Sendable, Hashable {
         let configDirectories: String?
         let managed: String?
         let settings: AdministeredSettings
-        let paths: Paths
     }
 
     private static let lastFromEnvironment = Locked<EnvironmentSettings?>(nil)
@@ -105,11 +118,9 @@ public struct AdministeredSettings: Sendable, Hashable {
     }
 
     /// The directories' paths: those ``fromEnvironment()`` made with the settings when these are
-    /// its settings (each `URL`'s `path` costs a few thousand instructions).
-    var paths: Paths {
-        if let last = Self.lastFromEnvironment.withLock({ $0 }), last.settings == self { return last.paths }
-        return Paths(self)
-    }
+    /// its settings (each `URL`'s `path` costs a few thousand instructions, and comparing the
+    /// settings with the last ones it made, their `URL`s, about 1,500 of a cold open).
+    var paths: Paths { madePaths ?? Paths(self) }
 
     /// The settings `environment` gives (``fromEnvironment()``).
     package static func fromEnvironment(_ environment: [String: String]) -> AdministeredSettings {

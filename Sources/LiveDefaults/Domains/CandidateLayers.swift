@@ -35,22 +35,31 @@ final class CandidateLayers: Sendable {
     /// - Parameters:
     ///   - settings: Where the files are.
     ///   - suiteName: The suite.
-    ///   - excluded: Paths never opened here (the suite's and the global domain's own files).
+    ///   - suitePath: The suite's own file, never opened here.
+    ///   - globalPath: The global domain's own file, never opened here.
     ///   - host: The host layer (``host``), if any.
     ///   - watching: Whether the files are followed live.
     init(
-        settings: AdministeredSettings, suiteName: String, excluding excluded: [String],
+        settings: AdministeredSettings, suiteName: String, excluding suitePath: String, _ globalPath: String?,
         host: (SuiteStore, Bool)?, watching: Bool
     ) {
         self.settings = settings
         self.host = host.map { (store: $0.0, isAnyHost: $0.1) }
         let names = suiteName == Defaults.globalDomain ? [suiteName] : [suiteName, Defaults.globalDomain]
+        // The suite's own name was validated when it was opened, or is a file's; the global
+        // domain's is a constant.
+        func location(of name: String, in directory: String) -> SuiteLocation? {
+            let location =
+                name == Defaults.globalDomain
+                ? SuiteLocation(globalDomainIn: directory) : try? SuiteLocation(suiteName: name, directory: directory)
+            guard let location, location.path != suitePath, location.path != globalPath else { return nil }
+            return location
+        }
         let paths = settings.paths
         var managed: [SuiteStore] = []
         if let directory = paths.managed, watching || Self.isDirectory(directory) {
             for name in names {
-                guard let location = try? SuiteLocation(suiteName: name, directory: directory),
-                    !excluded.contains(location.path), watching || Self.exists(location.path)
+                guard let location = location(of: name, in: directory), watching || Self.exists(location.path)
                 else { continue }
                 let store = SuiteStore(
                     location: location,
@@ -66,8 +75,7 @@ final class CandidateLayers: Sendable {
         let directories = paths.system
         for name in names {
             for directory in directories {
-                guard let location = try? SuiteLocation(suiteName: name, directory: directory),
-                    !excluded.contains(location.path), watching || Self.exists(location.path)
+                guard let location = location(of: name, in: directory), watching || Self.exists(location.path)
                 else { continue }
                 system.append(SuiteStore.open(location, watching: watching))
             }
