@@ -133,7 +133,8 @@ import Testing
         #expect(settings.paths.managed == "/tmp/site-managed")
 
         let made = AdministeredSettings.fromEnvironment()
-        let same = AdministeredSettings(systemDirectories: made.systemDirectories, managedDirectory: made.managedDirectory)
+        let same = AdministeredSettings(
+            systemDirectories: made.systemDirectories, managedDirectory: made.managedDirectory)
         #expect(made == same)
         #expect(made.hashValue == same.hashValue)
         #expect(made.paths.system == same.paths.system)
