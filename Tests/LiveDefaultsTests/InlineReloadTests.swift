@@ -169,6 +169,12 @@ import Testing
         #expect(await slow.delivered(stuck) != nil, "the blocked change was never delivered")
 
         // Measured slow (it waited for the takeover, over 10 ms): its next change goes to a worker.
+        // The reload is judged once it has finished, a moment after its observer returned: a change
+        // written before then is placed by the judgement from before (inline), so wait for it
+        // (a thread-sanitizer run on a loaded machine once wrote into that moment).
+        #expect(
+            await eventually { slow.reloadPlace != .inline },
+            "the blocked reload was never measured slow; the next runs \(slow.reloadPlace)")
         try slow.write(stuck + 1)
         let next = await slow.delivered(stuck + 1)
         #expect(next != nil && next != Self.inotifyThread, "the slow suite's next reload ran on \(next ?? "none")")
