@@ -38,11 +38,13 @@ public struct AdministeredSettings: Sendable, Hashable {
     /// when a directory is changed): not part of what the settings are.
     private var madePaths: Paths?
 
+    /// Whether two settings name the same directories and trusted owner.
     public static func == (lhs: AdministeredSettings, rhs: AdministeredSettings) -> Bool {
         lhs.systemDirectories == rhs.systemDirectories && lhs.managedDirectory == rhs.managedDirectory
             && lhs.trustedOwner == rhs.trustedOwner
     }
 
+    /// Hashes the directories and the trusted owner, what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(systemDirectories)
         hasher.combine(managedDirectory)
