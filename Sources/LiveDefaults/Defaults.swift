@@ -185,7 +185,7 @@ public final class Defaults: Sendable {
         } else {
             let globalLocation = SuiteLocation(globalDomainIn: directory)
             self.global =
-                globalLocation.path == location.path ? nil : stores.openGlobalDomain(globalLocation)
+                globalLocation.path == location.path ? nil : stores.open(globalLocation, keepsUnwatched: true)
         }
         self.candidateLayers = CandidateLayers(
             settings: administeredSettings ?? .none, suiteName: location.name,

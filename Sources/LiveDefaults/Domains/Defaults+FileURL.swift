@@ -25,15 +25,7 @@ extension URL {
     var suiteDirectoryPath: String {
         guard baseURL == nil else { return path }
         let encoded = path(percentEncoded: true)
-        let bytes = encoded.utf8
-        guard bytes.first == UInt8(ascii: "/"), !bytes.contains(UInt8(ascii: "%")) else { return path }
-        // The trailing `/`s cut by their bytes (`removeLast` works in characters).
-        var end = bytes.endIndex
-        var count = bytes.count
-        while count > 1, bytes[bytes.index(before: end)] == UInt8(ascii: "/") {
-            end = bytes.index(before: end)
-            count -= 1
-        }
-        return end == bytes.endIndex ? encoded : String(Substring(bytes[..<end]))
+        guard encoded.utf8.first == UInt8(ascii: "/"), !encoded.utf8.contains(UInt8(ascii: "%")) else { return path }
+        return SuiteLocation.withoutTrailingSlashes(encoded)
     }
 }

@@ -11,18 +11,15 @@ enum StoreSource: Sendable {
     }
 
     /// The store of the suite at `location`.
-    func open(_ location: SuiteLocation) -> SuiteStore {
+    ///
+    /// - Parameters:
+    ///   - location: The suite file.
+    ///   - keepsUnwatched: Whether a file store is kept for the next open while it is not watched
+    ///     (the global domain's, ``SuiteStore/open(_:watching:keepsUnwatched:)``).
+    /// - Returns: The suite's store.
+    func open(_ location: SuiteLocation, keepsUnwatched: Bool = false) -> SuiteStore {
         switch self {
-        case .files(let watching): SuiteStore.open(location, watching: watching)
-        case .memory(let suites): suites.open(location)
-        }
-    }
-
-    /// The store of the global domain at `location`: as ``open(_:)``, and kept for the next open
-    /// while it is not watched (``SuiteStore/open(_:watching:keepsUnwatched:)``).
-    func openGlobalDomain(_ location: SuiteLocation) -> SuiteStore {
-        switch self {
-        case .files(let watching): SuiteStore.open(location, watching: watching, keepsUnwatched: true)
+        case .files(let watching): SuiteStore.open(location, watching: watching, keepsUnwatched: keepsUnwatched)
         case .memory(let suites): suites.open(location)
         }
     }

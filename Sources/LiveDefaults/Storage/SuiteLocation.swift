@@ -34,10 +34,20 @@ package struct SuiteLocation: Hashable, Sendable {
 
     private init(validName name: String, directory: String?) {
         self.name = name
-        var directory = directory ?? Self.defaultDirectory()
-        // Bytes, not characters (`count` walks the grapheme clusters): a cold open builds five of these.
-        while directory.utf8.count > 1, directory.utf8.last == UInt8(ascii: "/") { directory.removeLast() }
-        self.path = Self.joined(directory, name)
+        self.path = Self.joined(Self.withoutTrailingSlashes(directory ?? Self.defaultDirectory()), name)
+    }
+
+    /// `directory` without its trailing `/`s (`/` itself stays), cut by its bytes: `count` and
+    /// `removeLast` walk characters, and a cold open builds five locations.
+    package static func withoutTrailingSlashes(_ directory: String) -> String {
+        let bytes = directory.utf8
+        var end = bytes.endIndex
+        var count = bytes.count
+        while count > 1, bytes[bytes.index(before: end)] == UInt8(ascii: "/") {
+            end = bytes.index(before: end)
+            count -= 1
+        }
+        return end == bytes.endIndex ? directory : String(Substring(bytes[..<end]))
     }
 
     /// `directory` + "/" + `name` + ".plist", its bytes copied once into a string of that size
