@@ -367,14 +367,23 @@ struct BenchmarkRunner {
                     let floorSuite = "bench.cold.\(size).\(pass == 0 ? "floor" : "lookups").\(round)"
                     let folder = directory.path
                     let file = folder + "/\(floorSuite).plist"
+                    // The paths as the library makes them (its rules, not copies of them).
                     var before: [String] = []
                     var after: [String] = []
                     var accessed: [String] = []
                     if pass == 1 {
-                        before = [folder + "/ByHost", folder + "/.\(floorSuite).plist.journals"]
-                        after = [folder, folder + "/NSGlobalDomain.plist"] + [managedDirectory].compactMap { $0 }
-                        accessed = systemDirectories.flatMap {
-                            ["\($0)/\(floorSuite).plist", "\($0)/NSGlobalDomain.plist"]
+                        before = [
+                            SuiteLocation.byHostDirectory(in: folder), SuiteJournal.directory(forSuiteFile: file),
+                        ]
+                        after =
+                            [folder, SuiteLocation(globalDomainIn: folder).path] + [managedDirectory].compactMap { $0 }
+                        accessed = systemDirectories.flatMap { system in
+                            [
+                                must("the location of \(floorSuite)") {
+                                    try SuiteLocation(suiteName: floorSuite, directory: system).path
+                                },
+                                SuiteLocation(globalDomainIn: system).path,
+                            ]
                         }
                     }
                     func measureFloor() -> PropertyListValue? {
