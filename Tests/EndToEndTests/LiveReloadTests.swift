@@ -166,6 +166,21 @@ final class LiveSuite {
             "the suite file was opened only by the outside writer, never to read back a flush: \(before)")
     }
 
+    /// A change written by another process posts `didChangeNotification` too. (A local change's
+    /// post is timed by the library's timer thread, an outside change's by Dispatch: docs/design.md,
+    /// "The change notification"; `ObservationTests.didChangeNotificationIsPosted` is the local one.)
+    @Test func anOutsideChangePostsTheChangeNotification() async throws {
+        let suite = try LiveSuite(seed: Self.seed)
+        let posted = Locked(0)
+        let observer = NotificationCenter.default.addObserver(
+            forName: Defaults.didChangeNotification, object: suite.defaults, queue: nil
+        ) { _ in posted.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try suite.shell(LiveSuite.python(write: "{'theme': 'light', 'size': 12}", to: suite.path))
+        #expect(await eventually { suite.changes.contains { $0.key == "theme" && $0.origin == .external } })
+        #expect(await eventually { posted.withLock { $0 } >= 1 }, "the outside change's notification was posted")
+    }
+
     @Test func aSymlinkedSuiteFollowsItsTarget() async throws {
         let directory = try TemporaryDirectory()
         let dotfiles = directory.url.appendingPathComponent("dotfiles")

@@ -47,6 +47,10 @@ extension Defaults {
         var notifies: Bool
         /// Whether to wait for observers that have fallen behind (``ObservationBacklog``).
         var waits: Bool
+        /// Whether the change was this process's own: its notification is then timed by the
+        /// library's timer thread, an outside change's by Dispatch (docs/design.md, "The change
+        /// notification").
+        var isLocal = false
         /// Observers of keys becoming forced or released, with their news (``Defaults/observeForcing(ofKey:_:)``).
         /// (Nil rather than empty when there are none: an empty array was retained and released, the
         /// runtime's empty array, no atomic operation, but calls into the runtime on every delivery.)
@@ -65,7 +69,11 @@ extension Defaults {
     func perform(_ delivery: consuming Delivery, postingNow: Bool = false) {
         if let batch = delivery.batch.take() { deliver(batch) }
         if delivery.notifies {
-            if postingNow { postChangeNotification() } else { scheduleChangeNotification() }
+            if postingNow {
+                postChangeNotification()
+            } else {
+                scheduleChangeNotification(onTimerThread: delivery.isLocal)
+            }
         }
         if delivery.waits { waitForObservers() }
         if let forcing = delivery.forcing { for call in forcing { call() } }
@@ -99,7 +107,7 @@ extension Defaults {
                 }
                 state.effective = all
             }
-            return finishRefresh(&state, changed: changed)
+            return finishRefresh(&state, changed: changed, origin: origin)
         }
         if delivery.batch == nil && !delivery.notifies && !delivery.waits { return nil }
         return delivery
@@ -110,7 +118,7 @@ extension Defaults {
     func applyChange(of key: HashedKey, origin: ChangeOrigin, suiteValue: PropertyListValue??) -> Delivery? {
         let delivery = state.withLock { state -> Delivery in
             let changed = refresh(key, &state, origin: origin, suiteValue: suiteValue)
-            return finishRefresh(&state, changed: changed)
+            return finishRefresh(&state, changed: changed, origin: origin)
         }
         if delivery.batch == nil && !delivery.notifies && !delivery.waits { return nil }
         return delivery
@@ -138,11 +146,12 @@ extension Defaults {
     /// Claims the queue for this thread, or says whether to wait for it, and claims the change
     /// notification. Called with the state lock held, after the changes were queued.
     @inline(__always)
-    private func finishRefresh(_ state: inout State, changed: Bool) -> Delivery {
+    private func finishRefresh(_ state: inout State, changed: Bool, origin: ChangeOrigin) -> Delivery {
         let batch = state.observers.claimBatch()
         // Another thread delivers, and its observers have fallen this far behind: wait for them.
         let waits = batch == nil && state.observers.queue.count >= backlogLimit.load(ordering: .relaxed)
-        return Delivery(batch: batch, notifies: changed && Self.claimNotification(&state), waits: waits)
+        return Delivery(
+            batch: batch, notifies: changed && Self.claimNotification(&state), waits: waits, isLocal: origin == .local)
     }
 
     /// Whether this change should schedule the notification: once per burst, and not when a
@@ -221,21 +230,24 @@ extension Defaults {
     /// then took this store's lock on the other core, and writes ran at half speed in some runs
     /// (docs/design.md, "Observation: the change notification").
     ///
-    /// Timed by Dispatch, not by the library's timer thread (``DeadlineTimer``, which times the
-    /// flush): with outside changes arriving back to back, the timer thread's wake-up every 5 ms
-    /// doubled the p99 of their delivery (docs/design.md, "Delayed work: one timer thread").
-    static let notificationDelay: DispatchTimeInterval = .milliseconds(5)
+    /// A local change's post is timed by the library's timer thread (``DeadlineTimer``): Dispatch's
+    /// `asyncAfter` woke its manager thread on the first `set` of every burst, 14 µs of a cold
+    /// `set`. An outside change's stays on `asyncAfter`: with outside changes arriving back to back,
+    /// the timer thread's wake-up every 5 ms doubled the p99 of their delivery (docs/design.md, "The
+    /// change notification").
+    static let notificationDelay: Duration = .milliseconds(5)
 
     private func postChangeNotification() {
         state.withLock { $0.notificationScheduled = false }
         NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
     }
 
-    private func scheduleChangeNotification() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay) { [weak self] in
-            guard let self else { return }
-            self.state.withLock { $0.notificationScheduled = false }
-            NotificationCenter.default.post(name: Defaults.didChangeNotification, object: self)
+    private func scheduleChangeNotification(onTimerThread: Bool) {
+        let post: @Sendable () -> Void = { [weak self] in self?.postChangeNotification() }
+        if onTimerThread, let timer = DeadlineTimer.shared {
+            timer.run(after: Self.notificationDelay, on: .global(), post)
+        } else {
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.notificationDelay.dispatchInterval, execute: post)
         }
     }
 }
