@@ -3,8 +3,8 @@ import Dispatch
 import Foundation
 import LiveDefaultsWatching
 
-/// A store's background flush, timed by one thread for the process, asleep on a Linux timerfd
-/// (docs/design.md, "Delayed work: one timer thread").
+/// A store's background flush and the change notification of local changes, timed by one thread
+/// for the process, asleep on a Linux timerfd (docs/design.md, "Delayed work: one timer thread").
 ///
 /// Arming is one `timerfd_settime` on the calling thread, and only when the new deadline is the
 /// earliest; the kernel wakes the timer thread when that deadline comes. Dispatch's `asyncAfter`
@@ -25,8 +25,8 @@ final class DeadlineTimer: Sendable {
     }
 
     private struct State {
-        /// Work not yet due. A handful at a time (a store's flush per burst, a retry), so a plain
-        /// array.
+        /// Work not yet due. A handful at a time (a store's flush and a `Defaults`' change
+        /// notification per burst, a retry), so a plain array.
         var waiting: [Work] = []
         /// The deadline the timerfd is set to, `.max` when it is not set.
         var armed: UInt64 = .max
