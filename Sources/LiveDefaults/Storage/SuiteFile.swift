@@ -90,7 +90,7 @@ package struct SuiteFile: Sendable {
     ) throws(DefaultsError) -> T {
         let target = resolvedPath(using: operations)
         let base = SidecarPlacement.current.base(forSuiteFile: location.path, target: target)
-        let lockPath = Self.sidecar(of: base, prefix: "", suffix: ".lock")
+        let lockPath = Self.lockPath(besideBase: base)
         let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW
         // The directory is made when the lock file cannot be made for want of it, not looked for
         // before every write (a `readlink` and a `stat` fewer per flush).
@@ -384,6 +384,12 @@ package struct SuiteFile: Sendable {
         case S_IFSOCK: "a socket"
         default: "not a regular file"
         }
+    }
+
+    /// The lock file of a suite file whose sidecars are kept beside `base`
+    /// (``SidecarPlacement/base(forSuiteFile:target:)``).
+    package static func lockPath(besideBase base: String) -> String {
+        sidecar(of: base, prefix: "", suffix: ".lock")
     }
 
     /// The path of a file kept beside `path` (`<prefix><name><suffix>`). When that name would be
