@@ -220,76 +220,58 @@ struct BenchmarkRunner {
             }
             var counter = 0
             let floorFile = ReplacedFile(directory.appendingPathComponent("floor.plist"))
-            func flushOurs() {
-                sample("ours") {
-                    defaults.set(counter, forKey: "key-0")
-                    try? defaults.synchronize()
-                }
-            }
-            func replaceFloor() {
-                sample("floor") { durablyReplace(floorFile, bytes) }
-            }
-            for round in 0..<rounds {
-                counter += 1
-                // Ours and the floor side by side, in turn first: whichever follows Foundation's
-                // write (not synced: its data is still dirty) pays for writing that data out, as an
-                // fsync on ext4 commits the journal with every file's data in it (data=ordered).
-                if round.isMultiple(of: 2) {
-                    flushOurs()
-                    replaceFloor()
-                } else {
-                    replaceFloor()
-                    flushOurs()
-                }
-                // On a thread of its own: Foundation's round allocates and frees megabytes, and
-                // in this thread's malloc arena the next allocations paid for it — ours, not the
-                // floor's, which allocates nothing (10,000 keys: ours 2.1–2.5× the floor this way,
-                // 1.06× with the round on its own thread; docs/performance.md). dconf's rounds
-                // already run in their own process.
-                let value = counter
-                samples["theirs", default: []].append(
-                    onThreadOfItsOwn {
-                        let start = monotonicNanoseconds()
-                        foundation.set(value, forKey: "key-0")
-                        foundation.synchronize()
-                        return Double(monotonicNanoseconds() - start)
-                    })
-                // dconf_client_write_sync of one key: returns when dconf-service has written it.
-                if dconfReady, let each = dconf?.number("write-sync") { samples["dconf", default: []].append(each) }
-            }
-            // Ours against the floor with the system calls the write contract and the history add
-            // (the "contract floor", no target): the same rounds again, Foundation's and dconf's
-            // between, so that what it adds to the plain floor is what ours needs of the kernel,
-            // and what ours adds to it is ours alone (docs/performance.md, "Issue 40: the flush's
-            // first `set` and the calls a flush makes").
-            if size == 1_000 {
-                let contract = ContractFile(floorFile)
-                func flushOursAgain() {
-                    sample("ours again") {
+            // One pass of the rounds: ours and a floor side by side, in turn first, then
+            // Foundation's and dconf's rounds (their times kept in the first pass only).
+            func runRounds(ours oursName: String, floor floorName: String, contract: ContractFile?, keepsOthers: Bool) {
+                func flushOurs() {
+                    sample(oursName) {
                         defaults.set(counter, forKey: "key-0")
                         try? defaults.synchronize()
                     }
                 }
-                func replaceContractFloor() {
-                    sample("contract floor") { durablyReplace(floorFile, bytes, contract: contract) }
+                func replaceFloor() {
+                    sample(floorName) { durablyReplace(floorFile, bytes, contract: contract) }
                 }
                 for round in 0..<rounds {
                     counter += 1
+                    // Ours and the floor side by side, in turn first: whichever follows Foundation's
+                    // write (not synced: its data is still dirty) pays for writing that data out, as
+                    // an fsync on ext4 commits the journal with every file's data in it (data=ordered).
                     if round.isMultiple(of: 2) {
-                        flushOursAgain()
-                        replaceContractFloor()
+                        flushOurs()
+                        replaceFloor()
                     } else {
-                        replaceContractFloor()
-                        flushOursAgain()
+                        replaceFloor()
+                        flushOurs()
                     }
+                    // On a thread of its own: Foundation's round allocates and frees megabytes, and
+                    // in this thread's malloc arena the next allocations paid for it — ours, not the
+                    // floor's, which allocates nothing (10,000 keys: ours 2.1–2.5× the floor this way,
+                    // 1.06× with the round on its own thread; docs/performance.md). dconf's rounds
+                    // already run in their own process.
                     let value = counter
-                    blackHole(
-                        onThreadOfItsOwn {
-                            foundation.set(value, forKey: "key-0")
-                            foundation.synchronize()
-                        })
-                    if dconfReady { blackHole(dconf?.number("write-sync")) }
+                    let theirs = onThreadOfItsOwn {
+                        let start = monotonicNanoseconds()
+                        foundation.set(value, forKey: "key-0")
+                        foundation.synchronize()
+                        return Double(monotonicNanoseconds() - start)
+                    }
+                    // dconf_client_write_sync of one key: returns when dconf-service has written it.
+                    let dconfTime = dconfReady ? dconf?.number("write-sync") : nil
+                    if keepsOthers {
+                        samples["theirs", default: []].append(theirs)
+                        if let dconfTime { samples["dconf", default: []].append(dconfTime) }
+                    }
                 }
+            }
+            runRounds(ours: "ours", floor: "floor", contract: nil, keepsOthers: true)
+            // Ours against the floor with the system calls the write contract and the history add
+            // (the "contract floor", no target): the same rounds again, so that what it adds to the
+            // plain floor is what ours needs of the kernel, and what ours adds to it is ours alone
+            // (docs/performance.md, "Issue 40: the flush's first `set` and the calls a flush makes").
+            if size == 1_000 {
+                runRounds(
+                    ours: "ours again", floor: "contract floor", contract: ContractFile(floorFile), keepsOthers: false)
             }
             // The same two with nothing between them: no other library's round (issue 17's flush
             // target is measured above; this pair shows what those rounds add to ours, whose code
