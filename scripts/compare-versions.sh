@@ -76,11 +76,13 @@ if (( instructions )); then
         awk '/^(summary|totals):/ { print $2; exit }' "$out/cg"
         rm -rf "$scratch" "$out"
     }
+    # Each operation's count with FEW and with MANY repetitions: the difference over MANY - FEW is
+    # one operation. The flush's FEW is 100, not 0, so that both runs have the same set-up.
     for side in base head; do
-        for operation in "read 200000" "set 20000" "setobs 20000" "flush 100"; do
+        for operation in "read 0 200000" "set 0 20000" "setobs 0 20000" "flush 100 300"; do
             set -- $operation
-            empty=$(count "$side" "$1" 0); full=$(count "$side" "$1" "$2")
-            echo "$1	$(( (full - empty) / $2 ))" >>"$work/out/$side.instructions"
+            few=$(count "$side" "$1" "$2"); many=$(count "$side" "$1" "$3")
+            echo "$1	$(( (many - few) / ($3 - $2) ))" >>"$work/out/$side.instructions"
         done
     done
 fi
