@@ -231,8 +231,8 @@ extension Defaults {
     /// (docs/design.md, "Observation: the change notification").
     ///
     /// A local change's post is timed by the library's timer thread (``DeadlineTimer``): Dispatch's
-    /// `asyncAfter` woke its manager thread on the first `set` of every burst, 14 µs of a cold
-    /// `set`. An outside change's stays on `asyncAfter`: with outside changes arriving back to back,
+    /// `asyncAfter` woke its manager thread on the first `set` of every burst, 14–40 µs of a
+    /// cold `set`. An outside change's stays on `asyncAfter`: with outside changes arriving back to back,
     /// the timer thread's wake-up every 5 ms doubled the p99 of their delivery (docs/design.md, "The
     /// change notification").
     static let notificationDelay: Duration = .milliseconds(5)
