@@ -30,6 +30,15 @@ import Testing
         try #require(DeadlineTimer.shared, "this Linux gives a timerfd")
     }
 
+    /// A serial queue for a test's work, not Dispatch's global queue: a serial queue is served by a
+    /// thread of its own when every worker is busy, where the global queue waits. In the thread
+    /// sanitizer's run of the whole suite, the stress tests keep the global queue's workers busy
+    /// for minutes, and none of 800 pieces of work there ran within 20 s
+    /// (`workArmedFromManyThreadsAllRunsOnce`); what these tests judge is the timer, not Dispatch.
+    static func queueOfItsOwn() -> DispatchQueue {
+        DispatchQueue(label: "deadline-timer-test-\(UUID().uuidString)")
+    }
+
     /// Three delays armed longest first: they run shortest first, each once and none before its
     /// delay, on the queue they name.
     @Test func workRunsOnceAfterItsDelayInDeadlineOrderOnItsQueue() throws {
@@ -56,22 +65,18 @@ import Testing
     @Test func anEarlierDeadlineArmedLaterRunsFirst() throws {
         let timer = try Self.timer()
         let record = Record()
-        timer.run(after: .seconds(600), on: .global()) { record.note("far") }
-        timer.run(after: .milliseconds(10), on: .global()) { record.note("near") }
+        let queue = Self.queueOfItsOwn()
+        timer.run(after: .seconds(600), on: queue) { record.note("far") }
+        timer.run(after: .milliseconds(10), on: queue) { record.note("near") }
         #expect(record.wait(for: 1).map(\.label) == ["near"])
     }
 
-    /// Many threads arming at once: every piece of work runs exactly once.
-    ///
-    /// The work runs on a queue of the test's own: a serial queue is served by a thread of its
-    /// own when every worker is busy, where Dispatch's global queue is not. In the thread
-    /// sanitizer's run of the whole suite, the stress tests keep the global queue's workers busy
-    /// for minutes, and none of the 800 pieces of work (nor the one armed with no delay, which
-    /// goes to its queue at once, without the timer) ran within 20 s there.
+    /// Many threads arming at once: every piece of work runs exactly once (on a queue of the
+    /// test's own, ``queueOfItsOwn()``).
     @Test func workArmedFromManyThreadsAllRunsOnce() throws {
         let timer = try Self.timer()
         let record = Record()
-        let queue = DispatchQueue(label: "deadline-timer-many-threads")
+        let queue = Self.queueOfItsOwn()
         let threads = 8
         let each = 100
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
@@ -90,7 +95,7 @@ import Testing
     @Test func noDelayRunsAtOnce() throws {
         let timer = try Self.timer()
         let record = Record()
-        timer.run(after: .zero, on: .global()) { record.note("now") }
+        timer.run(after: .zero, on: Self.queueOfItsOwn()) { record.note("now") }
         #expect(record.wait(for: 1).map(\.label) == ["now"])
     }
 }
