@@ -121,7 +121,7 @@ enum FleetStores {
         let journal = backend.pendingJournal
         backend.onRecovery { [weak store] in
             guard let store else { return }
-            DispatchQueue.global().async {
+            BlockingCalls.shared.submit {
                 if let problem = journal.adoptDeadJournals(into: store) { DefaultsErrorReporting.report(problem) }
                 guard store.hasPendingChanges else { return }
                 do { try store.flush() } catch {

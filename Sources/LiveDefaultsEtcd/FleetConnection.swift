@@ -81,7 +81,7 @@ public final class FleetConnection: Sendable {
         // The state is live once the range is in the mirror; the store takes it now, so that the
         // next read shows it.
         let store = self.store
-        try await onDispatch { store.reload() }
+        try await BlockingCalls.shared.run { store.reload() }
         return revision
     }
 
@@ -103,7 +103,7 @@ public final class FleetConnection: Sendable {
     ///   again) or `DefaultsError.Code.remoteRejected` (they were dropped).
     public func synchronize() async throws {
         let store = self.store
-        try await onDispatch { try store.flush() }
+        try await BlockingCalls.shared.run { try store.flush() }
     }
 
     /// Changes `key` in etcd from the value it has there to `transform`'s result, only if no one
@@ -137,7 +137,8 @@ public final class FleetConnection: Sendable {
         _ key: String, _ transform: @Sendable (PropertyListValue?) throws -> PropertyListValue?
     ) async throws -> PropertyListValue? {
         if store.hasPendingChanges { try await synchronize() }
-        // The client's calls block: each on a Dispatch thread, not a thread of the cooperative pool.
+        // The client's calls block: each on the fleet's own call threads (``BlockingCalls``), neither
+        // a thread of the cooperative pool nor a worker of Dispatch's global queue.
         let client = backend.client
         let etcdKey = EtcdMirror.etcdKey(key, prefix: suite.prefix)
         // The history's head, as the mirror knows it: the update's audit key goes in its transaction.
@@ -145,7 +146,7 @@ public final class FleetConnection: Sendable {
         let headKey = FleetAudit.Keys(prefix: suite.prefix).head
         for _ in 0..<100 {
             let current: EtcdKeyValue?
-            do { current = try await onDispatch { try client.get(key: etcdKey).kv } } catch {
+            do { current = try await BlockingCalls.shared.run { try client.get(key: etcdKey).kv } } catch {
                 throw failure(error, key: key)
             }
             let modRevision = current?.mod_revision?.value ?? 0
@@ -174,7 +175,7 @@ public final class FleetConnection: Sendable {
             base.keys[key] = (modRevision, old)
             let outcome: (succeeded: Bool, revision: Int64)
             do {
-                outcome = try await onDispatch { [write, base] in
+                outcome = try await BlockingCalls.shared.run { [write, base] in
                     try write.commitAudited(
                         with: client, base: base, origin: { _ in HistoryIdentity.defaultOrigin }, writer: .current,
                         retrying: false)
@@ -183,7 +184,7 @@ public final class FleetConnection: Sendable {
                 let problem = RemoteProblem(error)
                 if problem.isRefusal { throw failure(problem, key: key) }
                 // The answer was lost: the transaction may have been made. Only the key can tell.
-                if let reread = try? await onDispatch({ try client.get(key: etcdKey) }),
+                if let reread = try? await BlockingCalls.shared.run({ try client.get(key: etcdKey) }),
                     (reread.kv?.mod_revision?.value ?? 0) == modRevision
                 {
                     continue  // not made: safe to send again
@@ -197,7 +198,7 @@ public final class FleetConnection: Sendable {
             }
             guard outcome.succeeded else {
                 // The key or the head moved: read the head again with the key.
-                if let head = try? await onDispatch({ try client.get(key: headKey).kv }) {
+                if let head = try? await BlockingCalls.shared.run({ try client.get(key: headKey).kv }) {
                     base.headRevision = head.mod_revision?.value ?? 0
                     base.next = FleetAudit.next(fromHead: head.value?.data)
                 } else {
@@ -207,7 +208,7 @@ public final class FleetConnection: Sendable {
                 continue
             }
             let revision = outcome.revision
-            try? await onDispatch { [self] in showRevision(revision, key: key) }
+            await BlockingCalls.onAThreadOfItsOwn { [self] in showRevision(revision, key: key) }
             return new
         }
         throw DefaultsError(
@@ -244,14 +245,5 @@ public final class FleetConnection: Sendable {
             "Could not update \"\(key)\" in fleet suite \"\(suite.name)\" at \(suite.whereabouts)"
                 + "\(suite.credentials.map { " as \($0)" } ?? ""): \(problem). Nothing was changed.",
             suite: suite.name, underlying: problem)
-    }
-}
-
-/// Runs blocking `work` on a Dispatch thread and waits for it without holding a pool thread.
-func onDispatch<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            do { continuation.resume(returning: try work()) } catch { continuation.resume(throwing: error) }
-        }
     }
 }

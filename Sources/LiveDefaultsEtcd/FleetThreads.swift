@@ -48,8 +48,14 @@ final class FollowerExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// A few threads for the followers' blocking etcd calls (libcurl's unary calls block): at most
-/// ``width`` at once, whatever the number of suites; a call waits its turn in order.
+/// A few threads for the fleet suites' blocking etcd calls (libcurl's unary calls block): the
+/// followers' ranges, the calls of ``FleetConnection``'s async methods, the flush after an outage.
+/// At most ``width`` at once, whatever the number of suites; a call waits its turn in order.
+///
+/// Not Dispatch's global queue: on Linux its workers are a few per core, and no more are started
+/// while they all wait, so that calls waiting for a member that does not answer held up every
+/// piece of work the app and the library give that queue (docs/design.md, "Fleet settings:
+/// threads and connections").
 final class BlockingCalls: @unchecked Sendable {
     // Safe as Sendable: `queue` and `threads` are read and written only while `condition` is locked.
 
@@ -72,7 +78,8 @@ final class BlockingCalls: @unchecked Sendable {
         }
     }
 
-    private func submit(_ job: @escaping @Sendable () -> Void) {
+    /// Runs `job` on one of the threads, without waiting for it.
+    func submit(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         queue.append(job)
         let startThread = idle == 0 && threads < Self.width
@@ -86,6 +93,18 @@ final class BlockingCalls: @unchecked Sendable {
                 work()
             }
             thread.start()
+        }
+    }
+
+    /// Runs `wait`, which waits for a suite's follower, on a thread of its own, and gives its
+    /// end without holding the caller's: not on these threads, which the follower may need for a
+    /// range to get where `wait` waits for it.
+    static func onAThreadOfItsOwn(_ wait: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            Thread {
+                wait()
+                continuation.resume()
+            }.start()
         }
     }
 

@@ -65,6 +65,41 @@ struct SharedThreadsTests {
         #expect(transfer + follow + call <= 2 + BlockingCalls.width + 2, "\(transfer) + \(follow) + \(call) threads")
     }
 
+    /// A fleet suite's async calls wait for etcd on the fleet's own threads (``BlockingCalls``), not
+    /// on Swift's cooperative pool, which on Linux is the workers of Dispatch's global queue: two on
+    /// 2 cores, and one more a second while they all wait. With forty updates waiting for a frozen
+    /// member (15 s each), a task started once they all wait runs before any of them returns; when
+    /// each update held a worker of that pool, the task waited for them (about 40 s for the pool to
+    /// grow, and the first update returned first). The 15 s leave the task time on a machine whose
+    /// pool other tests keep busy.
+    @Test func updatesWaitingForAFrozenMemberLeaveTheCooperativePoolFree() async throws {
+        let scenario = try await FleetScenario()
+        defer { scenario.server.stop() }
+        let writer = try Defaults.fleet(scenario.suite(variant: 10))  // a request timeout of 15 s
+        let connection = try #require(writer.fleetConnection)
+        #expect(await eventually(within: 30) { connection.state.isLive })
+        try #require(await scenario.server.freeze(), "the member froze")
+        let started = Locked(0)
+        let order = Locked<[String]>([])
+        let updates = 40
+        for index in 0..<updates {
+            Task.detached {
+                // From here to its call to etcd, `update` does not suspend (nothing is pending):
+                // once all have started, every call has been handed to the threads that make it.
+                started.withLock { $0 += 1 }
+                _ = try? await connection.update("key-\(index)") { _ in .integer(1) }
+                order.withLock { $0.append("update \(index)") }
+            }
+        }
+        #expect(await eventually(within: 60) { started.withLock { $0 } == updates })
+        Task.detached { order.withLock { $0.append("task") } }
+        let ranFirst = await eventually(within: 90) { !order.withLock { $0 }.isEmpty }
+        scenario.server.send(SIGCONT)
+        #expect(ranFirst)
+        #expect(order.withLock { $0.first } == "task", "\(order.withLock { $0 })")
+        #expect(await eventually(within: 60) { order.withLock { $0.count } == updates + 1 }, "every update returned")
+    }
+
     @Test func cancellingOneWatchLeavesTheOthersOnTheSharedThread() async throws {
         let server = try EtcdServer()
         try await server.start()
