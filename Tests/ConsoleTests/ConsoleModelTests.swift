@@ -269,12 +269,10 @@ struct ConsoleModelTests {
         #expect(refused.status == 403)
     }
 
+    /// The subscription's next event; its wait blocks, so on a thread of its own.
     private func next(_ subscription: ConsoleSubscription) async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    returning: String(decoding: subscription.next(maximum: 1 << 16) ?? Data(), as: UTF8.self))
-            }
-        }
+        (try? await onAThreadOfItsOwn {
+            String(decoding: subscription.next(maximum: 1 << 16) ?? Data(), as: UTF8.self)
+        }) ?? ""
     }
 }

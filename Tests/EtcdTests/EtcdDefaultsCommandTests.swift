@@ -30,20 +30,20 @@ struct EtcdDefaultsCommandTests {
             return DefaultsCommandRunner(domains: domains, io: streams.io)
         }
 
-        /// Runs to its end, on a Dispatch thread: the command blocks its thread while etcd answers.
+        /// Runs to its end, on a thread of its own: the command blocks its thread while etcd
+        /// answers (on a worker of Dispatch's global queue, it would hold a thread of Swift's
+        /// cooperative pool, which on Linux is that queue's).
         func run(_ arguments: [String]) async -> CommandResult {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
+            let command = self
+            return
+                (try? await onAThreadOfItsOwn {
                     let streams = CapturedCommandIO()
-                    let outcome = runner(streams).run(arguments)
+                    let outcome = command.runner(streams).run(arguments)
                     let status: Int32
                     if case .exit(let code) = outcome { status = code } else { status = -1 }
-                    continuation.resume(
-                        returning: CommandResult(
-                            status: status, standardOutput: streams.standardOutput,
-                            standardError: streams.standardError))
-                }
-            }
+                    return CommandResult(
+                        status: status, standardOutput: streams.standardOutput, standardError: streams.standardError)
+                }) ?? CommandResult(status: -1, standardOutput: "", standardError: "")
         }
     }
 

@@ -62,14 +62,13 @@ public func eventually(within seconds: Double = 30, _ condition: () -> Bool) asy
     return condition()
 }
 
-/// Waits up to `seconds` for `group`, without holding a thread of Swift's cooperative pool: on
-/// a 2-core machine it has two threads, and a test blocking one in `DispatchGroup.wait` (while
-/// its own threads run for seconds) starves other tests' tasks running in parallel. The wait
-/// happens on a Dispatch thread instead.
+/// Waits up to `seconds` for `group`, on a thread of its own (``onAThreadOfItsOwn(_:)``): not on a
+/// thread of Swift's cooperative pool, which has two on a 2-core machine, so that a test blocking
+/// one in `DispatchGroup.wait` (while its own threads run for seconds) starved other tests' tasks;
+/// nor on a worker of Dispatch's global queue, which on Linux starts a few workers per core and no
+/// more while they all wait, so that a few such waits at once held up every piece of work given to
+/// that queue in the process (the library's change notifications among them) for as long as the
+/// stress tests ran.
 public func wait(for group: DispatchGroup, within seconds: Double) async -> Bool {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(returning: group.wait(timeout: .now() + seconds) == .success)
-        }
-    }
+    (try? await onAThreadOfItsOwn { group.wait(timeout: .now() + seconds) == .success }) ?? false
 }
