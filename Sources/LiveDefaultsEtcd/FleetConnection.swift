@@ -81,7 +81,7 @@ public final class FleetConnection: Sendable {
         // The state is live once the range is in the mirror; the store takes it now, so that the
         // next read shows it.
         let store = self.store
-        try await BlockingCalls.shared.run { store.reload() }
+        await BlockingCalls.onAThreadOfItsOwn { store.reload() }
         return revision
     }
 

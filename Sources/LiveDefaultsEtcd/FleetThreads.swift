@@ -52,10 +52,10 @@ final class FollowerExecutor: TaskExecutor, @unchecked Sendable {
 /// followers' ranges, the calls of ``FleetConnection``'s async methods, the flush after an outage.
 /// At most ``width`` at once, whatever the number of suites; a call waits its turn in order.
 ///
-/// Not Dispatch's global queue: on Linux its workers are a few per core, and no more are started
-/// while they all wait, so that calls waiting for a member that does not answer held up every
-/// piece of work the app and the library give that queue (docs/design.md, "Fleet settings:
-/// threads and connections").
+/// Not Dispatch's global queue: on Linux its workers are Swift's cooperative pool, a few per core,
+/// and while they all wait one more is started each second, so that calls waiting for a member
+/// that does not answer held up every task of the app (docs/design.md, "Fleet settings", "Threads
+/// and connections").
 final class BlockingCalls: @unchecked Sendable {
     // Safe as Sendable: `queue` and `threads` are read and written only while `condition` is locked.
 
@@ -96,13 +96,14 @@ final class BlockingCalls: @unchecked Sendable {
         }
     }
 
-    /// Runs `wait`, which waits for a suite's follower, on a thread of its own, and gives its
-    /// end without holding the caller's: not on these threads, which the follower may need for a
-    /// range to get where `wait` waits for it.
-    static func onAThreadOfItsOwn(_ wait: @escaping @Sendable () -> Void) async {
+    /// Runs `work`, which may wait but makes no call to etcd (for the follower to bring a revision,
+    /// for the store's lock), on a thread of its own, and gives its end without holding the
+    /// caller's: not behind calls on these threads, nor on them, where the follower may need one for
+    /// the range that ends the wait.
+    static func onAThreadOfItsOwn(_ work: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { continuation in
             Thread {
-                wait()
+                work()
                 continuation.resume()
             }.start()
         }
