@@ -62,13 +62,13 @@ public func eventually(within seconds: Double = 30, _ condition: () -> Bool) asy
     return condition()
 }
 
-/// Waits up to `seconds` for `group`, on a thread of its own (``onAThreadOfItsOwn(_:)``): not on a
-/// thread of Swift's cooperative pool, which has two on a 2-core machine, so that a test blocking
-/// one in `DispatchGroup.wait` (while its own threads run for seconds) starved other tests' tasks;
-/// nor on a worker of Dispatch's global queue, which on Linux starts a few workers per core and no
-/// more while they all wait, so that a few such waits at once held up every piece of work given to
-/// that queue in the process (the library's change notifications among them) for as long as the
-/// stress tests ran.
+/// Waits up to `seconds` for `group`, on a thread of its own (``onAThreadOfItsOwn(_:)``), not on a
+/// thread of Swift's cooperative pool. On Linux that pool is the workers of Dispatch's global
+/// queue: two on a 2-core machine, and one more a second while they all wait. A test blocking one
+/// in `DispatchGroup.wait` while its own threads ran for minutes (the sanitizer's stress tests)
+/// held up every other test's tasks and every piece of work given to that queue (the library's
+/// change notifications among them), the more so with several such tests at once; handing the
+/// wait to `DispatchQueue.global()`, as this did, blocked the same threads.
 public func wait(for group: DispatchGroup, within seconds: Double) async -> Bool {
     (try? await onAThreadOfItsOwn { group.wait(timeout: .now() + seconds) == .success }) ?? false
 }
